@@ -1,0 +1,50 @@
+#include "test_util.h"
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <vector>
+
+namespace meshlm::test {
+
+std::string source_dir() { return MESHLM_SOURCE_DIR; }
+std::string meshlm_binary() { return MESHLM_BINARY; }
+std::string fixture(const std::string& name) { return source_dir() + "/tests/fixtures/" + name; }
+
+namespace {
+struct TempDirs {
+    std::vector<std::filesystem::path> dirs;
+    ~TempDirs() {
+        std::error_code ec;
+        for (auto& d : dirs) std::filesystem::remove_all(d, ec);
+    }
+};
+TempDirs g_temp_dirs;
+}  // namespace
+
+std::string temp_dir(const std::string& tag) {
+    std::random_device rd;
+    auto dir = std::filesystem::temp_directory_path() /
+               ("meshlm_test_" + tag + "_" + std::to_string(rd()));
+    std::filesystem::create_directories(dir);
+    g_temp_dirs.dirs.push_back(dir);
+    return dir.string();
+}
+
+CommandResult run_command(const std::string& cmd) {
+    std::string full = cmd + " 2>&1";
+    FILE* pipe = popen(full.c_str(), "r");
+    if (!pipe) return {-1, "popen failed"};
+    std::string out;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+    int status = pclose(pipe);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return {code, out};
+}
+
+}  // namespace meshlm::test
