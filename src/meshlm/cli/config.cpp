@@ -1,0 +1,734 @@
+// Config loading, validation and dumping, all driven by one option table (build_table below).
+//
+// Flow of load_config: defaults (the structs' initializers) < YAML file < overrides. Each value
+// is handed to its option as a RawValue (scalar text or "was a sequence/map/null"), parsed with
+// strict scalar rules (integers reject "3.5", floats reject "abc", bools are true/false), and the
+// key's origin is remembered so that range errors found after resolution can point at the file
+// line or the override that set the value. All problems are collected and thrown together.
+#include "meshlm/cli/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <type_traits>
+
+#include "meshlm/core/error.h"
+
+namespace meshlm {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Scalars: strict parsing and exact formatting for each field type.
+
+// A value as it arrives from YAML: a scalar's text, or which other kind of node it was.
+struct RawValue {
+    enum class Kind { null, scalar, sequence, map };
+    Kind kind = Kind::scalar;
+    std::string text;  // scalar text; empty for the other kinds
+};
+
+template <typename T>
+constexpr bool is_number_v = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
+
+template <typename T>
+const char* type_name() {
+    if constexpr (std::is_same_v<T, bool>)
+        return "bool";
+    else if constexpr (std::is_same_v<T, std::string>)
+        return "string";
+    else if constexpr (std::is_same_v<T, float>)
+        return "float";
+    else if constexpr (std::is_same_v<T, double>)
+        return "double";
+    else if constexpr (std::is_unsigned_v<T>)
+        return "uint64";
+    else
+        return "int";
+}
+
+template <typename T>
+const char* expected_what() {
+    if constexpr (std::is_same_v<T, bool>)
+        return "a boolean (true or false)";
+    else if constexpr (std::is_same_v<T, std::string>)
+        return "a string";
+    else if constexpr (std::is_floating_point_v<T>)
+        return "a number";
+    else if constexpr (std::is_unsigned_v<T>)
+        return "a non-negative integer";
+    else
+        return "an integer";
+}
+
+// A double-quoted YAML string (escapes quotes, backslashes, control characters).
+std::string quote_yaml(const std::string& s) {
+    YAML::Emitter e;
+    e << YAML::DoubleQuoted << s;
+    return e.c_str();
+}
+
+// YAML text for a value; floats use the shortest text that reads back to the same bits.
+template <typename T>
+std::string format_value(const T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+        return v ? "true" : "false";
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        return quote_yaml(v);
+    } else {
+        char buf[64];
+        const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+        return std::string(buf, r.ptr);
+    }
+}
+
+// The value as quoted in an error message.
+template <typename T>
+std::string show_value(const T& v) {
+    if constexpr (std::is_same_v<T, std::string>)
+        return "'" + v + "'";
+    else
+        return format_value(v);
+}
+
+// Parses a scalar into `out`; returns what went wrong ("expected an integer, got '3.5'").
+template <typename T>
+std::optional<std::string> parse_scalar(const std::string& text, T& out) {
+    const std::string wrong =
+        std::string("expected ") + expected_what<T>() + ", got '" + text + "'";
+    if constexpr (std::is_same_v<T, std::string>) {
+        out = text;
+        return std::nullopt;
+    } else if constexpr (std::is_same_v<T, bool>) {
+        if (text == "true" || text == "True" || text == "TRUE") return out = true, std::nullopt;
+        if (text == "false" || text == "False" || text == "FALSE") return out = false, std::nullopt;
+        return wrong;
+    } else {
+        // Decimal only, optional sign; "+" is skipped since from_chars does not take it.
+        std::string_view s = text;
+        if (s.starts_with('+')) s.remove_prefix(1);
+        if (s.empty() || s.starts_with('+') || (std::is_unsigned_v<T> && s.starts_with('-')))
+            return wrong;
+        T value{};
+        std::from_chars_result r;
+        if constexpr (std::is_floating_point_v<T>)
+            r = std::from_chars(s.data(), s.data() + s.size(), value, std::chars_format::general);
+        else
+            r = std::from_chars(s.data(), s.data() + s.size(), value, 10);
+        if (r.ec == std::errc::result_out_of_range && r.ptr == s.data() + s.size())
+            return std::string("'") + text + "' is out of range for a " + type_name<T>();
+        if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return wrong;
+        if constexpr (std::is_floating_point_v<T>) {
+            if (!std::isfinite(value))
+                return std::string("expected a finite number, got '") + text + "'";
+        }
+        out = value;
+        return std::nullopt;
+    }
+}
+
+template <typename T>
+std::optional<std::string> read_value(const RawValue& raw, T& out) {
+    switch (raw.kind) {
+        case RawValue::Kind::scalar:
+            return parse_scalar(raw.text, out);
+        case RawValue::Kind::null:
+            if constexpr (std::is_same_v<T, std::string>) return out.clear(), std::nullopt;
+            return std::string("expected ") + expected_what<T>() + ", got an empty value";
+        case RawValue::Kind::sequence:
+            return std::string("expected ") + expected_what<T>() + ", got a sequence";
+        case RawValue::Kind::map:
+            return std::string("expected ") + expected_what<T>() + ", got a mapping";
+    }
+    return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Constraints. A Rule is the "must be ..." half of a message plus the test; numeric rules test the
+// value as a double (exact for every field type we have), string rules the text.
+
+struct Rule {
+    std::string describe;                          // "> 0", "in [0, 1)", "one of a, b"
+    std::function<bool(double)> number;            // for int / uint64 / float / double fields
+    std::function<bool(const std::string&)> text;  // for string fields
+};
+
+std::string num(double v) {
+    return format_value(v);
+}
+
+Rule at_least(double lo) {
+    return {">= " + num(lo), [lo](double v) { return v >= lo; }, {}};
+}
+Rule greater_than(double lo) {
+    return {"> " + num(lo), [lo](double v) { return v > lo; }, {}};
+}
+// [lo, hi)
+Rule in_closed_open(double lo, double hi) {
+    return {"in [" + num(lo) + ", " + num(hi) + ")",
+            [lo, hi](double v) { return v >= lo && v < hi; },
+            {}};
+}
+// (lo, hi)
+Rule in_open(double lo, double hi) {
+    return {"in (" + num(lo) + ", " + num(hi) + ")",
+            [lo, hi](double v) { return v > lo && v < hi; },
+            {}};
+}
+Rule one_of(std::vector<std::string> allowed) {
+    std::string describe = "one of ";
+    for (std::size_t i = 0; i < allowed.size(); ++i) describe += (i ? ", " : "") + allowed[i];
+    return {describe, {}, [allowed = std::move(allowed)](const std::string& v) {
+                return std::find(allowed.begin(), allowed.end(), v) != allowed.end();
+            }};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The option table: one type-erased Option per key, built by Section<S>::add from a member
+// pointer, so parse / dump / check exist once as templates.
+
+struct Option {
+    std::string section;  // "model"
+    std::string key;      // "model.n_layer"
+    std::string type;     // "int", "float", ... (help text)
+    std::string help;
+    std::string constraint;  // Rule::describe; empty = any value of the type
+    bool is_string = false;
+    // Stores `value` into the field; returns "<key>: expected ..." on a type mismatch.
+    std::function<std::optional<std::string>(Config&, const RawValue&)> assign;
+    std::function<std::string(const Config&)> dump;  // YAML text of the field's value
+    // "<key> must be <rule> (got <value>)" when the resolved value breaks the rule.
+    std::function<std::optional<std::string>(const Config&)> check;
+};
+
+// A rule involving several keys, run on the resolved config.
+using CrossCheck = std::function<std::optional<std::string>(const Config&)>;
+
+struct OptionTable {
+    std::vector<std::string> sections;  // dump order; reserved sections have no options
+    std::vector<Option> options;        // grouped by section, in declaration order
+    std::vector<CrossCheck> cross_checks;
+
+    const Option* find(std::string_view key) const {
+        for (const auto& o : options)
+            if (o.key == key) return &o;
+        return nullptr;
+    }
+    bool has_section(std::string_view name) const {
+        return std::find(sections.begin(), sections.end(), name) != sections.end();
+    }
+};
+
+template <typename S>
+class Section {
+  public:
+    Section(OptionTable& table, std::string name, S Config::*member)
+        : table_(table), name_(std::move(name)), member_(member) {
+        table_.sections.push_back(name_);
+    }
+
+    template <typename T>
+    Section& add(const std::string& name, T S::*field, std::string help, Rule rule = {}) {
+        static_assert(is_number_v<T> || std::is_same_v<T, bool> || std::is_same_v<T, std::string>,
+                      "config fields are int, uint64, float, double, bool or string");
+        MESHLM_CHECK(
+            !(rule.number && !is_number_v<T>)&&!(rule.text && !std::is_same_v<T, std::string>),
+            "rule '", rule.describe, "' does not fit the type of ", name_, ".", name);
+        Option o;
+        o.section = name_;
+        o.key = name_ + "." + name;
+        o.type = type_name<T>();
+        o.help = std::move(help);
+        o.constraint = rule.describe;
+        o.is_string = std::is_same_v<T, std::string>;
+        const auto member = member_;
+        o.assign = [member, field, key = o.key](Config& c,
+                                                const RawValue& raw) -> std::optional<std::string> {
+            T value{};
+            if (auto err = read_value(raw, value)) return key + ": " + *err;
+            (c.*member).*field = std::move(value);
+            return std::nullopt;
+        };
+        o.dump = [member, field](const Config& c) { return format_value((c.*member).*field); };
+        o.check = [member, field, key = o.key,
+                   rule = std::move(rule)](const Config& c) -> std::optional<std::string> {
+            const T& v = (c.*member).*field;
+            bool ok = true;
+            if constexpr (is_number_v<T>) {
+                if (rule.number) ok = rule.number(static_cast<double>(v));
+            } else if constexpr (std::is_same_v<T, std::string>) {
+                if (rule.text) ok = rule.text(v);
+            }
+            if (ok) return std::nullopt;
+            return key + " must be " + rule.describe + " (got " + show_value(v) + ")";
+        };
+        table_.options.push_back(std::move(o));
+        return *this;
+    }
+
+  private:
+    OptionTable& table_;
+    std::string name_;
+    S Config::*member_;
+};
+
+// Divisors of n near `wanted` (all of them when there are few), for the n_head message.
+std::string divisors_near(int n, int wanted) {
+    std::vector<int> divs;
+    for (int d = 1; d <= n; ++d)
+        if (n % d == 0) divs.push_back(d);
+    constexpr std::size_t max_shown = 16;
+    std::size_t lo = 0, hi = divs.size();
+    if (divs.size() > max_shown) {
+        const auto pos = static_cast<std::size_t>(
+            std::lower_bound(divs.begin(), divs.end(), wanted) - divs.begin());
+        lo = pos > max_shown / 2 ? pos - max_shown / 2 : 0;
+        lo = std::min(lo, divs.size() - max_shown);
+        hi = lo + max_shown;
+    }
+    std::string out = lo > 0 ? "..., " : "";
+    for (std::size_t i = lo; i < hi; ++i) out += (i > lo ? ", " : "") + std::to_string(divs[i]);
+    return out + (hi < divs.size() ? ", ..." : "");
+}
+
+// =============================================================================================
+// THE TABLE. To add an option: one `.add(...)` line here (and the field in its struct). To add a
+// section: one Section<...> line; a section with no options is reserved (accepted only empty).
+// =============================================================================================
+OptionTable build_table() {
+    OptionTable t;
+
+    Section<ModelConfig>(t, "model", &Config::model)
+        .add("n_layer", &ModelConfig::n_layer, "transformer blocks (L)", at_least(1))
+        .add("d_model", &ModelConfig::d_model, "model width (C)", at_least(1))
+        .add("n_head", &ModelConfig::n_head, "attention heads (H); must divide d_model",
+             at_least(1))
+        .add("vocab_size", &ModelConfig::vocab_size,
+             "vocabulary size (V); at least 257 with the byte tokenizer", at_least(2))
+        .add("max_seq_len", &ModelConfig::max_seq_len, "rows of the position embedding",
+             at_least(1))
+        .add("ln_eps", &ModelConfig::ln_eps, "LayerNorm epsilon", greater_than(0))
+        .add("init_std", &ModelConfig::init_std,
+             "std of the normal init; residual projections get / sqrt(2L)", greater_than(0));
+
+    Section<DataConfig>(t, "data", &Config::data)
+        .add("path", &DataConfig::path,
+             "text file or directory of them; documents separated by `separator` lines")
+        .add("separator", &DataConfig::separator, "line that separates documents")
+        .add("tokenizer", &DataConfig::tokenizer, "tokenizer", one_of({"byte"}))
+        .add("val_fraction", &DataConfig::val_fraction, "share of documents held out",
+             in_open(0, 1))
+        .add("split_seed", &DataConfig::split_seed, "seeds the document shuffle of the split")
+        .add("synthetic", &DataConfig::synthetic,
+             "uniformly random tokens instead of text (benchmarks)");
+
+    Section<TrainConfig>(t, "train", &Config::train)
+        .add("steps", &TrainConfig::steps, "optimizer steps", at_least(1))
+        .add("batch_size", &TrainConfig::batch_size, "sequences per micro-batch (B)", at_least(1))
+        .add("seq_len", &TrainConfig::seq_len, "tokens per sequence (T); <= model.max_seq_len",
+             at_least(1))
+        .add("grad_accum", &TrainConfig::grad_accum, "micro-batches per optimizer step",
+             at_least(1))
+        .add("seed", &TrainConfig::seed, "seeds init, batches and sampling")
+        .add("threads", &TrainConfig::threads, "CPU threads; 0 = all cores", at_least(0))
+        .add("peak_gflops", &TrainConfig::peak_gflops, "fp32 peak for MFU; 0 = measure at start",
+             at_least(0))
+        .add("eval_batches", &TrainConfig::eval_batches,
+             "validation batches per evaluation; 0 = the whole split", at_least(0));
+
+    Section<OptimConfig>(t, "optim", &Config::optim)
+        .add("lr", &OptimConfig::lr, "peak learning rate", greater_than(0))
+        .add("end_lr", &OptimConfig::end_lr, "learning rate at the last step", at_least(0))
+        .add("warmup_steps", &OptimConfig::warmup_steps, "steps of linear warmup", at_least(0))
+        .add("schedule", &OptimConfig::schedule, "learning-rate schedule",
+             one_of({"cosine", "linear", "constant"}))
+        .add("weight_decay", &OptimConfig::weight_decay, "AdamW weight decay", at_least(0))
+        .add("decay_mask", &OptimConfig::decay_mask,
+             "which parameters decay (matrices = every 2-D weight, embeddings included)",
+             one_of({"matrices", "all", "none"}))
+        .add("beta1", &OptimConfig::beta1, "AdamW first-moment decay", in_closed_open(0, 1))
+        .add("beta2", &OptimConfig::beta2, "AdamW second-moment decay", in_closed_open(0, 1))
+        .add("eps", &OptimConfig::eps, "AdamW epsilon", greater_than(0))
+        .add("grad_clip", &OptimConfig::grad_clip, "max global gradient norm; 0 = no clipping",
+             at_least(0));
+
+    Section<LogConfig>(t, "log", &Config::log)
+        .add("dir", &LogConfig::dir, "run directory; empty = runs/<config name>")
+        .add("interval", &LogConfig::interval, "steps between log lines", at_least(1))
+        .add("eval_interval", &LogConfig::eval_interval,
+             "steps between validation passes; 0 = only at the end", at_least(0))
+        .add("sample_tokens", &LogConfig::sample_tokens,
+             "length of the sample printed at the end; 0 = none", at_least(0))
+        .add("sample_prompt", &LogConfig::sample_prompt, "prompt of that sample");
+
+    t.sections.push_back("parallel");    // reserved
+    t.sections.push_back("checkpoint");  // reserved
+
+    t.cross_checks = {
+        [](const Config& c) -> std::optional<std::string> {
+            const auto& m = c.model;
+            if (m.n_head < 1 || m.d_model < 1 || m.d_model % m.n_head == 0) return std::nullopt;
+            return "model.n_head (" + std::to_string(m.n_head) + ") must divide model.d_model (" +
+                   std::to_string(m.d_model) +
+                   "); valid head counts: " + divisors_near(m.d_model, m.n_head);
+        },
+        [](const Config& c) -> std::optional<std::string> {
+            if (c.train.seq_len <= c.model.max_seq_len) return std::nullopt;
+            return "train.seq_len (" + std::to_string(c.train.seq_len) +
+                   ") must be <= model.max_seq_len (" + std::to_string(c.model.max_seq_len) + ")";
+        },
+        [](const Config& c) -> std::optional<std::string> {
+            if (c.data.tokenizer != "byte" || c.model.vocab_size >= 257) return std::nullopt;
+            return "model.vocab_size (" + std::to_string(c.model.vocab_size) +
+                   ") must be >= 257 when data.tokenizer is 'byte' (256 byte values + "
+                   "end-of-document)";
+        },
+        [](const Config& c) -> std::optional<std::string> {
+            if (c.data.synthetic || !c.data.path.empty()) return std::nullopt;
+            return std::string("data.path must be set unless data.synthetic is true");
+        },
+    };
+    return t;
+}
+
+const OptionTable& option_table() {
+    static const OptionTable table = build_table();
+    return table;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading.
+
+// Optimal-string-alignment distance: Levenshtein plus adjacent transpositions.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    const std::size_t n = a.size(), m = b.size();
+    std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
+    for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= n; ++i) {
+        for (std::size_t j = 1; j <= m; ++j) {
+            const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    }
+    return d[n][m];
+}
+
+std::pair<std::string_view, std::string_view> split_key(std::string_view key) {
+    const auto dot = key.find('.');
+    if (dot == std::string_view::npos) return {std::string_view{}, key};
+    return {key.substr(0, dot), key.substr(dot + 1)};
+}
+
+// The valid key closest to `key`: whole-key edit distance, or the same leaf name in another
+// section at a small penalty (so `model.lr` suggests `optim.lr`). Ties go to table order.
+std::string closest_key(const OptionTable& table, std::string_view key) {
+    const auto [section, leaf] = split_key(key);
+    std::string best;
+    std::size_t best_score = static_cast<std::size_t>(-1);
+    for (const auto& o : table.options) {
+        const auto [o_section, o_leaf] = split_key(o.key);
+        const std::size_t penalty = o_section == section ? 0 : 2;
+        const std::size_t score =
+            std::min(edit_distance(key, o.key), edit_distance(leaf, o_leaf) + penalty);
+        if (score < best_score) best_score = score, best = o.key;
+    }
+    return best;
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i) out += sep;
+        out += items[i];
+    }
+    return out;
+}
+
+std::string unknown_key_message(const OptionTable& table, const std::string& key) {
+    std::string msg = "unknown config key '" + key + "'";
+    const auto section = std::string(split_key(key).first);
+    const bool reserved = table.has_section(section) &&
+                          std::none_of(table.options.begin(), table.options.end(),
+                                       [&](const Option& o) { return o.section == section; });
+    if (section.empty())
+        msg += " (keys look like section.key)";
+    else if (!table.has_section(section))
+        msg += " (there is no section '" + section + "'; sections: " + join(table.sections, ", ") +
+               ")";
+    else if (reserved)
+        msg += " (section '" + section + "' is reserved and has no keys yet)";
+    return msg + "; did you mean '" + closest_key(table, key) + "'?";
+}
+
+const char* kind_name(const YAML::Node& n) {
+    switch (n.Type()) {
+        case YAML::NodeType::Null:
+            return "an empty value";
+        case YAML::NodeType::Scalar:
+            return "a scalar";
+        case YAML::NodeType::Sequence:
+            return "a sequence";
+        case YAML::NodeType::Map:
+            return "a mapping";
+        default:
+            return "an undefined value";
+    }
+}
+
+RawValue raw_value(const YAML::Node& n) {
+    switch (n.Type()) {
+        case YAML::NodeType::Scalar:
+            return {RawValue::Kind::scalar, n.Scalar()};
+        case YAML::NodeType::Sequence:
+            return {RawValue::Kind::sequence, {}};
+        case YAML::NodeType::Map:
+            return {RawValue::Kind::map, {}};
+        default:
+            return {RawValue::Kind::null, {}};
+    }
+}
+
+// Where a value came from, to prefix (file position) or suffix (override) messages.
+struct Source {
+    std::string file;  // non-empty for a YAML file
+    YAML::Mark mark;
+    std::string override_text;  // non-empty for an override
+
+    std::string wrap(const std::string& msg) const {
+        if (!file.empty()) {
+            if (mark.is_null()) return file + ": " + msg;
+            return file + ":" + std::to_string(mark.line + 1) + ":" +
+                   std::to_string(mark.column + 1) + ": " + msg;
+        }
+        if (!override_text.empty()) return msg + " (from override '" + override_text + "')";
+        return msg;
+    }
+};
+
+class Loader {
+  public:
+    explicit Loader(const OptionTable& table) : table_(table) {}
+
+    void load_file(const std::string& path);
+    void apply_override(const std::string& text);
+    void validate();
+    Config take(const std::string& name);
+
+  private:
+    void set(const std::string& key, const RawValue& value, const Source& src);
+    void error(std::string msg) { errors_.push_back(std::move(msg)); }
+
+    const OptionTable& table_;
+    Config config_;
+    std::map<std::string, Source> origin_;  // key -> where its current value came from
+    std::vector<std::string> errors_;
+};
+
+void Loader::set(const std::string& key, const RawValue& value, const Source& src) {
+    const Option* opt = table_.find(key);
+    if (!opt) return error(src.wrap(unknown_key_message(table_, key)));
+    if (auto err = opt->assign(config_, value)) return error(src.wrap(*err));
+    origin_[key] = src;
+}
+
+void Loader::load_file(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) MESHLM_INVALID("config file '", path, "' not found");
+    if (fs::is_directory(path, ec))
+        MESHLM_INVALID("config file '", path, "' is a directory, expected a YAML file");
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) MESHLM_INVALID("cannot read config file '", path, "'");
+
+    std::vector<YAML::Node> docs;
+    try {
+        docs = YAML::LoadAll(text.str());
+    } catch (const YAML::Exception& e) {
+        MESHLM_INVALID(path, ":", e.mark.line + 1, ":", e.mark.column + 1,
+                       ": malformed YAML: ", e.msg);
+    }
+    if (docs.size() > 1)
+        MESHLM_INVALID(path, ": holds ", docs.size(), " YAML documents; expected one");
+    if (docs.empty() || docs[0].IsNull()) return;  // an empty file: defaults
+
+    const YAML::Node& root = docs[0];
+    const std::string sections = join(table_.sections, ", ");
+    if (!root.IsMap())
+        MESHLM_INVALID(Source{path, root.Mark(), {}}.wrap(""),
+                       "the top level must be a mapping of ", "sections (", sections, "), got ",
+                       kind_name(root));
+
+    std::map<std::string, int> seen;  // key (section or section.key) -> line of first sight
+    auto first_sight = [&](const std::string& key, const YAML::Node& node) {
+        const auto [it, fresh] = seen.emplace(key, node.Mark().line + 1);
+        if (!fresh)
+            error(Source{path, node.Mark(), {}}.wrap("duplicate key '" + key +
+                                                     "' (first set on line " +
+                                                     std::to_string(it->second) + ")"));
+        return fresh;
+    };
+
+    for (auto it = root.begin(); it != root.end(); ++it) {
+        const YAML::Node& name_node = it->first;
+        const YAML::Node& body = it->second;
+        const Source at{path, name_node.Mark(), {}};
+        if (!name_node.IsScalar()) {
+            error(at.wrap("section names must be plain words (" + sections + ")"));
+            continue;
+        }
+        const std::string section = name_node.Scalar();
+        if (!first_sight(section, name_node)) continue;
+        if (body.IsNull()) continue;  // `model:` with nothing under it
+        if (!body.IsMap()) {
+            if (table_.has_section(section))
+                error(at.wrap("section '" + section + "' must be a mapping of key: value, got " +
+                              kind_name(body)));
+            else
+                error(at.wrap(unknown_key_message(table_, section)));
+            continue;
+        }
+        for (auto kv = body.begin(); kv != body.end(); ++kv) {
+            const Source key_at{path, kv->first.Mark(), {}};
+            if (!kv->first.IsScalar()) {
+                error(key_at.wrap("keys in section '" + section + "' must be plain words"));
+                continue;
+            }
+            const std::string key = section + "." + kv->first.Scalar();
+            if (!first_sight(key, kv->first)) continue;
+            set(key, raw_value(kv->second), key_at);
+        }
+    }
+}
+
+void Loader::apply_override(const std::string& text) {
+    const Source src{{}, YAML::Mark::null_mark(), text};
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0)
+        return error("config override '" + text + "' must look like section.key=value");
+    const std::string key = text.substr(0, eq);
+    const std::string value = text.substr(eq + 1);
+    const Option* opt = table_.find(key);
+    if (!opt) return error(src.wrap(unknown_key_message(table_, key)));
+
+    // The value is read as a YAML scalar (so 1e-3, true, 'quoted' work). A string option takes
+    // the raw text whenever YAML would not give a plain scalar ("", "~", "[x", "a: b").
+    RawValue raw{RawValue::Kind::scalar, value};
+    try {
+        raw = raw_value(YAML::Load(value));
+    } catch (const YAML::Exception&) {
+        raw = {RawValue::Kind::scalar, value};
+    }
+    if (opt->is_string && raw.kind != RawValue::Kind::scalar) raw = {RawValue::Kind::scalar, value};
+    set(key, raw, src);
+}
+
+void Loader::validate() {
+    for (const auto& o : table_.options) {
+        if (auto err = o.check(config_)) {
+            const auto it = origin_.find(o.key);
+            error(it == origin_.end() ? *err : it->second.wrap(*err));
+        }
+    }
+    for (const auto& check : table_.cross_checks)
+        if (auto err = check(config_)) error(*err);
+}
+
+Config Loader::take(const std::string& name) {
+    if (errors_.size() == 1) throw InvalidInput(errors_[0]);
+    if (!errors_.empty())
+        throw InvalidInput(std::to_string(errors_.size()) + " problems in the config:\n  " +
+                           join(errors_, "\n  "));
+    config_.name = name;
+    return std::move(config_);
+}
+
+}  // namespace
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+    Loader loader(option_table());
+    if (!path.empty()) loader.load_file(path);
+    for (const auto& o : overrides) loader.apply_override(o);
+    loader.validate();
+    return loader.take(path.empty() ? "default" : std::filesystem::path(path).stem().string());
+}
+
+std::string config_to_yaml(const Config& c) {
+    const OptionTable& table = option_table();
+    std::string out;
+    for (const auto& section : table.sections) {
+        std::string body;
+        for (const auto& o : table.options)
+            if (o.section == section)
+                body += "  " + o.key.substr(section.size() + 1) + ": " + o.dump(c) + "\n";
+        if (body.empty()) continue;  // reserved sections
+        if (!out.empty()) out += "\n";
+        out += section + ":\n" + body;
+    }
+    return out;
+}
+
+SplitArgs split_config_overrides(int argc, const char* const* argv) {
+    static constexpr std::string_view prefix = "--config.";
+    SplitArgs out;
+    bool passthrough = false;  // after a bare "--" everything is positional
+    for (int i = 0; i < argc; ++i) {
+        const std::string arg = argv[i] ? argv[i] : "";
+        if (i == 0 || passthrough || !arg.starts_with(prefix)) {
+            if (i > 0 && arg == "--") passthrough = true;
+            out.args.push_back(arg);
+            continue;
+        }
+        const std::string rest = arg.substr(prefix.size());
+        const auto eq = rest.find('=');
+        if (rest.empty() || eq == 0)
+            MESHLM_INVALID("config override '", arg,
+                           "' names no key; use --config.section.key=VALUE");
+        if (eq != std::string::npos) {
+            out.overrides.push_back(rest);
+            continue;
+        }
+        const bool has_value =
+            i + 1 < argc && argv[i + 1] && !std::string_view(argv[i + 1]).starts_with("--");
+        if (!has_value)
+            MESHLM_INVALID("config override '", arg, "' needs a value: use ", arg, "=VALUE or ",
+                           arg, " VALUE");
+        out.overrides.push_back(rest + "=" + argv[++i]);
+    }
+    return out;
+}
+
+std::vector<std::string> config_keys() {
+    std::vector<std::string> keys;
+    for (const auto& o : option_table().options) keys.push_back(o.key);
+    return keys;
+}
+
+std::string config_help() {
+    const OptionTable& table = option_table();
+    const Config defaults;
+    std::size_t width = 0;
+    for (const auto& o : table.options) width = std::max(width, o.key.size());
+    std::string out;
+    for (const auto& o : table.options) {
+        std::string line = "  " + o.key + std::string(width - o.key.size() + 2, ' ') + o.type +
+                           " = " + o.dump(defaults);
+        if (!o.constraint.empty()) line += " (" + o.constraint + ")";
+        out += line + "\n" + std::string(width + 6, ' ') + o.help + "\n";
+    }
+    return out;
+}
+
+}  // namespace meshlm

@@ -1,0 +1,147 @@
+#include "meshlm/io/safetensors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "meshlm/core/error.h"
+#include "meshlm/io/atomic_file.h"
+
+namespace meshlm {
+namespace {
+
+DType parse_dtype(const std::string& s, const std::string& path, const std::string& name) {
+    if (s == "F32") return DType::f32;
+    if (s == "BF16") return DType::bf16;
+    if (s == "I32") return DType::i32;
+    if (s == "U16") return DType::u16;
+    MESHLM_INVALID(path, ": tensor '", name, "' has dtype ", s,
+                   "; supported dtypes are F32, BF16, I32, U16");
+}
+
+const char* dtype_tag(DType t) {
+    switch (t) {
+        case DType::f32: return "F32";
+        case DType::bf16: return "BF16";
+        case DType::i32: return "I32";
+        case DType::u16: return "U16";
+    }
+    return "?";
+}
+
+}  // namespace
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) MESHLM_INVALID("cannot open safetensors file ", path);
+    std::streamsize size = in.tellg();
+    in.seekg(0);
+    bytes_.resize(static_cast<std::size_t>(size));
+    in.read(bytes_.data(), size);
+    if (size < 8) MESHLM_INVALID(path, ": not a safetensors file (", size, " bytes)");
+    std::uint64_t n = 0;
+    std::memcpy(&n, bytes_.data(), 8);
+    if (n > 100'000'000 || 8 + n > static_cast<std::uint64_t>(size))
+        MESHLM_INVALID(path, ": header length ", n, " does not fit the file (", size,
+                       " bytes): truncated or not safetensors");
+    data_start_ = 8 + n;
+    nlohmann::json header;
+    try {
+        header = nlohmann::json::parse(bytes_.begin() + 8, bytes_.begin() + 8 + n);
+    } catch (const std::exception& e) {
+        MESHLM_INVALID(path, ": header is not valid JSON: ", e.what());
+    }
+    if (!header.is_object()) MESHLM_INVALID(path, ": header is not a JSON object");
+    const std::size_t data_size = bytes_.size() - data_start_;
+    std::vector<std::pair<std::size_t, std::size_t>> ranges;
+    for (auto it = header.begin(); it != header.end(); ++it) {
+        if (it.key() == "__metadata__") {
+            for (auto m = it->begin(); m != it->end(); ++m)
+                metadata_[m.key()] = m->is_string() ? m->get<std::string>() : m->dump();
+            continue;
+        }
+        const auto& e = *it;
+        SafetensorsEntry entry;
+        entry.dtype = parse_dtype(e.at("dtype").get<std::string>(), path, it.key());
+        for (auto d : e.at("shape")) entry.shape.dims[entry.shape.ndim++] = d.get<std::int64_t>();
+        entry.begin = e.at("data_offsets").at(0).get<std::size_t>();
+        entry.end = e.at("data_offsets").at(1).get<std::size_t>();
+        const std::size_t want = entry.shape.numel() * dtype_size(entry.dtype);
+        if (entry.end < entry.begin || entry.end - entry.begin != want)
+            MESHLM_INVALID(path, ": tensor '", it.key(), "' ", entry.shape.str(), " needs ", want,
+                           " bytes but its data_offsets span ", entry.end - entry.begin);
+        if (entry.end > data_size)
+            MESHLM_INVALID(path, ": tensor '", it.key(), "' ends at byte ", entry.end,
+                           " but the data section has ", data_size, " bytes (truncated file?)");
+        ranges.push_back({entry.begin, entry.end});
+        entries_[it.key()] = entry;
+    }
+    std::sort(ranges.begin(), ranges.end());
+    std::size_t pos = 0;
+    for (auto [b, e] : ranges) {
+        if (b != pos) MESHLM_INVALID(path, ": tensor data is not contiguous at byte ", pos);
+        pos = e;
+    }
+    if (pos != data_size)
+        MESHLM_INVALID(path, ": ", data_size - pos, " trailing bytes after the last tensor");
+}
+
+const SafetensorsEntry& SafetensorsFile::entry(const std::string& name) const {
+    auto it = entries_.find(name);
+    if (it == entries_.end()) MESHLM_INVALID(path_, ": no tensor named '", name, "'");
+    return it->second;
+}
+
+std::vector<std::string> SafetensorsFile::names() const {
+    std::vector<std::string> out;
+    for (const auto& kv : entries_) out.push_back(kv.first);
+    return out;
+}
+
+std::vector<float> SafetensorsFile::f32(const std::string& name, const Shape* expect) const {
+    const SafetensorsEntry& e = entry(name);
+    if (e.dtype != DType::f32)
+        MESHLM_INVALID(path_, ": tensor '", name, "' is ", dtype_name(e.dtype), ", expected f32");
+    if (expect && !(e.shape == *expect))
+        MESHLM_INVALID(path_, ": tensor '", name, "' has shape ", e.shape.str(), ", expected ",
+                       expect->str());
+    std::vector<float> out(e.shape.numel());
+    std::memcpy(out.data(), bytes_.data() + data_start_ + e.begin, e.end - e.begin);
+    return out;
+}
+
+std::vector<std::int32_t> SafetensorsFile::i32(const std::string& name) const {
+    const SafetensorsEntry& e = entry(name);
+    if (e.dtype != DType::i32)
+        MESHLM_INVALID(path_, ": tensor '", name, "' is ", dtype_name(e.dtype), ", expected i32");
+    std::vector<std::int32_t> out(e.shape.numel());
+    std::memcpy(out.data(), bytes_.data() + data_start_ + e.begin, e.end - e.begin);
+    return out;
+}
+
+void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+    nlohmann::ordered_json header;
+    if (!metadata.empty()) header["__metadata__"] = metadata;
+    std::size_t offset = 0;
+    for (const auto& t : tensors) {
+        std::size_t bytes = t.shape.numel() * dtype_size(t.dtype);
+        nlohmann::ordered_json shape = nlohmann::ordered_json::array();
+        for (int i = 0; i < t.shape.ndim; ++i) shape.push_back(t.shape[i]);
+        header[t.name] = {{"dtype", dtype_tag(t.dtype)},
+                          {"shape", shape},
+                          {"data_offsets", {offset, offset + bytes}}};
+        offset += bytes;
+    }
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');  // 8-byte alignment of the data section
+    AtomicFile out(path);
+    std::uint64_t n = text.size();
+    out.write(&n, 8);
+    out.write(text.data(), text.size());
+    for (const auto& t : tensors) out.write(t.data, t.shape.numel() * dtype_size(t.dtype));
+    out.commit();
+}
+
+}  // namespace meshlm

@@ -1,0 +1,54 @@
+// safetensors files: an 8-byte little-endian header length, a JSON header naming each tensor's
+// dtype, shape and byte range, then the raw little-endian data.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "meshlm/core/tensor.h"
+
+namespace meshlm {
+
+struct SafetensorsEntry {
+    DType dtype;
+    Shape shape;
+    std::size_t begin, end;  // byte range within the data section
+};
+
+// Reads a whole file and validates it (header size, JSON, dtypes, offsets contiguous and
+// inside the file, sizes matching shapes). Errors name the file and what is wrong.
+class SafetensorsFile {
+public:
+    explicit SafetensorsFile(const std::string& path);
+
+    bool has(const std::string& name) const { return entries_.count(name) > 0; }
+    const SafetensorsEntry& entry(const std::string& name) const;
+    std::vector<std::string> names() const;
+    const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+    // Copies a tensor out, checking dtype and (if given) shape.
+    std::vector<float> f32(const std::string& name, const Shape* expect = nullptr) const;
+    std::vector<std::int32_t> i32(const std::string& name) const;
+
+private:
+    std::string path_;
+    std::vector<char> bytes_;
+    std::size_t data_start_ = 0;
+    std::map<std::string, SafetensorsEntry> entries_;
+    std::map<std::string, std::string> metadata_;
+};
+
+struct SafetensorsTensor {
+    std::string name;
+    DType dtype;
+    Shape shape;
+    const void* data;
+};
+
+// Writes tensors in the given order to `path` atomically (temporary file, fsync, rename).
+void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace meshlm

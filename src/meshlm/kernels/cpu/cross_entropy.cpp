@@ -1,0 +1,70 @@
+// Fused softmax + cross-entropy, one row of logits at a time:
+//   loss = logsumexp(x) - x[t]
+//   dx   = scale * (softmax(x) - onehot(t)), written over x in place
+// The exp of each logit is computed once and stored where the logit was, so the [N, V]
+// logits buffer doubles as the gradient buffer.
+#include <cmath>
+
+#include "meshlm/kernels/cpu/vec_math.h"
+#include "meshlm/kernels/kernels.h"
+
+namespace meshlm::kernels {
+namespace {
+
+float row_max(const float* x, int V) {
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    int v = 0;
+    for (; v + 8 <= V; v += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + v));
+    float r = cpu::hmax256(m);
+    for (; v < V; ++v) r = x[v] > r ? x[v] : r;
+    return r;
+}
+
+// Sum of exp(x - mx); when `store` also writes the exps over x.
+float row_sum_exp(float* x, int V, float mx, bool store) {
+    __m256 s = _mm256_setzero_ps(), vm = _mm256_set1_ps(mx);
+    int v = 0;
+    for (; v + 8 <= V; v += 8) {
+        __m256 e = cpu::exp256(_mm256_sub_ps(_mm256_loadu_ps(x + v), vm));
+        if (store) _mm256_storeu_ps(x + v, e);
+        s = _mm256_add_ps(s, e);
+    }
+    float r = cpu::hsum256(s);
+    for (; v < V; ++v) {
+        float e = cpu::exp_scalar(x[v] - mx);
+        if (store) x[v] = e;
+        r += e;
+    }
+    return r;
+}
+
+}  // namespace
+
+void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
+                           int ldv, float dlogits_scale) {
+    const bool grad = dlogits_scale != 0.f;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+        float* x = logits + static_cast<std::size_t>(n) * ldv;
+        const int t = targets[n];
+        if (t < 0) {
+            losses[n] = 0.f;
+            if (grad)
+                for (int v = 0; v < V; ++v) x[v] = 0.f;
+            continue;
+        }
+        const float mx = row_max(x, V);
+        const float xt = x[t];
+        const float sum = row_sum_exp(x, V, mx, grad);
+        losses[n] = std::log(sum) + mx - xt;
+        if (grad) {
+            const __m256 k = _mm256_set1_ps(dlogits_scale / sum);
+            int v = 0;
+            for (; v + 8 <= V; v += 8) _mm256_storeu_ps(x + v, _mm256_mul_ps(_mm256_loadu_ps(x + v), k));
+            for (; v < V; ++v) x[v] *= dlogits_scale / sum;
+            x[t] -= dlogits_scale;
+        }
+    }
+}
+
+}  // namespace meshlm::kernels

@@ -1,0 +1,44 @@
+// Reductions and scaling over flat buffers. sum_squares splits the range into one static chunk
+// per thread and adds the chunk sums in thread order, so the result depends only on the
+// thread count.
+#include <omp.h>
+
+#include <vector>
+
+#include "meshlm/kernels/kernels.h"
+
+namespace meshlm::kernels {
+
+double sum_squares(const float* x, std::size_t n) {
+    constexpr int kMaxThreads = 256;
+    double partial[kMaxThreads] = {};
+    int used = 1;
+#pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        if (t == 0) used = nt;
+        if (nt <= kMaxThreads) {
+            std::size_t i0 = n * t / nt, i1 = n * (t + 1) / nt;
+            double acc = 0.0;
+            // Blocks of float sums keep the inner loop vectorized; doubles across blocks.
+            for (std::size_t b = i0; b < i1; b += 1024) {
+                std::size_t e = b + 1024 < i1 ? b + 1024 : i1;
+                float s = 0.f;
+#pragma omp simd reduction(+ : s)
+                for (std::size_t i = b; i < e; ++i) s += x[i] * x[i];
+                acc += s;
+            }
+            partial[t] = acc;
+        }
+    }
+    double total = 0.0;
+    for (int t = 0; t < used; ++t) total += partial[t];
+    return total;
+}
+
+void scale(float* x, float s, std::size_t n) {
+#pragma omp parallel for simd schedule(static)
+    for (std::size_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+}  // namespace meshlm::kernels

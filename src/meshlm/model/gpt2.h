@@ -1,0 +1,95 @@
+// GPT-2: token + learned position embeddings, L pre-LayerNorm blocks
+//   x = x + c_proj(attn(c_attn(ln_1(x))));  x = x + mlp.c_proj(gelu(mlp.c_fc(ln_2(x))))
+// a final LayerNorm and a head tied to the token embedding (logits = ln_f(x) wte^T).
+//
+// The model owns only its activations, planned for at most (max_batch, max_seq) when it is
+// built; parameters and gradients are flat buffers handed in by the caller (laid out by
+// layout()), so sharding strategies can hand it gathered views.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "meshlm/core/buffer.h"
+#include "meshlm/model/model_config.h"
+#include "meshlm/model/param_layout.h"
+
+namespace meshlm {
+
+// Pointers to one block's tensors inside a flat buffer (parameters or gradients).
+struct BlockWeights {
+    float *ln1_w, *ln1_b;          // (C)
+    float *qkv_w, *qkv_b;          // (3C, C), (3C)
+    float *attn_proj_w, *attn_proj_b;  // (C, C), (C)
+    float *ln2_w, *ln2_b;          // (C)
+    float *fc_w, *fc_b;            // (4C, C), (4C)
+    float *mlp_proj_w, *mlp_proj_b;    // (C, 4C), (C)
+};
+
+struct GPT2Weights {
+    float* wte;  // (V, C)
+    float* wpe;  // (P, C)
+    std::vector<BlockWeights> blocks;
+    float *lnf_w, *lnf_b;  // (C)
+};
+
+// The GPT-2 parameter registry for a config.
+ParamLayout gpt2_layout(const ModelConfig& cfg);
+GPT2Weights bind_weights(const ParamLayout& layout, float* base, int n_layer);
+
+// Fills params (layout of gpt2_layout) with GPT-2's init: N(0, std) weights, residual output
+// projections N(0, std / sqrt(2L)), zero biases, unit LayerNorm gains. Seeded, thread-free.
+void gpt2_init(const ModelConfig& cfg, const ParamLayout& layout, float* params,
+               std::uint64_t seed);
+
+// Floats of activations the model plans for a (B, T) batch; info reports it without building.
+std::size_t gpt2_activation_floats(const ModelConfig& cfg, int B, int T);
+
+class GPT2 {
+public:
+    GPT2(const ModelConfig& cfg, int max_batch, int max_seq);
+
+    const ModelConfig& config() const { return cfg_; }
+    const ParamLayout& layout() const { return layout_; }
+    std::size_t activation_bytes() const { return acts_.capacity() * sizeof(float); }
+
+    // Runs the model on tokens (B, T). With targets, returns the mean cross-entropy over the
+    // rows whose target is >= 0, and when grad_scale != 0 leaves scale * dloss/dlogits in the
+    // logits buffer for backward(). Without targets, returns 0 and leaves the logits.
+    float forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,
+                  int B, int T, float grad_scale = 0.f);
+    // Accumulates gradients (+=) into grads for the last forward (which had grad_scale != 0).
+    void backward(const float* params, float* grads);
+
+    const float* logits() const { return logits_; }  // (B*T, V) after forward
+    const float* losses() const { return losses_; }  // (B*T) per-token losses
+
+private:
+    struct BlockActs {
+        float *ln1, *ln1_mean, *ln1_rstd;  // (N,C) (N) (N)
+        float* qkv;                        // (N,3C)
+        float *atty, *lse;                 // (N,C) (B,H,T)
+        float* res_mid;                    // (N,C) residual after attention
+        float *ln2, *ln2_mean, *ln2_rstd;  // (N,C) (N) (N)
+        float *fch, *fch_gelu;             // (N,4C) before and after GELU
+        float* res_out;                    // (N,C) residual after the MLP
+    };
+
+    ModelConfig cfg_;
+    ParamLayout layout_;
+    int max_batch_, max_seq_;
+    Arena acts_;
+    float* embed_;  // (N,C) residual stream entering block 0
+    std::vector<BlockActs> blocks_;
+    float *lnf_, *lnf_mean_, *lnf_rstd_;  // (N,C) (N) (N)
+    float* logits_;                       // (N,V), reused in place for dlogits
+    float* losses_;                       // (N)
+    // Backward scratch, shared by all blocks.
+    float *dres_, *dln_, *datty_, *dqkv_, *dfch_, *dfch_gelu_;
+    // The last forward's inputs, for backward.
+    const std::int32_t* tokens_ = nullptr;
+    int B_ = 0, T_ = 0;
+    bool grad_ready_ = false;
+};
+
+}  // namespace meshlm

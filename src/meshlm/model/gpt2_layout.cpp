@@ -1,0 +1,81 @@
+// GPT-2 parameter registry, views into flat buffers, and initialization.
+#include <cmath>
+
+#include "meshlm/core/rng.h"
+#include "meshlm/model/gpt2.h"
+
+namespace meshlm {
+
+ParamLayout gpt2_layout(const ModelConfig& cfg) {
+    const std::int64_t C = cfg.d_model, F = cfg.mlp_width();
+    ParamLayout p;
+    p.add("wte.weight", {cfg.vocab_size, C}, -1);
+    p.add("wpe.weight", {cfg.max_seq_len, C}, -1);
+    for (int l = 0; l < cfg.n_layer; ++l) {
+        const std::string h = "h." + std::to_string(l) + ".";
+        p.add(h + "ln_1.weight", {C}, l);
+        p.add(h + "ln_1.bias", {C}, l);
+        p.add(h + "attn.c_attn.weight", {3 * C, C}, l);
+        p.add(h + "attn.c_attn.bias", {3 * C}, l);
+        p.add(h + "attn.c_proj.weight", {C, C}, l);
+        p.add(h + "attn.c_proj.bias", {C}, l);
+        p.add(h + "ln_2.weight", {C}, l);
+        p.add(h + "ln_2.bias", {C}, l);
+        p.add(h + "mlp.c_fc.weight", {F, C}, l);
+        p.add(h + "mlp.c_fc.bias", {F}, l);
+        p.add(h + "mlp.c_proj.weight", {C, F}, l);
+        p.add(h + "mlp.c_proj.bias", {C}, l);
+    }
+    p.add("ln_f.weight", {C}, -1);
+    p.add("ln_f.bias", {C}, -1);
+    return p;
+}
+
+GPT2Weights bind_weights(const ParamLayout& layout, float* base, int n_layer) {
+    auto at = [&](const std::string& name) { return base + layout.at(name).offset; };
+    GPT2Weights w;
+    w.wte = at("wte.weight");
+    w.wpe = at("wpe.weight");
+    for (int l = 0; l < n_layer; ++l) {
+        const std::string h = "h." + std::to_string(l) + ".";
+        w.blocks.push_back({at(h + "ln_1.weight"), at(h + "ln_1.bias"),
+                            at(h + "attn.c_attn.weight"), at(h + "attn.c_attn.bias"),
+                            at(h + "attn.c_proj.weight"), at(h + "attn.c_proj.bias"),
+                            at(h + "ln_2.weight"), at(h + "ln_2.bias"), at(h + "mlp.c_fc.weight"),
+                            at(h + "mlp.c_fc.bias"), at(h + "mlp.c_proj.weight"),
+                            at(h + "mlp.c_proj.bias")});
+    }
+    w.lnf_w = at("ln_f.weight");
+    w.lnf_b = at("ln_f.bias");
+    return w;
+}
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+void gpt2_init(const ModelConfig& cfg, const ParamLayout& layout, float* params,
+               std::uint64_t seed) {
+    const float residual_std = cfg.init_std / std::sqrt(2.f * cfg.n_layer);
+    const auto& slices = layout.slices();
+    for (std::size_t i = 0; i < slices.size(); ++i) {
+        const ParamSlice& s = slices[i];
+        float* p = params + s.offset;
+        if (s.is_matrix()) {
+            // One RNG stream per parameter: init does not depend on layout order or threads.
+            Philox rng(seed, 0x1000 + i);
+            const float std = ends_with(s.name, "c_proj.weight") ? residual_std : cfg.init_std;
+            for (std::size_t j = 0; j < s.numel; ++j) p[j] = std * rng.normal();
+        } else {
+            const float v = ends_with(s.name, "ln_1.weight") || ends_with(s.name, "ln_2.weight") ||
+                                    s.name == "ln_f.weight"
+                                ? 1.f
+                                : 0.f;
+            for (std::size_t j = 0; j < s.numel; ++j) p[j] = v;
+        }
+    }
+}
+
+}  // namespace meshlm
