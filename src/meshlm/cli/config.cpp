@@ -114,8 +114,10 @@ std::optional<std::string> parse_scalar(const std::string& text, T& out) {
     } else {
         // Decimal only, optional sign; "+" is skipped since from_chars does not take it.
         std::string_view s = text;
-        if (s.starts_with('+')) s.remove_prefix(1);
-        if (s.empty() || s.starts_with('+') || (std::is_unsigned_v<T> && s.starts_with('-')))
+        const bool plus = s.starts_with('+');
+        if (plus) s.remove_prefix(1);
+        const bool minus = s.starts_with('-');
+        if (s.empty() || s.starts_with('+') || (minus && (plus || std::is_unsigned_v<T>)))
             return wrong;
         T value{};
         std::from_chars_result r;
@@ -124,7 +126,7 @@ std::optional<std::string> parse_scalar(const std::string& text, T& out) {
         else
             r = std::from_chars(s.data(), s.data() + s.size(), value, 10);
         if (r.ec == std::errc::result_out_of_range && r.ptr == s.data() + s.size())
-            return std::string("'") + text + "' is out of range for a " + type_name<T>();
+            return std::string("'") + text + "' is out of range for " + type_name<T>();
         if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return wrong;
         if constexpr (std::is_floating_point_v<T>) {
             if (!std::isfinite(value))
@@ -239,9 +241,9 @@ class Section {
     Section& add(const std::string& name, T S::*field, std::string help, Rule rule = {}) {
         static_assert(is_number_v<T> || std::is_same_v<T, bool> || std::is_same_v<T, std::string>,
                       "config fields are int, uint64, float, double, bool or string");
-        MESHLM_CHECK(
-            !(rule.number && !is_number_v<T>)&&!(rule.text && !std::is_same_v<T, std::string>),
-            "rule '", rule.describe, "' does not fit the type of ", name_, ".", name);
+        constexpr bool numeric = is_number_v<T>, textual = std::is_same_v<T, std::string>;
+        MESHLM_CHECK((numeric || !rule.number) && (textual || !rule.text), "rule '", rule.describe,
+                     "' does not fit the type of ", name_, ".", name);
         Option o;
         o.section = name_;
         o.key = name_ + "." + name;
@@ -432,6 +434,7 @@ std::pair<std::string_view, std::string_view> split_key(std::string_view key) {
 
 // The valid key closest to `key`: whole-key edit distance, or the same leaf name in another
 // section at a small penalty (so `model.lr` suggests `optim.lr`). Ties go to table order.
+// Empty when nothing is close enough to be a plausible typo.
 std::string closest_key(const OptionTable& table, std::string_view key) {
     const auto [section, leaf] = split_key(key);
     std::string best;
@@ -443,7 +446,7 @@ std::string closest_key(const OptionTable& table, std::string_view key) {
             std::min(edit_distance(key, o.key), edit_distance(leaf, o_leaf) + penalty);
         if (score < best_score) best_score = score, best = o.key;
     }
-    return best;
+    return best_score <= 2 + leaf.size() / 4 ? best : std::string();
 }
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
@@ -468,7 +471,25 @@ std::string unknown_key_message(const OptionTable& table, const std::string& key
                ")";
     else if (reserved)
         msg += " (section '" + section + "' is reserved and has no keys yet)";
-    return msg + "; did you mean '" + closest_key(table, key) + "'?";
+    if (const auto best = closest_key(table, key); !best.empty())
+        return msg + "; did you mean '" + best + "'?";
+    if (table.has_section(section) && !reserved) {
+        std::vector<std::string> keys;
+        for (const auto& o : table.options)
+            if (o.section == section) keys.push_back(o.key.substr(section.size() + 1));
+        return msg + "; keys in '" + section + "': " + join(keys, ", ");
+    }
+    return msg;
+}
+
+std::string unknown_section_message(const OptionTable& table, const std::string& section) {
+    std::string msg = "unknown config section '" + section + "'";
+    std::string best;
+    std::size_t best_score = 2 + section.size() / 4 + 1;
+    for (const auto& s : table.sections)
+        if (const auto d = edit_distance(section, s); d < best_score) best_score = d, best = s;
+    if (!best.empty()) msg += "; did you mean '" + best + "'?";
+    return msg + " (sections: " + join(table.sections, ", ") + ")";
 }
 
 const char* kind_name(const YAML::Node& n) {
@@ -549,9 +570,10 @@ void Loader::load_file(const std::string& path) {
     if (fs::is_directory(path, ec))
         MESHLM_INVALID("config file '", path, "' is a directory, expected a YAML file");
     std::ifstream in(path, std::ios::binary);
+    if (!in.is_open()) MESHLM_INVALID("cannot open config file '", path, "'");
     std::stringstream text;
-    text << in.rdbuf();
-    if (!in) MESHLM_INVALID("cannot read config file '", path, "'");
+    if (in.peek() != std::ifstream::traits_type::eof()) text << in.rdbuf();
+    if (in.bad()) MESHLM_INVALID("cannot read config file '", path, "'");
 
     std::vector<YAML::Node> docs;
     try {
@@ -567,9 +589,9 @@ void Loader::load_file(const std::string& path) {
     const YAML::Node& root = docs[0];
     const std::string sections = join(table_.sections, ", ");
     if (!root.IsMap())
-        MESHLM_INVALID(Source{path, root.Mark(), {}}.wrap(""),
-                       "the top level must be a mapping of ", "sections (", sections, "), got ",
-                       kind_name(root));
+        throw InvalidInput(
+            Source{path, root.Mark(), {}}.wrap("the top level must be a mapping of sections (" +
+                                               sections + "), got " + kind_name(root)));
 
     std::map<std::string, int> seen;  // key (section or section.key) -> line of first sight
     auto first_sight = [&](const std::string& key, const YAML::Node& node) {
@@ -581,9 +603,10 @@ void Loader::load_file(const std::string& path) {
         return fresh;
     };
 
-    for (auto it = root.begin(); it != root.end(); ++it) {
-        const YAML::Node& name_node = it->first;
-        const YAML::Node& body = it->second;
+    // Range-for keeps each (key, value) pair alive; `it->first` would point into a temporary.
+    for (const auto& entry : root) {
+        const YAML::Node& name_node = entry.first;
+        const YAML::Node& body = entry.second;
         const Source at{path, name_node.Mark(), {}};
         if (!name_node.IsScalar()) {
             error(at.wrap("section names must be plain words (" + sections + ")"));
@@ -591,24 +614,25 @@ void Loader::load_file(const std::string& path) {
         }
         const std::string section = name_node.Scalar();
         if (!first_sight(section, name_node)) continue;
+        if (!table_.has_section(section) && !(body.IsMap() && body.size() > 0)) {
+            error(at.wrap(unknown_section_message(table_, section)));
+            continue;  // (a non-empty mapping falls through: each key gets its own message)
+        }
         if (body.IsNull()) continue;  // `model:` with nothing under it
         if (!body.IsMap()) {
-            if (table_.has_section(section))
-                error(at.wrap("section '" + section + "' must be a mapping of key: value, got " +
-                              kind_name(body)));
-            else
-                error(at.wrap(unknown_key_message(table_, section)));
+            error(at.wrap("section '" + section + "' must be a mapping of key: value, got " +
+                          kind_name(body)));
             continue;
         }
-        for (auto kv = body.begin(); kv != body.end(); ++kv) {
-            const Source key_at{path, kv->first.Mark(), {}};
-            if (!kv->first.IsScalar()) {
+        for (const auto& kv : body) {
+            const Source key_at{path, kv.first.Mark(), {}};
+            if (!kv.first.IsScalar()) {
                 error(key_at.wrap("keys in section '" + section + "' must be plain words"));
                 continue;
             }
-            const std::string key = section + "." + kv->first.Scalar();
-            if (!first_sight(key, kv->first)) continue;
-            set(key, raw_value(kv->second), key_at);
+            const std::string key = section + "." + kv.first.Scalar();
+            if (!first_sight(key, kv.first)) continue;
+            set(key, raw_value(kv.second), key_at);
         }
     }
 }

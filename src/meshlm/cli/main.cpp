@@ -1,1 +1,40 @@
-int main() { return 0; }
+// meshlm: train, sample and inspect GPT-family language models. Errors thrown anywhere below
+// are caught here once, printed, and turned into a non-zero exit.
+#include <cstdio>
+#include <iostream>
+
+#include "meshlm/cli/commands.h"
+#include "meshlm/cli/config.h"
+#include "meshlm/core/error.h"
+
+int main(int argc, char** argv) {
+    try {
+        meshlm::SplitArgs split = meshlm::split_config_overrides(argc, argv);
+        CLI::App app{"meshlm: train, fine-tune, evaluate and serve transformer language models"};
+        app.require_subcommand(1);
+        app.set_version_flag("--version", MESHLM_VERSION);
+        std::vector<std::pair<CLI::App*, meshlm::CommandRunner>> commands;
+        auto add = [&](meshlm::CommandRunner run) {
+            commands.emplace_back(app.get_subcommands({}).back(), std::move(run));
+        };
+        add(meshlm::add_train_command(app, split.overrides));
+        add(meshlm::add_sample_command(app));
+        add(meshlm::add_info_command(app, split.overrides));
+        std::vector<const char*> args;
+        for (const auto& a : split.args) args.push_back(a.c_str());
+        try {
+            app.parse(static_cast<int>(args.size()), args.data());
+        } catch (const CLI::ParseError& e) {
+            return app.exit(e);
+        }
+        for (auto& [sub, run] : commands)
+            if (sub->parsed()) return run();
+        return 1;
+    } catch (const meshlm::InvalidInput& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+}

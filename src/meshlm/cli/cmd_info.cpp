@@ -1,0 +1,50 @@
+// meshlm info [--config FILE]: parameter count, training FLOPs per token and the planned
+// memory of a config, without allocating it.
+#include <cstdio>
+
+#include "meshlm/cli/commands.h"
+#include "meshlm/cli/config.h"
+#include "meshlm/model/flops.h"
+#include "meshlm/model/gpt2.h"
+
+namespace meshlm {
+
+CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& overrides) {
+    auto* cmd = app.add_subcommand("info", "Show parameters, FLOPs and planned memory of a config");
+    auto path = std::make_shared<std::string>();
+    cmd->add_option("--config", *path, "YAML config file");
+    return [path, &overrides] {
+        Config cfg = load_config(*path, overrides);
+        const ModelConfig& m = cfg.model;
+        ParamLayout layout = gpt2_layout(m);
+        const double P = static_cast<double>(layout.count());
+        const double GiB = 1024.0 * 1024 * 1024, MiB = 1024.0 * 1024;
+        const double params = layout.total() * 4.0, grads = params, optim = 2 * params;
+        const double acts = gpt2_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len) * 4.0;
+        const double total = params + grads + optim + acts;
+        auto mem = [&](const char* what, double b) {
+            std::printf("  %-26s %10.1f MiB  (%.3f GiB)\n", what, b / MiB, b / GiB);
+        };
+        std::printf("config %s: GPT-2, %d layers, width %d, %d heads, vocab %d, context %d\n",
+                    cfg.name.c_str(), m.n_layer, m.d_model, m.n_head, m.vocab_size, m.max_seq_len);
+        std::printf("parameters: %.0f (%.2fM), non-embedding %zu\n", P, P / 1e6,
+                    nonembedding_params(layout));
+        std::printf("training FLOPs per token (T=%d): %.4g  (6*N_nonemb + 6*V*d + 12*L*T*d)\n",
+                    cfg.train.seq_len, train_flops_per_token(m, layout, cfg.train.seq_len));
+        std::printf("tokens per step: %d (batch %d x seq %d x accum %d)\n",
+                    cfg.train.batch_size * cfg.train.seq_len * cfg.train.grad_accum,
+                    cfg.train.batch_size, cfg.train.seq_len, cfg.train.grad_accum);
+        std::printf("planned memory (fp32, AdamW):\n");
+        mem("parameters", params);
+        mem("gradients", grads);
+        mem("optimizer state (m, v)", optim);
+        char label[64];
+        std::snprintf(label, sizeof label, "activations (B=%d, T=%d)", cfg.train.batch_size,
+                      cfg.train.seq_len);
+        mem(label, acts);
+        mem("total", total);
+        return 0;
+    };
+}
+
+}  // namespace meshlm

@@ -1,0 +1,36 @@
+// The tokenizer interface shared by training, sampling and evaluation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meshlm {
+
+class Tokenizer {
+public:
+    virtual ~Tokenizer() = default;
+    virtual std::vector<std::int32_t> encode(std::string_view text) const = 0;
+    // Special tokens decode to nothing.
+    virtual std::string decode(const std::vector<std::int32_t>& ids) const = 0;
+    virtual int vocab_size() const = 0;
+    virtual std::int32_t eot_id() const = 0;  // end of document / text
+    virtual std::string name() const = 0;     // e.g. "byte"
+};
+
+// Byte-level: ids 0..255 are the bytes, 256 is the end-of-document token.
+class ByteTokenizer : public Tokenizer {
+public:
+    std::vector<std::int32_t> encode(std::string_view text) const override;
+    std::string decode(const std::vector<std::int32_t>& ids) const override;
+    int vocab_size() const override { return 257; }
+    std::int32_t eot_id() const override { return 256; }
+    std::string name() const override { return "byte"; }
+};
+
+// Builds the tokenizer named by data.tokenizer. Throws InvalidInput for unknown names.
+std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec);
+
+}  // namespace meshlm

@@ -1,0 +1,34 @@
+// Next-token sampling from logits: greedy (temperature 0), or temperature-scaled softmax
+// restricted by top-k and top-p (nucleus), drawn with a counter-based RNG.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "meshlm/core/rng.h"
+#include "meshlm/model/gpt2.h"
+
+namespace meshlm {
+
+struct SamplingOptions {
+    float temperature = 0.8f;  // 0 = greedy
+    int top_k = 0;             // 0 = no limit
+    float top_p = 1.f;         // 1 = no limit
+    int max_new_tokens = 200;
+    std::uint64_t seed = 0;
+    bool stop_at_eot = true;
+};
+
+// Picks a token from logits[V]. `scratch` is resized once to V and reused.
+std::int32_t sample_token(const float* logits, int V, const SamplingOptions& opt, Philox& rng,
+                          std::vector<std::pair<float, std::int32_t>>& scratch);
+
+// Continues `prompt` (cropped to the model's context from the left), calling on_token for
+// each new token; stops after max_new_tokens or at eot_id when stop_at_eot. Returns the new ids.
+std::vector<std::int32_t> generate(GPT2& model, const float* params,
+                                   const std::vector<std::int32_t>& prompt, std::int32_t eot_id,
+                                   const SamplingOptions& opt,
+                                   const std::function<void(std::int32_t)>& on_token = {});
+
+}  // namespace meshlm

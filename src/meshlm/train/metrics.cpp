@@ -1,0 +1,51 @@
+#include "meshlm/train/metrics.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "meshlm/core/error.h"
+
+namespace meshlm {
+
+std::string exact_float(double v) {
+    if (!std::isfinite(v)) return std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity");
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
+}
+
+std::string metrics_json(const StepMetrics& m) {
+    std::string s = "{\"step\": " + std::to_string(m.step);
+    auto field = [&](const char* key, auto& v, bool exact) {
+        if (!v) return;
+        char buf[32];
+        if (exact)
+            s += std::string(", \"") + key + "\": " + exact_float(*v);
+        else {
+            std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(*v));
+            s += std::string(", \"") + key + "\": " + buf;
+        }
+    };
+    field("loss", m.loss, true);
+    field("lr", m.lr, true);
+    field("grad_norm", m.grad_norm, true);
+    field("tokens_per_s", m.tokens_per_s, false);
+    field("mfu", m.mfu, false);
+    field("val_loss", m.val_loss, true);
+    return s + "}";
+}
+
+MetricsWriter::MetricsWriter(const std::string& path) : f_(std::fopen(path.c_str(), "w")) {
+    if (!f_) MESHLM_INVALID("cannot write ", path, ": ", std::strerror(errno));
+}
+
+MetricsWriter::~MetricsWriter() { std::fclose(f_); }
+
+void MetricsWriter::write(const StepMetrics& m) {
+    std::string line = metrics_json(m) + "\n";
+    std::fwrite(line.data(), 1, line.size(), f_);
+    std::fflush(f_);
+}
+
+}  // namespace meshlm

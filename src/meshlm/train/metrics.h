@@ -1,0 +1,35 @@
+// Metrics sinks: one JSON object per logged step in RUN_DIR/metrics.jsonl (floats as %.9g so
+// they round-trip exactly) and a human-readable line on the console.
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace meshlm {
+
+struct StepMetrics {
+    long step;
+    std::optional<float> loss, lr, grad_norm;
+    std::optional<double> tokens_per_s, mfu;
+    std::optional<float> val_loss;
+};
+
+// Formats a float so that reading it back gives the same bits.
+std::string exact_float(double v);
+std::string metrics_json(const StepMetrics& m);
+
+class MetricsWriter {
+public:
+    // Opens (truncates) path; throws InvalidInput if it cannot.
+    explicit MetricsWriter(const std::string& path);
+    ~MetricsWriter();
+    MetricsWriter(const MetricsWriter&) = delete;
+    MetricsWriter& operator=(const MetricsWriter&) = delete;
+    void write(const StepMetrics& m);  // appends a line and flushes
+
+private:
+    std::FILE* f_;
+};
+
+}  // namespace meshlm

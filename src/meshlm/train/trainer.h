@@ -1,0 +1,36 @@
+// `meshlm train`: builds the data, the model and the optimizer from resolved settings, trains
+// with periodic logging and validation, and leaves a self-contained run directory:
+//   config.yaml (the resolved config), metrics.jsonl, model.safetensors (final weights).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "meshlm/data/data_config.h"
+#include "meshlm/model/model_config.h"
+#include "meshlm/optim/optim_config.h"
+#include "meshlm/train/train_config.h"
+
+namespace meshlm {
+
+struct TrainJob {
+    ModelConfig model;
+    DataConfig data;
+    TrainConfig train;
+    OptimConfig optim;
+    LogConfig log;
+    std::string run_dir;        // resolved log.dir
+    std::string resolved_yaml;  // saved as RUN_DIR/config.yaml
+};
+
+struct TrainResult {
+    float final_loss = 0;      // last step's training loss
+    float final_val_loss = 0;  // validation loss at the end (NaN with synthetic data)
+};
+
+TrainResult run_training(const TrainJob& job, std::ostream& out);
+
+// Threads to use when train.threads is 0: the CPUs this process may run on.
+int available_cpus();
+
+}  // namespace meshlm
