@@ -64,7 +64,8 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
 void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
                            int ldv, float dlogits_scale);
 
-// sum of squares of x[0..n), accumulated in double, deterministic.
+// sum of squares of x[0..n): float sums over blocks of 1024, block sums in double;
+// deterministic for a fixed thread count.
 double sum_squares(const float* x, std::size_t n);
 // x *= s
 void scale(float* x, float s, std::size_t n);

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every Debian package meshlm needs and builds it in Release mode into build/.
+# Usage: scripts/setup.sh        (run as root, or with sudo available)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libopenblas-openmp-dev      # GEMM (OpenMP flavour, shares our thread pool)
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev                # tests
+  fortunes                    # the default training corpus
+  time                        # peak-RSS measurement in bench/
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j "$(nproc)"
+echo "setup: built build/meshlm"

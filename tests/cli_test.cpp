@@ -1,0 +1,184 @@
+// End-to-end checks of the `meshlm` binary: train writes a complete run directory, runs are
+// bitwise deterministic, sample honours its flags, info reports the planned sizes, and bad
+// configs fail with a clear message and write nothing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace meshlm {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// A small corpus of `%`-separated documents with some structure to learn.
+std::string make_corpus(const std::string& dir) {
+    std::string path = dir + "/corpus.txt";
+    std::ofstream out(path);
+    for (int i = 0; i < 300; ++i) {
+        out << "Document " << i << ": the quick brown fox jumps over the lazy dog " << i % 7
+            << " times.\n";
+        out << "%\n";
+    }
+    return path;
+}
+
+// Flags for a quick run of a tiny model.
+std::string tiny_run(const std::string& corpus, const std::string& run_dir, int steps) {
+    std::ostringstream s;
+    s << test::meshlm_binary() << " train --config.model.n_layer=2 --config.model.d_model=32"
+      << " --config.model.n_head=2 --config.model.max_seq_len=32 --config.train.seq_len=32"
+      << " --config.train.batch_size=4 --config.train.steps=" << steps
+      << " --config.train.threads=2 --config.train.peak_gflops=100"
+      << " --config.log.interval=5 --config.log.eval_interval=10 --config.log.sample_tokens=20"
+      << " --config.data.path=" << corpus << " --config.log.dir=" << run_dir;
+    return s.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+class Cli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = test::temp_dir("cli");
+        corpus_ = make_corpus(dir_);
+    }
+    std::string dir_, corpus_;
+};
+
+TEST_F(Cli, TrainWritesConfigMetricsAndWeights) {
+    std::string run = dir_ + "/run";
+    auto r = test::run_command(tiny_run(corpus_, run, 20));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("resolved config:"), std::string::npos);
+    EXPECT_NE(r.output.find("val_loss"), std::string::npos);
+    EXPECT_NE(r.output.find("sample:"), std::string::npos);
+    ASSERT_TRUE(fs::exists(run + "/config.yaml"));
+    ASSERT_TRUE(fs::exists(run + "/model.safetensors"));
+    EXPECT_NE(read_file(run + "/config.yaml").find("d_model: 32"), std::string::npos);
+
+    auto lines = lines_of(read_file(run + "/metrics.jsonl"));
+    ASSERT_EQ(lines.size(), 4u);  // steps 5, 10, 15, 20
+    for (const char* key : {"\"step\"", "\"loss\"", "\"lr\"", "\"grad_norm\"", "\"tokens_per_s\"",
+                            "\"mfu\""})
+        EXPECT_NE(lines[0].find(key), std::string::npos) << key << " missing in " << lines[0];
+    EXPECT_EQ(lines[0].find("val_loss"), std::string::npos);  // not an evaluation step
+    EXPECT_NE(lines[1].find("\"val_loss\""), std::string::npos);
+    EXPECT_NE(lines[3].find("\"val_loss\""), std::string::npos);
+    // Learning happened: the last loss is below the first.
+    std::regex loss_re("\"loss\": ([0-9.eE+-]+)");
+    std::smatch a, b;
+    ASSERT_TRUE(std::regex_search(lines[0], a, loss_re));
+    ASSERT_TRUE(std::regex_search(lines[3], b, loss_re));
+    EXPECT_LT(std::stod(b[1]), std::stod(a[1]));
+}
+
+TEST_F(Cli, SameConfigAndSeedGiveBitwiseIdenticalLosses) {
+    auto r1 = test::run_command(tiny_run(corpus_, dir_ + "/a", 20));
+    auto r2 = test::run_command(tiny_run(corpus_, dir_ + "/b", 20));
+    ASSERT_EQ(r1.exit_code, 0) << r1.output;
+    ASSERT_EQ(r2.exit_code, 0) << r2.output;
+    std::regex loss_re("\"(loss|val_loss|grad_norm)\": ([^,}]+)");
+    auto losses = [&](const std::string& path) {
+        std::string all, text = read_file(path);
+        for (std::sregex_iterator it(text.begin(), text.end(), loss_re), end; it != end; ++it)
+            all += (*it)[0].str() + "\n";
+        return all;
+    };
+    std::string la = losses(dir_ + "/a/metrics.jsonl"), lb = losses(dir_ + "/b/metrics.jsonl");
+    EXPECT_FALSE(la.empty());
+    EXPECT_EQ(la, lb);
+    EXPECT_EQ(read_file(dir_ + "/a/model.safetensors"), read_file(dir_ + "/b/model.safetensors"));
+    // A different seed gives a different run (the check above can fail).
+    auto r3 = test::run_command(tiny_run(corpus_, dir_ + "/c", 20) + " --config.train.seed=7");
+    ASSERT_EQ(r3.exit_code, 0) << r3.output;
+    EXPECT_NE(la, losses(dir_ + "/c/metrics.jsonl"));
+}
+
+TEST_F(Cli, SampleIsDeterministicAndGreedyEqualsTopK1) {
+    std::string run = dir_ + "/run";
+    ASSERT_EQ(test::run_command(tiny_run(corpus_, run, 30)).exit_code, 0);
+    auto sample = [&](const std::string& flags) {
+        auto r = test::run_command(test::meshlm_binary() + " sample --checkpoint " + run +
+                                   " --prompt 'Document 1' --max-new-tokens 24 " + flags);
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+        return r.output;
+    };
+    std::string greedy = sample("--temperature 0");
+    EXPECT_EQ(greedy.rfind("Document 1", 0), 0u) << greedy;  // the prompt is echoed first
+    EXPECT_EQ(greedy, sample("--temperature 0 --seed 99"));  // greedy ignores the seed
+    EXPECT_EQ(greedy, sample("--temperature 1 --top-k 1 --seed 5"));
+    std::string s1 = sample("--temperature 1.5 --seed 1"), s2 = sample("--temperature 1.5 --seed 1");
+    EXPECT_EQ(s1, s2);
+    EXPECT_NE(s1, sample("--temperature 1.5 --seed 2"));
+    std::string nucleus = sample("--temperature 1 --top-p 0.000001 --seed 3");
+    EXPECT_EQ(nucleus, greedy);  // a tiny nucleus keeps only the most likely token
+
+    auto bad = test::run_command(test::meshlm_binary() + " sample --checkpoint " + dir_ +
+                                 "/nonexistent --prompt x");
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.output.find("not a run directory"), std::string::npos) << bad.output;
+}
+
+TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {
+    auto r = test::run_command(test::meshlm_binary() + " info");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    // GPT-2 parameter count from its closed form: V*C + P*C + L*(12C^2 + 13C) + 2C.
+    const long V = 257, P = 128, C = 128, L = 4;
+    const long params = V * C + P * C + L * (12 * C * C + 13 * C) + 2 * C;
+    EXPECT_NE(r.output.find("parameters: " + std::to_string(params)), std::string::npos)
+        << r.output;
+    for (const char* what : {"FLOPs per token", "gradients", "optimizer state", "activations"})
+        EXPECT_NE(r.output.find(what), std::string::npos) << what;
+
+    auto g = test::run_command(test::meshlm_binary() + " info --config " + test::source_dir() +
+                               "/configs/gpt2-small.yaml");
+    ASSERT_EQ(g.exit_code, 0) << g.output;
+    EXPECT_NE(g.output.find("parameters: 124439808"), std::string::npos) << g.output;
+}
+
+TEST(CliErrors, BadConfigsExitNonZeroWithAMessageAndWriteNothing) {
+    std::string dir = test::temp_dir("bad");
+    struct Case {
+        std::string flags, expect;
+    } cases[] = {
+        {"--config.model.n_layers=3", "did you mean 'model.n_layer'"},
+        {"--config.model.n_layer=abc", "model.n_layer"},
+        {"--config.model.n_head=3", "divide"},
+        {"--config.optim.lr=-1", "optim.lr"},
+        {"--config.train.seq_len=4096", "max_seq_len"},
+    };
+    for (const auto& c : cases) {
+        std::string run = dir + "/run";
+        auto r = test::run_command(test::meshlm_binary() + " train " + c.flags +
+                                   " --config.log.dir=" + run);
+        EXPECT_NE(r.exit_code, 0) << c.flags;
+        EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.flags << ":\n" << r.output;
+        EXPECT_FALSE(fs::exists(run)) << c.flags << " created the run directory";
+    }
+    std::string yaml = dir + "/bad.yaml";
+    std::ofstream(yaml) << "model:\n  n_layer: 2\n  widht: 64\n";
+    auto r = test::run_command(test::meshlm_binary() + " train --config " + yaml);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("bad.yaml"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("model.widht"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace meshlm
