@@ -54,7 +54,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 class Cli : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         dir_ = test::temp_dir("cli");
         corpus_ = make_corpus(dir_);
@@ -75,8 +75,8 @@ TEST_F(Cli, TrainWritesConfigMetricsAndWeights) {
 
     auto lines = lines_of(read_file(run + "/metrics.jsonl"));
     ASSERT_EQ(lines.size(), 4u);  // steps 5, 10, 15, 20
-    for (const char* key : {"\"step\"", "\"loss\"", "\"lr\"", "\"grad_norm\"", "\"tokens_per_s\"",
-                            "\"mfu\""})
+    for (const char* key :
+         {"\"step\"", "\"loss\"", "\"lr\"", "\"grad_norm\"", "\"tokens_per_s\"", "\"mfu\""})
         EXPECT_NE(lines[0].find(key), std::string::npos) << key << " missing in " << lines[0];
     EXPECT_EQ(lines[0].find("val_loss"), std::string::npos);  // not an evaluation step
     EXPECT_NE(lines[1].find("\"val_loss\""), std::string::npos);
@@ -124,7 +124,8 @@ TEST_F(Cli, SampleIsDeterministicAndGreedyEqualsTopK1) {
     EXPECT_EQ(greedy.rfind("Document 1", 0), 0u) << greedy;  // the prompt is echoed first
     EXPECT_EQ(greedy, sample("--temperature 0 --seed 99"));  // greedy ignores the seed
     EXPECT_EQ(greedy, sample("--temperature 1 --top-k 1 --seed 5"));
-    std::string s1 = sample("--temperature 1.5 --seed 1"), s2 = sample("--temperature 1.5 --seed 1");
+    std::string s1 = sample("--temperature 1.5 --seed 1"),
+                s2 = sample("--temperature 1.5 --seed 1");
     EXPECT_EQ(s1, s2);
     EXPECT_NE(s1, sample("--temperature 1.5 --seed 2"));
     std::string nucleus = sample("--temperature 1 --top-p 0.000001 --seed 3");

@@ -26,7 +26,7 @@ double scaled_max_error(const float* a, const std::vector<float>& b, double floo
 }
 
 class Gpt2Reference : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         kernels::set_threads(2);
         file_ = std::make_unique<SafetensorsFile>(test::fixture("gpt2_tiny.safetensors"));

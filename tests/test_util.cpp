@@ -10,9 +10,15 @@
 
 namespace meshlm::test {
 
-std::string source_dir() { return MESHLM_SOURCE_DIR; }
-std::string meshlm_binary() { return MESHLM_BINARY; }
-std::string fixture(const std::string& name) { return source_dir() + "/tests/fixtures/" + name; }
+std::string source_dir() {
+    return MESHLM_SOURCE_DIR;
+}
+std::string meshlm_binary() {
+    return MESHLM_BINARY;
+}
+std::string fixture(const std::string& name) {
+    return source_dir() + "/tests/fixtures/" + name;
+}
 
 namespace {
 struct TempDirs {

@@ -5,8 +5,8 @@
 
 namespace meshlm::test {
 
-std::string source_dir();     // repository root
-std::string meshlm_binary();  // build/meshlm
+std::string source_dir();                      // repository root
+std::string meshlm_binary();                   // build/meshlm
 std::string fixture(const std::string& name);  // tests/fixtures/<name>
 // A fresh empty directory under the system temp dir, removed at exit.
 std::string temp_dir(const std::string& tag);

@@ -20,7 +20,8 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         const double P = static_cast<double>(layout.count());
         const double GiB = 1024.0 * 1024 * 1024, MiB = 1024.0 * 1024;
         const double params = layout.total() * 4.0, grads = params, optim = 2 * params;
-        const double acts = gpt2_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len) * 4.0;
+        const double acts =
+            gpt2_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len) * 4.0;
         const double total = params + grads + optim + acts;
         auto mem = [&](const char* what, double b) {
             std::printf("  %-26s %10.1f MiB  (%.3f GiB)\n", what, b / MiB, b / GiB);

@@ -7,7 +7,9 @@
 
 namespace meshlm {
 
-void AlignedFree::operator()(void* p) const noexcept { std::free(p); }
+void AlignedFree::operator()(void* p) const noexcept {
+    std::free(p);
+}
 
 void* aligned_alloc_zeroed(std::size_t bytes) {
     if (bytes == 0) return nullptr;

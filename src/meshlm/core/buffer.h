@@ -17,7 +17,7 @@ void* aligned_alloc_zeroed(std::size_t bytes);
 
 template <typename T>
 class Buffer {
-public:
+  public:
     Buffer() = default;
     explicit Buffer(std::size_t n)
         : data_(static_cast<T*>(aligned_alloc_zeroed(n * sizeof(T)))), size_(n) {}
@@ -29,14 +29,14 @@ public:
     T& operator[](std::size_t i) { return data_.get()[i]; }
     const T& operator[](std::size_t i) const { return data_.get()[i]; }
 
-private:
+  private:
     std::unique_ptr<T, AlignedFree> data_;
     std::size_t size_ = 0;
 };
 
 // Hands out aligned slices of one buffer, in order. Used to lay out activations once.
 class Arena {
-public:
+  public:
     explicit Arena(std::size_t floats) : buf_(floats) {}
     // Returns `n` floats, 16-float aligned. Throws when the plan was too small.
     float* take(std::size_t n);
@@ -45,7 +45,7 @@ public:
     // Floats needed for a take of n (rounded up to the alignment).
     static std::size_t padded(std::size_t n) { return (n + 15) / 16 * 16; }
 
-private:
+  private:
     Buffer<float> buf_;
     std::size_t used_ = 0;
 };

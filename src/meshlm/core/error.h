@@ -10,13 +10,13 @@ namespace meshlm {
 
 // Internal invariant broken or a system call failed.
 class Error : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 // The user gave something invalid (config, flag, file): message says what would be valid.
 class InvalidInput : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -31,11 +31,11 @@ std::string concat(Args&&... args) {
 
 }  // namespace meshlm
 
-#define MESHLM_CHECK(cond, ...)                                                              \
-    do {                                                                                     \
-        if (!(cond))                                                                         \
+#define MESHLM_CHECK(cond, ...)                                                                  \
+    do {                                                                                         \
+        if (!(cond))                                                                             \
             throw ::meshlm::Error(::meshlm::detail::concat(__FILE__, ":", __LINE__, ": check `", \
-                                                           #cond, "` failed: ", __VA_ARGS__)); \
+                                                           #cond, "` failed: ", __VA_ARGS__));   \
     } while (0)
 
 #define MESHLM_INVALID(...) throw ::meshlm::InvalidInput(::meshlm::detail::concat(__VA_ARGS__))

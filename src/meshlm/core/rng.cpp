@@ -30,7 +30,9 @@ std::uint32_t Philox::next_u32() {
     return block_[4 - have_--];
 }
 
-float Philox::uniform() { return float(next_u32() >> 8) * (1.0f / 16777216.0f); }
+float Philox::uniform() {
+    return float(next_u32() >> 8) * (1.0f / 16777216.0f);
+}
 
 double Philox::uniform_double() {
     std::uint64_t hi = next_u32() >> 5, lo = next_u32() >> 6;

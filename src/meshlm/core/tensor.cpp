@@ -4,20 +4,28 @@ namespace meshlm {
 
 std::size_t dtype_size(DType t) {
     switch (t) {
-        case DType::f32: return 4;
-        case DType::i32: return 4;
-        case DType::bf16: return 2;
-        case DType::u16: return 2;
+        case DType::f32:
+            return 4;
+        case DType::i32:
+            return 4;
+        case DType::bf16:
+            return 2;
+        case DType::u16:
+            return 2;
     }
     return 0;
 }
 
 const char* dtype_name(DType t) {
     switch (t) {
-        case DType::f32: return "f32";
-        case DType::i32: return "i32";
-        case DType::bf16: return "bf16";
-        case DType::u16: return "u16";
+        case DType::f32:
+            return "f32";
+        case DType::i32:
+            return "i32";
+        case DType::bf16:
+            return "bf16";
+        case DType::u16:
+            return "u16";
     }
     return "?";
 }

@@ -11,9 +11,9 @@ struct DataConfig {
     std::string path = "/usr/share/games/fortunes";
     std::string separator = "%";
     std::string tokenizer = "byte";
-    float val_fraction = 0.1f;   // share of documents held out for validation
-    int split_seed = 1234;       // seeds the document shuffle of the split
-    bool synthetic = false;      // uniformly random tokens instead of text (benchmarks)
+    float val_fraction = 0.1f;  // share of documents held out for validation
+    int split_seed = 1234;      // seeds the document shuffle of the split
+    bool synthetic = false;     // uniformly random tokens instead of text (benchmarks)
 };
 
 }  // namespace meshlm

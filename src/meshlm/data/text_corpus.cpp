@@ -24,7 +24,8 @@ void split_documents(const std::string& text, const std::string& separator,
     while (pos < text.size()) {
         std::size_t nl = text.find('\n', pos);
         std::size_t end = nl == std::string::npos ? text.size() : nl + 1;
-        std::string_view line(text.data() + pos, (nl == std::string::npos ? text.size() : nl) - pos);
+        std::string_view line(text.data() + pos,
+                              (nl == std::string::npos ? text.size() : nl) - pos);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (line == separator)
             flush();
@@ -81,7 +82,8 @@ Corpus build_corpus(const DataConfig& cfg, const Tokenizer& tok) {
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     Philox rng(static_cast<std::uint64_t>(cfg.split_seed), 0x5B117);
     for (std::size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
-    std::size_t n_val = std::max<std::size_t>(1, static_cast<std::size_t>(docs.size() * cfg.val_fraction));
+    std::size_t n_val =
+        std::max<std::size_t>(1, static_cast<std::size_t>(docs.size() * cfg.val_fraction));
     Corpus c;
     for (std::size_t i = 0; i < order.size(); ++i) {
         const std::string& d = docs[order[i]];

@@ -10,7 +10,7 @@
 namespace meshlm {
 
 class Tokenizer {
-public:
+  public:
     virtual ~Tokenizer() = default;
     virtual std::vector<std::int32_t> encode(std::string_view text) const = 0;
     // Special tokens decode to nothing.
@@ -22,7 +22,7 @@ public:
 
 // Byte-level: ids 0..255 are the bytes, 256 is the end-of-document token.
 class ByteTokenizer : public Tokenizer {
-public:
+  public:
     std::vector<std::int32_t> encode(std::string_view text) const override;
     std::string decode(const std::vector<std::int32_t>& ids) const override;
     int vocab_size() const override { return 257; }

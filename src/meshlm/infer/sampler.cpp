@@ -61,8 +61,8 @@ std::vector<std::int32_t> generate(GPT2& model, const float* params,
         const int T = std::min<int>(static_cast<int>(seq.size()), ctx);
         const std::int32_t* window = seq.data() + seq.size() - T;
         model.forward(params, window, nullptr, 1, T);
-        std::int32_t next =
-            sample_token(model.logits() + static_cast<std::size_t>(T - 1) * V, V, opt, rng, scratch);
+        std::int32_t next = sample_token(model.logits() + static_cast<std::size_t>(T - 1) * V, V,
+                                         opt, rng, scratch);
         if (opt.stop_at_eot && next == eot_id) break;
         seq.push_back(next);
         out.push_back(next);

@@ -8,7 +8,7 @@
 namespace meshlm {
 
 class AtomicFile {
-public:
+  public:
     explicit AtomicFile(std::string path);
     ~AtomicFile();
     AtomicFile(const AtomicFile&) = delete;
@@ -18,7 +18,7 @@ public:
     void write(const std::string& s) { write(s.data(), s.size()); }
     void commit();  // fsync + rename; throws on failure
 
-private:
+  private:
     std::string path_, tmp_;
     std::FILE* f_ = nullptr;
 };

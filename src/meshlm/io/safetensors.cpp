@@ -22,10 +22,14 @@ DType parse_dtype(const std::string& s, const std::string& path, const std::stri
 
 const char* dtype_tag(DType t) {
     switch (t) {
-        case DType::f32: return "F32";
-        case DType::bf16: return "BF16";
-        case DType::i32: return "I32";
-        case DType::u16: return "U16";
+        case DType::f32:
+            return "F32";
+        case DType::bf16:
+            return "BF16";
+        case DType::i32:
+            return "I32";
+        case DType::u16:
+            return "U16";
     }
     return "?";
 }

@@ -20,7 +20,7 @@ struct SafetensorsEntry {
 // Reads a whole file and validates it (header size, JSON, dtypes, offsets contiguous and
 // inside the file, sizes matching shapes). Errors name the file and what is wrong.
 class SafetensorsFile {
-public:
+  public:
     explicit SafetensorsFile(const std::string& path);
 
     bool has(const std::string& name) const { return entries_.count(name) > 0; }
@@ -32,7 +32,7 @@ public:
     std::vector<float> f32(const std::string& name, const Shape* expect = nullptr) const;
     std::vector<std::int32_t> i32(const std::string& name) const;
 
-private:
+  private:
     std::string path_;
     std::vector<char> bytes_;
     std::size_t data_start_ = 0;

@@ -19,7 +19,8 @@ void load_weights(const std::string& path, const ParamLayout& layout, float* par
     SafetensorsFile f(path);
     for (const auto& s : layout.slices()) {
         if (!f.has(s.name))
-            MESHLM_INVALID(path, ": missing tensor '", s.name, "' (was it written for another "
+            MESHLM_INVALID(path, ": missing tensor '", s.name,
+                           "' (was it written for another "
                            "model config?)");
         const auto& e = f.entry(s.name);
         if (!(e.shape == s.shape))

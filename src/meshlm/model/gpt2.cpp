@@ -1,12 +1,12 @@
 // GPT-2 forward and hand-written backward. Per block (N = B*T rows, widths in comments):
 //   forward                                    backward (dres holds dL/d(residual))
-//   ln1  = LN(x)                               dfch_gelu = dres W_mlp_proj;  dW_mlp_proj += dres^T fch_gelu
-//   qkv  = ln1 W_qkv^T + b          (3C)       dfch = gelu'(fch) * dfch_gelu
-//   atty = attention(qkv)           (C)        dln = dfch W_fc;  dW_fc += dfch^T ln2
-//   mid  = x + atty W_ap^T + b                 dres += LN2^T(dln)          -> dL/d(mid)
-//   ln2  = LN(mid)                             datty = dres W_ap;  dW_ap += dres^T atty
-//   fch  = ln2 W_fc^T + b           (4C)       dqkv = attention^T(datty)
-//   out  = mid + gelu(fch) W_mp^T + b          dln = dqkv W_qkv;  dW_qkv += dqkv^T ln1
+//   ln1  = LN(x)                               dfch_gelu = dres W_mlp_proj;  dW_mlp_proj += dres^T
+//   fch_gelu qkv  = ln1 W_qkv^T + b          (3C)       dfch = gelu'(fch) * dfch_gelu atty =
+//   attention(qkv)           (C)        dln = dfch W_fc;  dW_fc += dfch^T ln2 mid  = x + atty
+//   W_ap^T + b                 dres += LN2^T(dln)          -> dL/d(mid) ln2  = LN(mid) datty = dres
+//   W_ap;  dW_ap += dres^T atty fch  = ln2 W_fc^T + b           (4C)       dqkv =
+//   attention^T(datty) out  = mid + gelu(fch) W_mp^T + b          dln = dqkv W_qkv;  dW_qkv +=
+//   dqkv^T ln1
 //                                              dres += LN1^T(dln)          -> dL/dx
 // Head: logits = LN_f(x_L) wte^T; the loss gradient overwrites the logits in place, then
 // dlnf = dlogits wte, dwte += dlogits^T lnf, dres = LN_f^T(dlnf), and the embedding
@@ -159,12 +159,12 @@ void GPT2::backward(const float* params, float* grads) {
         k::linear_backward(dln_, bg.fc_w, bg.fc_b, dfch_, a.ln2, bw.fc_w, N, C, F);
         k::layernorm_backward(dres_, bg.ln2_w, bg.ln2_b, dln_, a.res_mid, bw.ln2_w, a.ln2_mean,
                               a.ln2_rstd, N, C);
-        k::linear_backward(datty_, bg.attn_proj_w, bg.attn_proj_b, dres_, a.atty, bw.attn_proj_w,
-                           N, C, C);
+        k::linear_backward(datty_, bg.attn_proj_w, bg.attn_proj_b, dres_, a.atty, bw.attn_proj_w, N,
+                           C, C);
         k::attention_backward(dqkv_, datty_, a.atty, a.lse, a.qkv, B, T, C, H);
         k::linear_backward(dln_, bg.qkv_w, bg.qkv_b, dqkv_, a.ln1, bw.qkv_w, N, C, 3 * C);
-        k::layernorm_backward(dres_, bg.ln1_w, bg.ln1_b, dln_, x, bw.ln1_w, a.ln1_mean,
-                              a.ln1_rstd, N, C);
+        k::layernorm_backward(dres_, bg.ln1_w, bg.ln1_b, dln_, x, bw.ln1_w, a.ln1_mean, a.ln1_rstd,
+                              N, C);
     }
     k::embedding_backward(g.wte, g.wpe, dres_, tokens_, N, T, C);
 }

@@ -18,11 +18,11 @@ namespace meshlm {
 
 // Pointers to one block's tensors inside a flat buffer (parameters or gradients).
 struct BlockWeights {
-    float *ln1_w, *ln1_b;          // (C)
-    float *qkv_w, *qkv_b;          // (3C, C), (3C)
+    float *ln1_w, *ln1_b;              // (C)
+    float *qkv_w, *qkv_b;              // (3C, C), (3C)
     float *attn_proj_w, *attn_proj_b;  // (C, C), (C)
-    float *ln2_w, *ln2_b;          // (C)
-    float *fc_w, *fc_b;            // (4C, C), (4C)
+    float *ln2_w, *ln2_b;              // (C)
+    float *fc_w, *fc_b;                // (4C, C), (4C)
     float *mlp_proj_w, *mlp_proj_b;    // (C, 4C), (C)
 };
 
@@ -46,7 +46,7 @@ void gpt2_init(const ModelConfig& cfg, const ParamLayout& layout, float* params,
 std::size_t gpt2_activation_floats(const ModelConfig& cfg, int B, int T);
 
 class GPT2 {
-public:
+  public:
     GPT2(const ModelConfig& cfg, int max_batch, int max_seq);
 
     const ModelConfig& config() const { return cfg_; }
@@ -64,7 +64,7 @@ public:
     const float* logits() const { return logits_; }  // (B*T, V) after forward
     const float* losses() const { return losses_; }  // (B*T) per-token losses
 
-private:
+  private:
     struct BlockActs {
         float *ln1, *ln1_mean, *ln1_rstd;  // (N,C) (N) (N)
         float* qkv;                        // (N,3C)

@@ -38,12 +38,11 @@ GPT2Weights bind_weights(const ParamLayout& layout, float* base, int n_layer) {
     w.wpe = at("wpe.weight");
     for (int l = 0; l < n_layer; ++l) {
         const std::string h = "h." + std::to_string(l) + ".";
-        w.blocks.push_back({at(h + "ln_1.weight"), at(h + "ln_1.bias"),
-                            at(h + "attn.c_attn.weight"), at(h + "attn.c_attn.bias"),
-                            at(h + "attn.c_proj.weight"), at(h + "attn.c_proj.bias"),
-                            at(h + "ln_2.weight"), at(h + "ln_2.bias"), at(h + "mlp.c_fc.weight"),
-                            at(h + "mlp.c_fc.bias"), at(h + "mlp.c_proj.weight"),
-                            at(h + "mlp.c_proj.bias")});
+        w.blocks.push_back(
+            {at(h + "ln_1.weight"), at(h + "ln_1.bias"), at(h + "attn.c_attn.weight"),
+             at(h + "attn.c_attn.bias"), at(h + "attn.c_proj.weight"), at(h + "attn.c_proj.bias"),
+             at(h + "ln_2.weight"), at(h + "ln_2.bias"), at(h + "mlp.c_fc.weight"),
+             at(h + "mlp.c_fc.bias"), at(h + "mlp.c_proj.weight"), at(h + "mlp.c_proj.bias")});
     }
     w.lnf_w = at("ln_f.weight");
     w.lnf_b = at("ln_f.bias");
@@ -52,7 +51,8 @@ GPT2Weights bind_weights(const ParamLayout& layout, float* base, int n_layer) {
 
 namespace {
 bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 }  // namespace
 

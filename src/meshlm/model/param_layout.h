@@ -12,16 +12,16 @@
 namespace meshlm {
 
 struct ParamSlice {
-    std::string name;      // HF GPT-2 names ("h.3.attn.c_attn.weight"); weights stored [out, in]
+    std::string name;  // HF GPT-2 names ("h.3.attn.c_attn.weight"); weights stored [out, in]
     Shape shape;
-    std::size_t offset;    // in floats from the start of the flat buffer
+    std::size_t offset;  // in floats from the start of the flat buffer
     std::size_t numel;
-    int layer;             // block index, -1 for embeddings and the final LayerNorm
+    int layer;  // block index, -1 for embeddings and the final LayerNorm
     bool is_matrix() const { return shape.ndim == 2; }
 };
 
 class ParamLayout {
-public:
+  public:
     // Appends a slice; offsets are 16-float aligned so every slice starts on a cache line.
     const ParamSlice& add(const std::string& name, Shape shape, int layer);
     const std::vector<ParamSlice>& slices() const { return slices_; }
@@ -29,9 +29,9 @@ public:
     const ParamSlice& at(const std::string& name) const;
     const ParamSlice* find(const std::string& name) const;
     std::size_t total() const { return total_; }  // floats, padding included
-    std::size_t count() const;                     // parameters, padding excluded
+    std::size_t count() const;                    // parameters, padding excluded
 
-private:
+  private:
     std::vector<ParamSlice> slices_;
     std::size_t total_ = 0;
 };

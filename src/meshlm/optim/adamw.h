@@ -17,7 +17,7 @@ struct ParamGroup {
 };
 
 class AdamW {
-public:
+  public:
     AdamW(const OptimConfig& cfg, std::vector<ParamGroup> groups, std::size_t total_floats);
 
     // One update with learning rate lr; increments the step count (bias correction uses it).
@@ -28,7 +28,7 @@ public:
     float* v() { return v_.data(); }
     std::size_t state_bytes() const { return m_.bytes() + v_.bytes(); }
 
-private:
+  private:
     OptimConfig cfg_;
     std::vector<ParamGroup> groups_;
     Buffer<float> m_, v_;

@@ -6,9 +6,9 @@
 namespace meshlm {
 
 struct OptimConfig {
-    float lr = 3e-3f;          // peak learning rate
-    float end_lr = 3e-4f;      // learning rate at the last step (cosine / linear schedules)
-    int warmup_steps = 50;     // linear warmup from lr/warmup to lr
+    float lr = 3e-3f;                 // peak learning rate
+    float end_lr = 3e-4f;             // learning rate at the last step (cosine / linear schedules)
+    int warmup_steps = 50;            // linear warmup from lr/warmup to lr
     std::string schedule = "cosine";  // cosine | linear | constant
     float weight_decay = 0.1f;
     // Which parameters decay: matrices (every 2-D weight, embeddings included) | all | none
@@ -16,7 +16,7 @@ struct OptimConfig {
     float beta1 = 0.9f;
     float beta2 = 0.95f;
     float eps = 1e-8f;
-    float grad_clip = 1.0f;    // max global gradient norm; 0 disables clipping
+    float grad_clip = 1.0f;  // max global gradient norm; 0 disables clipping
 };
 
 }  // namespace meshlm

@@ -11,7 +11,8 @@ float lr_at(const OptimConfig& cfg, long step, long total_steps) {
     if (step < cfg.warmup_steps) return static_cast<float>(lr * (step + 1) / cfg.warmup_steps);
     if (cfg.schedule == "constant") return cfg.lr;
     long span = total_steps - cfg.warmup_steps;
-    double p = static_cast<double>(step - cfg.warmup_steps) / static_cast<double>(span > 1 ? span : 1);
+    double p =
+        static_cast<double>(step - cfg.warmup_steps) / static_cast<double>(span > 1 ? span : 1);
     if (p > 1) p = 1;
     if (cfg.schedule == "cosine")
         return static_cast<float>(end + 0.5 * (lr - end) * (1 + std::cos(M_PI * p)));

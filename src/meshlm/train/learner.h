@@ -13,13 +13,13 @@
 namespace meshlm {
 
 struct StepStats {
-    float loss;       // mean over the micro-batches
+    float loss;  // mean over the micro-batches
     float lr;
     float grad_norm;  // global norm before clipping
 };
 
 class Learner {
-public:
+  public:
     // Plans for micro-batches of (batch, seq) and a schedule of total_steps optimizer steps.
     Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
             long total_steps);
@@ -43,7 +43,7 @@ public:
     std::size_t optimizer_bytes() const { return optim_.state_bytes(); }
     std::size_t activation_bytes() const { return model_.activation_bytes(); }
 
-private:
+  private:
     ModelConfig model_cfg_;
     OptimConfig optim_cfg_;
     int batch_, seq_;

@@ -40,7 +40,9 @@ MetricsWriter::MetricsWriter(const std::string& path) : f_(std::fopen(path.c_str
     if (!f_) MESHLM_INVALID("cannot write ", path, ": ", std::strerror(errno));
 }
 
-MetricsWriter::~MetricsWriter() { std::fclose(f_); }
+MetricsWriter::~MetricsWriter() {
+    std::fclose(f_);
+}
 
 void MetricsWriter::write(const StepMetrics& m) {
     std::string line = metrics_json(m) + "\n";

@@ -20,7 +20,7 @@ std::string exact_float(double v);
 std::string metrics_json(const StepMetrics& m);
 
 class MetricsWriter {
-public:
+  public:
     // Opens (truncates) path; throws InvalidInput if it cannot.
     explicit MetricsWriter(const std::string& path);
     ~MetricsWriter();
@@ -28,7 +28,7 @@ public:
     MetricsWriter& operator=(const MetricsWriter&) = delete;
     void write(const StepMetrics& m);  // appends a line and flushes
 
-private:
+  private:
     std::FILE* f_;
 };
 

@@ -8,20 +8,20 @@ namespace meshlm {
 
 struct TrainConfig {
     int steps = 2000;
-    int batch_size = 16;   // sequences per micro-batch
-    int seq_len = 128;     // T; at most model.max_seq_len
-    int grad_accum = 1;    // micro-batches per optimizer step
+    int batch_size = 16;  // sequences per micro-batch
+    int seq_len = 128;    // T; at most model.max_seq_len
+    int grad_accum = 1;   // micro-batches per optimizer step
     std::uint64_t seed = 1337;
-    int threads = 0;       // 0 = all cores
+    int threads = 0;         // 0 = all cores
     double peak_gflops = 0;  // fp32 peak for MFU; 0 = measure at start
     int eval_batches = 0;    // validation batches per evaluation; 0 = the whole split
 };
 
 struct LogConfig {
-    std::string dir;         // run directory; empty = runs/<config name>
-    int interval = 10;       // steps between log lines
-    int eval_interval = 250; // steps between validation passes (and always at the end)
-    int sample_tokens = 200; // length of the sample printed at the end; 0 = none
+    std::string dir;          // run directory; empty = runs/<config name>
+    int interval = 10;        // steps between log lines
+    int eval_interval = 250;  // steps between validation passes (and always at the end)
+    int sample_tokens = 200;  // length of the sample printed at the end; 0 = none
     std::string sample_prompt = "";
 };
 

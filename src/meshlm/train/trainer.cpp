@@ -59,8 +59,8 @@ float evaluate(Learner& learner, const std::vector<std::int32_t>& stream, int B,
         int rows = static_cast<int>(std::min<std::size_t>(B, windows - b * B));
         for (int r = 0; r < rows; ++r)
             fill_window(stream, b * B + r, T, tokens.data() + r * T, targets.data() + r * T);
-        float loss = learner.model().forward(learner.params(), tokens.data(), targets.data(), rows,
-                                             T, 0.f);
+        float loss =
+            learner.model().forward(learner.params(), tokens.data(), targets.data(), rows, T, 0.f);
         sum += static_cast<double>(loss) * rows;
         count += rows;
     }
@@ -108,11 +108,13 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
     const double flops_per_token = train_flops_per_token(job.model, learner.layout(), T);
     const double peak = tc.peak_gflops > 0 ? tc.peak_gflops : kernels::measure_peak_gflops(threads);
     out << "model: " << human_count(static_cast<double>(learner.layout().count()))
-        << " parameters (" << human_count(static_cast<double>(nonembedding_params(learner.layout())))
+        << " parameters ("
+        << human_count(static_cast<double>(nonembedding_params(learner.layout())))
         << " non-embedding), " << human_count(flops_per_token) << " training FLOPs/token\n"
         << "memory: parameters " << human_bytes(learner.param_bytes()) << ", gradients "
-        << human_bytes(learner.grad_bytes()) << ", optimizer " << human_bytes(learner.optimizer_bytes())
-        << ", activations " << human_bytes(learner.activation_bytes()) << "\n"
+        << human_bytes(learner.grad_bytes()) << ", optimizer "
+        << human_bytes(learner.optimizer_bytes()) << ", activations "
+        << human_bytes(learner.activation_bytes()) << "\n"
         << "threads: " << threads << ", fp32 peak " << static_cast<int>(peak) << " GFLOP/s"
         << (tc.peak_gflops > 0 ? " (train.peak_gflops)" : " (measured)") << "\n"
         << "run directory: " << job.run_dir << "\n";
@@ -146,8 +148,9 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
         const long done = step + 1;
         const bool last = done == tc.steps;
         const bool log_now = done % job.log.interval == 0 || last;
-        const bool eval_now = !job.data.synthetic &&
-                              ((job.log.eval_interval > 0 && done % job.log.eval_interval == 0) || last);
+        const bool eval_now =
+            !job.data.synthetic &&
+            ((job.log.eval_interval > 0 && done % job.log.eval_interval == 0) || last);
         if (!log_now && !eval_now) continue;
         StepMetrics m;
         m.step = done;
@@ -158,14 +161,16 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
             m.tokens_per_s = tps;
             m.mfu = tps * flops_per_token / (peak * 1e9);
             char line[256];
-            std::snprintf(line, sizeof line,
-                          "step %6ld/%ld | loss %.4f | lr %.3e | grad_norm %.3f | %s tok/s | mfu %.1f%%",
-                          done, static_cast<long>(tc.steps), st.loss, st.lr, st.grad_norm,
-                          human_count(tps).c_str(), 100 * *m.mfu);
+            std::snprintf(
+                line, sizeof line,
+                "step %6ld/%ld | loss %.4f | lr %.3e | grad_norm %.3f | %s tok/s | mfu %.1f%%",
+                done, static_cast<long>(tc.steps), st.loss, st.lr, st.grad_norm,
+                human_count(tps).c_str(), 100 * *m.mfu);
             out << line << "\n";
         }
         if (eval_now) {
-            float val = evaluate(learner, corpus.val, B, T, last ? 0 : tc.eval_batches, tokens, targets);
+            float val =
+                evaluate(learner, corpus.val, B, T, last ? 0 : tc.eval_batches, tokens, targets);
             m.val_loss = val;
             result.final_val_loss = val;
             char line[128];

@@ -18,7 +18,7 @@
 namespace meshlm::kernels {
 namespace {
 
-constexpr int kBlock = 64;   // query and key block size
+constexpr int kBlock = 64;  // query and key block size
 constexpr int kMaxHeadDim = 256;
 
 // Number of keys of the block starting at j0 (of nk) that query row i may attend to.
@@ -85,8 +85,8 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
                     if (corr != 1.f)
                         for (int d = 0; d < D; ++d) acc[r * D + d] *= corr;
                 }
-                gemm(false, false, nq, D, nk, 1.f, S, kBlock,
-                     V + static_cast<std::size_t>(j0) * ld, ld, 1.f, acc, D);
+                gemm(false, false, nq, D, nk, 1.f, S, kBlock, V + static_cast<std::size_t>(j0) * ld,
+                     ld, 1.f, acc, D);
             }
             for (int r = 0; r < nq; ++r) {
                 float inv = 1.f / l[r];

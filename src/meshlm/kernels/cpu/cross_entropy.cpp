@@ -60,7 +60,8 @@ void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets,
         if (grad) {
             const __m256 k = _mm256_set1_ps(dlogits_scale / sum);
             int v = 0;
-            for (; v + 8 <= V; v += 8) _mm256_storeu_ps(x + v, _mm256_mul_ps(_mm256_loadu_ps(x + v), k));
+            for (; v + 8 <= V; v += 8)
+                _mm256_storeu_ps(x + v, _mm256_mul_ps(_mm256_loadu_ps(x + v), k));
             for (; v < V; ++v) x[v] *= dlogits_scale / sum;
             x[t] -= dlogits_scale;
         }

@@ -9,8 +9,8 @@
 
 namespace meshlm::kernels {
 
-void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                       int N, int T, int C) {
+void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int N,
+                       int T, int C) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
         const float* e = wte + static_cast<std::size_t>(tokens[n]) * C;

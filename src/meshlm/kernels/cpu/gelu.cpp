@@ -52,8 +52,8 @@ void map8(float* out, const float* a, const float* b, std::size_t n, F f) {
     if (rest) {
         alignas(32) float buf[8];
         __m256 va = cpu::load_partial(a + 8 * full, static_cast<int>(rest), 0.f);
-        __m256 vb = b ? cpu::load_partial(b + 8 * full, static_cast<int>(rest), 0.f)
-                      : _mm256_setzero_ps();
+        __m256 vb =
+            b ? cpu::load_partial(b + 8 * full, static_cast<int>(rest), 0.f) : _mm256_setzero_ps();
         _mm256_store_ps(buf, f(va, vb));
         for (std::size_t i = 0; i < rest; ++i) out[8 * full + i] = buf[i];
     }

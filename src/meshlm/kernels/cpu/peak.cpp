@@ -1,6 +1,6 @@
 // Measures the machine's fp32 FMA peak: each thread runs independent FMA chains of the widest
-// vectors this build targets (AVX-512 where the compiler may use it, else AVX2; enough chains
-// to hide the FMA latency) for a fixed time.
+// vectors this build targets (AVX-512 where the compiler may use it, else AVX2), enough of them
+// to hide the FMA latency, for a fixed time.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -9,43 +9,75 @@
 #include "meshlm/kernels/kernels.h"
 
 namespace meshlm::kernels {
+namespace {
+
+#ifdef __AVX512F__
+using Vec = __m512;
+constexpr int kLanes = 16;
+inline Vec vload(const float* p) {
+    return _mm512_loadu_ps(p);
+}
+inline void vstore(float* p, Vec v) {
+    _mm512_storeu_ps(p, v);
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+    return _mm512_fmadd_ps(a, b, c);
+}
+#else
+using Vec = __m256;
+constexpr int kLanes = 8;
+inline Vec vload(const float* p) {
+    return _mm256_loadu_ps(p);
+}
+inline void vstore(float* p, Vec v) {
+    _mm256_storeu_ps(p, v);
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+    return _mm256_fmadd_ps(a, b, c);
+}
+#endif
+constexpr int kChains = 12;
+
+// Runs `iters` rounds of kChains independent FMAs on state (kChains + 2 vectors: the chains,
+// then the multiplier and the addend). State comes from and goes back to memory the compiler
+// cannot see through, so no chain can be folded or merged.
+__attribute__((noinline)) void fma_chains(float* state, long iters) {
+    Vec c0 = vload(state + 0 * kLanes), c1 = vload(state + 1 * kLanes),
+        c2 = vload(state + 2 * kLanes), c3 = vload(state + 3 * kLanes),
+        c4 = vload(state + 4 * kLanes), c5 = vload(state + 5 * kLanes),
+        c6 = vload(state + 6 * kLanes), c7 = vload(state + 7 * kLanes),
+        c8 = vload(state + 8 * kLanes), c9 = vload(state + 9 * kLanes),
+        c10 = vload(state + 10 * kLanes), c11 = vload(state + 11 * kLanes);
+    const Vec a = vload(state + 12 * kLanes), b = vload(state + 13 * kLanes);
+    for (long r = 0; r < iters; ++r) {
+        c0 = vfma(c0, a, b), c1 = vfma(c1, a, b), c2 = vfma(c2, a, b), c3 = vfma(c3, a, b);
+        c4 = vfma(c4, a, b), c5 = vfma(c5, a, b), c6 = vfma(c6, a, b), c7 = vfma(c7, a, b);
+        c8 = vfma(c8, a, b), c9 = vfma(c9, a, b), c10 = vfma(c10, a, b), c11 = vfma(c11, a, b);
+    }
+    Vec out[kChains] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
+    for (int i = 0; i < kChains; ++i) vstore(state + i * kLanes, out[i]);
+}
+
+}  // namespace
 
 double measure_peak_gflops(int threads, double seconds) {
-    constexpr int kChains = 12;
     constexpr long kInner = 1 << 14;
     double total_flops = 0;
     auto t0 = std::chrono::steady_clock::now();
-    double elapsed = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total_flops)
     {
-#ifdef __AVX512F__
-        using Vec = __m512;
-        constexpr int kLanes = 16;
-        auto fma = [](Vec x, Vec y, Vec z) { return _mm512_fmadd_ps(x, y, z); };
-        const Vec a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-#else
-        using Vec = __m256;
-        constexpr int kLanes = 8;
-        auto fma = [](Vec x, Vec y, Vec z) { return _mm256_fmadd_ps(x, y, z); };
-        const Vec a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-#endif
-        Vec acc[kChains];
-        for (int i = 0; i < kChains; ++i) acc[i] = b;
+        alignas(64) float state[(kChains + 2) * kLanes];
+        for (int i = 0; i < (kChains + 2) * kLanes; ++i) state[i] = 1e-3f * (i % 97);
+        for (int i = 0; i < kLanes; ++i) state[12 * kLanes + i] = 0.999999f;
         long rounds = 0;
-        while (true) {
-            for (long r = 0; r < kInner; ++r)
-                for (int i = 0; i < kChains; ++i) acc[i] = fma(acc[i], a, b);
+        do {
+            fma_chains(state, kInner);
             ++rounds;
-            double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (dt >= seconds) break;
-        }
-        float sink = 0;
-        for (int i = 0; i < kChains; ++i) sink += reinterpret_cast<const float*>(&acc[i])[0];
-        volatile float keep = sink;
-        (void)keep;
+        } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() <
+                 seconds);
         total_flops += 2.0 * kLanes * kChains * kInner * rounds;
     }
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return total_flops / elapsed / 1e9;
 }
 

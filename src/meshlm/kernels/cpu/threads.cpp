@@ -15,6 +15,8 @@ void set_threads(int n) {
     openblas_set_num_threads(n);
 }
 
-int threads() { return omp_get_max_threads(); }
+int threads() {
+    return omp_get_max_threads();
+}
 
 }  // namespace meshlm::kernels
