@@ -1,0 +1,275 @@
+#!/usr/bin/python3
+"""Plain PyTorch GPT-2 training-step benchmark: the peer meshlm is compared against.
+
+GPT-2 small by default (124M: 12 layers, width 768, 12 heads, vocab 50257, context 1024, tied
+embeddings, GELU tanh, pre-LN, biases), fp32, AdamW (betas 0.9/0.95, weight decay 0.1 on the
+matrices and embeddings, foreach left at its default, not fused), trained on uniformly random
+tokens. Runs --warmup untimed steps, then --steps timed ones, and prints one JSON line:
+
+  {"impl": "pytorch", "torch": ..., "tokens_per_s": ..., "step_s_median": ...,
+   "peak_rss_mib": ..., ...}
+
+Runs with Debian's /usr/bin/python3 + python3-torch 1.13 (no F.scaled_dot_product_attention
+there: manual causal attention is used instead; SDPA is used where it exists).
+
+Two environment settings give the peer its best numbers (measured on the 2-core dev VM, see
+bench/README.md; both must be in place before the process starts, so the script re-executes
+itself with them; 'env' leaves the environment alone):
+
+  --omp-wait-policy PASSIVE (default). Debian's torch runs its own ops on libgomp threads and
+    its GEMMs on the *pthread* OpenBLAS (the libopenblas.so.0 alternative), a second thread
+    pool. With libgomp's default the idle OpenMP workers spin while OpenBLAS wants the cores.
+    PASSIVE: ~+25 % tokens/s.
+  --malloc keep (default): GLIBC_TUNABLES with mmap_max=0 and a huge trim_threshold, so freed
+    tensors stay in the heap instead of being munmap()ed and page-faulted back in (zero-filled
+    by the kernel) every step. ~+20 % tokens/s, a few hundred MiB more peak RSS.
+
+  /usr/bin/python3 bench/pytorch_gpt2_train.py --steps 3 --warmup 1
+  /usr/bin/python3 bench/pytorch_gpt2_train.py --layers 2 --width 128 --heads 4 --vocab 1000
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import sys
+import time
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--steps", type=int, default=3, help="timed steps")
+    p.add_argument("--warmup", type=int, default=1, help="untimed steps before the timed ones")
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--seq", type=int, default=256)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--layers", type=int, default=12)
+    p.add_argument("--width", type=int, default=768)
+    p.add_argument("--heads", type=int, default=12)
+    p.add_argument("--vocab", type=int, default=50257)
+    p.add_argument("--context", type=int, default=1024, help="max positions (wpe rows)")
+    p.add_argument("--lr", type=float, default=6e-4)
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--omp-wait-policy", default="PASSIVE",
+                   choices=["PASSIVE", "ACTIVE", "unset", "env"],
+                   help="OMP_WAIT_POLICY to run under (re-executes the script); 'unset' runs "
+                        "under libgomp's default, 'env' keeps whatever the environment has")
+    p.add_argument("--malloc", default="keep", choices=["keep", "default", "env"],
+                   help="'keep': glibc malloc tunables that keep freed memory in the process "
+                        "(no mmap for big blocks, no trimming) instead of returning it to the "
+                        "kernel and page-faulting it back in every step; 'default': glibc's "
+                        "defaults; 'env': leave GLIBC_TUNABLES alone")
+    p.add_argument("--quiet", action="store_true", help="no per-step lines on stderr")
+    return p.parse_args()
+
+
+MALLOC_KEEP = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
+
+
+def maybe_reexec(args):
+    """Put OMP_WAIT_POLICY / GLIBC_TUNABLES in the environment before the process starts (glibc
+    reads its tunables at start-up, libgomp its settings when it loads), by re-executing."""
+    if os.environ.get("MESHLM_BENCH_REEXEC") == "1":
+        return
+    env = dict(os.environ)
+    if args.omp_wait_policy != "env":
+        env.pop("OMP_WAIT_POLICY", None)
+        if args.omp_wait_policy != "unset":
+            env["OMP_WAIT_POLICY"] = args.omp_wait_policy
+    if args.malloc != "env":
+        env.pop("GLIBC_TUNABLES", None)
+        if args.malloc == "keep":
+            env["GLIBC_TUNABLES"] = MALLOC_KEEP
+    if all(env.get(k) == os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GLIBC_TUNABLES")):
+        return
+    env["MESHLM_BENCH_REEXEC"] = "1"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+ARGS = parse_args()
+maybe_reexec(ARGS)
+
+import torch  # noqa: E402  (after the re-exec on purpose)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+HAS_SDPA = hasattr(F, "scaled_dot_product_attention")
+
+
+def gelu_tanh(x):
+    try:
+        return F.gelu(x, approximate="tanh")
+    except TypeError:  # torch < 1.12
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, width, heads, context):
+        super().__init__()
+        self.heads = heads
+        self.c_attn = nn.Linear(width, 3 * width)
+        self.c_proj = nn.Linear(width, width)
+        if not HAS_SDPA:
+            mask = torch.tril(torch.ones(context, context, dtype=torch.bool))
+            self.register_buffer("mask", mask.view(1, 1, context, context), persistent=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        H, D = self.heads, C // self.heads
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, H, D).transpose(1, 2)
+        k = k.view(B, T, H, D).transpose(1, 2)
+        v = v.view(B, T, H, D).transpose(1, 2)
+        if HAS_SDPA:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
+            att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
+            att = F.softmax(att, dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.c_fc = nn.Linear(width, 4 * width)
+        self.c_proj = nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        return self.c_proj(gelu_tanh(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, width, heads, context):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(width)
+        self.attn = CausalSelfAttention(width, heads, context)
+        self.ln_2 = nn.LayerNorm(width)
+        self.mlp = MLP(width)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, width, heads, vocab, context):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, width)
+        self.wpe = nn.Embedding(context, width)
+        self.h = nn.ModuleList(Block(width, heads, context) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(width)
+        self.lm_head = nn.Linear(width, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied
+        for name, p in self.named_parameters():
+            if name.endswith("bias"):
+                nn.init.zeros_(p)
+            elif p.dim() == 2:
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith("c_proj.weight") else 0.02
+                nn.init.normal_(p, mean=0.0, std=std)
+
+    def forward(self, idx, targets):
+        B, T = idx.shape
+        pos = torch.arange(T, device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def openblas_info():
+    """Which OpenBLAS torch's GEMMs go through, and pin its thread count (best effort)."""
+    info = {}
+    try:
+        with open("/proc/self/maps") as f:
+            libs = sorted({l.split()[-1] for l in f
+                           if "/" in l and os.path.basename(l.split()[-1]).startswith("libopenblas")})
+        info["openblas_lib"] = libs[0] if libs else None
+        if libs:
+            import ctypes
+            lib = ctypes.CDLL(libs[0])
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            info["openblas_core"] = lib.openblas_get_corename().decode()
+            # The pthread OpenBLAS does not follow torch.set_num_threads: set it explicitly.
+            lib.openblas_set_num_threads(ctypes.c_int(ARGS.threads))
+            lib.openblas_get_num_threads.restype = ctypes.c_int
+            info["openblas_threads"] = lib.openblas_get_num_threads()
+    except Exception as e:  # noqa: BLE001 - informational only
+        info["openblas_error"] = str(e)
+    return info
+
+
+def main():
+    a = ARGS
+    torch.manual_seed(a.seed)
+    torch.set_num_threads(a.threads)
+    blas = openblas_info()
+
+    model = GPT(a.layers, a.width, a.heads, a.vocab, a.context)
+    model.train()
+    n_params = sum(p.numel() for p in model.parameters())  # tied weight counted once
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}]
+    opt_kwargs = dict(lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+    import inspect
+    if "fused" in inspect.signature(torch.optim.AdamW).parameters:
+        opt_kwargs["fused"] = False
+    opt = torch.optim.AdamW(groups, **opt_kwargs)
+
+    gen = torch.Generator().manual_seed(a.seed)
+    step_s, losses = [], []
+    total = a.warmup + a.steps
+    for step in range(total):
+        tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1), generator=gen)
+        x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        loss_v = loss.item()
+        dt = time.perf_counter() - t0
+        if step >= a.warmup:
+            step_s.append(dt)
+            losses.append(loss_v)
+        if not a.quiet:
+            tag = "warmup" if step < a.warmup else "timed"
+            print(f"step {step + 1}/{total} ({tag}) loss {loss_v:.4f} {dt:.3f} s "
+                  f"{a.batch * a.seq / dt:.1f} tok/s", file=sys.stderr, flush=True)
+
+    L, d, V, T = a.layers, a.width, a.vocab, a.seq
+    n_nonembed = 12 * L * d * d + 13 * L * d + 2 * d
+    flops_per_token = 6 * n_nonembed + 6 * V * d + 12 * L * T * d
+    med = statistics.median(step_s) if step_s else float("nan")
+    tps = a.batch * a.seq / med if step_s else float("nan")
+    out = {
+        "impl": "pytorch",
+        "torch": torch.__version__,
+        "tokens_per_s": round(tps, 3),
+        "step_s_median": round(med, 5),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+        "gflops": round(tps * flops_per_token / 1e9, 2),
+        "flops_per_token": flops_per_token,
+        "step_s": [round(s, 5) for s in step_s],
+        "loss_last": round(losses[-1], 4) if losses else None,
+        "params": n_params,
+        "threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
+        "sdpa": HAS_SDPA,
+        "config": {"layers": L, "width": d, "heads": a.heads, "vocab": V, "context": a.context,
+                   "batch": a.batch, "seq": T, "warmup": a.warmup, "steps": a.steps},
+        **blas,
+    }
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
