@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libopenblas-openmp-dev      # GEMM (OpenMP flavour, shares our thread pool)
+  libdnnl-dev                 # GEMM (oneDNN, OpenMP build: shares our thread pool)
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev                # tests
   fortunes                    # the default training corpus
