@@ -16,6 +16,10 @@ namespace meshlm::kernels {
 void set_threads(int n);
 int threads();
 
+// True while the calling thread is inside gemm(): lets tests tell the GEMM library's own
+// scratch allocations from ours.
+bool in_gemm();
+
 // C[M,N] = alpha * op(A) op(B) + beta * C, row-major, op(X) = X or X^T.
 // lda/ldb/ldc are row strides (0 = dense). Runs single-threaded inside a parallel region.
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,

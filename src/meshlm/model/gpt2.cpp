@@ -62,6 +62,8 @@ GPT2::GPT2(const ModelConfig& cfg, int max_batch, int max_seq)
     Planner p{&acts_};
     embed_ = p.take(N * C);
     blocks_.resize(cfg.n_layer);
+    w_.blocks.resize(cfg.n_layer);
+    g_.blocks.resize(cfg.n_layer);
     for (auto& b : blocks_) {
         b.ln1 = p.take(N * C);
         b.ln1_mean = p.take(N);
@@ -97,7 +99,8 @@ float GPT2::forward(const float* params, const std::int32_t* tokens, const std::
     const int N = B * T, C = cfg_.d_model, F = cfg_.mlp_width(), V = cfg_.vocab_size,
               H = cfg_.n_head;
     const float eps = cfg_.ln_eps;
-    GPT2Weights w = bind_weights(layout_, const_cast<float*>(params), cfg_.n_layer);
+    bind_weights(layout_, const_cast<float*>(params), w_);
+    const GPT2Weights& w = w_;
 
     k::embedding_forward(embed_, tokens, w.wte, w.wpe, N, T, C);
     const float* x = embed_;
@@ -140,8 +143,9 @@ void GPT2::backward(const float* params, float* grads) {
     const int B = B_, T = T_, N = B * T, C = cfg_.d_model, F = cfg_.mlp_width(),
               V = cfg_.vocab_size, H = cfg_.n_head;
     const std::size_t NC = static_cast<std::size_t>(N) * C;
-    GPT2Weights w = bind_weights(layout_, const_cast<float*>(params), cfg_.n_layer);
-    GPT2Weights g = bind_weights(layout_, grads, cfg_.n_layer);
+    bind_weights(layout_, const_cast<float*>(params), w_);
+    bind_weights(layout_, grads, g_);
+    const GPT2Weights &w = w_, &g = g_;
 
     k::linear_backward(dln_, g.wte, nullptr, logits_, lnf_, w.wte, N, C, V);
     std::memset(dres_, 0, NC * sizeof(float));

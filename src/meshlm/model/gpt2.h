@@ -35,7 +35,9 @@ struct GPT2Weights {
 
 // The GPT-2 parameter registry for a config.
 ParamLayout gpt2_layout(const ModelConfig& cfg);
-GPT2Weights bind_weights(const ParamLayout& layout, float* base, int n_layer);
+// Points `w` (its blocks already sized to n_layer) at the tensors of a flat buffer laid out by
+// gpt2_layout. Uses slice positions, not names, and allocates nothing: it runs every step.
+void bind_weights(const ParamLayout& layout, float* base, GPT2Weights& w);
 
 // Fills params (layout of gpt2_layout) with GPT-2's init: N(0, std) weights, residual output
 // projections N(0, std / sqrt(2L)), zero biases, unit LayerNorm gains. Seeded, thread-free.
@@ -86,6 +88,8 @@ class GPT2 {
     float* losses_;                       // (N)
     // Backward scratch, shared by all blocks.
     float *dres_, *dln_, *datty_, *dqkv_, *dfch_, *dfch_gelu_;
+    // Views of the parameters and gradients of the current call (rebound each call).
+    GPT2Weights w_, g_;
     // The last forward's inputs, for backward.
     const std::int32_t* tokens_ = nullptr;
     int B_ = 0, T_ = 0;

@@ -1,6 +1,7 @@
 // GPT-2 parameter registry, views into flat buffers, and initialization.
 #include <cmath>
 
+#include "meshlm/core/error.h"
 #include "meshlm/core/rng.h"
 #include "meshlm/model/gpt2.h"
 
@@ -31,22 +32,21 @@ ParamLayout gpt2_layout(const ModelConfig& cfg) {
     return p;
 }
 
-GPT2Weights bind_weights(const ParamLayout& layout, float* base, int n_layer) {
-    auto at = [&](const std::string& name) { return base + layout.at(name).offset; };
-    GPT2Weights w;
-    w.wte = at("wte.weight");
-    w.wpe = at("wpe.weight");
-    for (int l = 0; l < n_layer; ++l) {
-        const std::string h = "h." + std::to_string(l) + ".";
-        w.blocks.push_back(
-            {at(h + "ln_1.weight"), at(h + "ln_1.bias"), at(h + "attn.c_attn.weight"),
-             at(h + "attn.c_attn.bias"), at(h + "attn.c_proj.weight"), at(h + "attn.c_proj.bias"),
-             at(h + "ln_2.weight"), at(h + "ln_2.bias"), at(h + "mlp.c_fc.weight"),
-             at(h + "mlp.c_fc.bias"), at(h + "mlp.c_proj.weight"), at(h + "mlp.c_proj.bias")});
+void bind_weights(const ParamLayout& layout, float* base, GPT2Weights& w) {
+    // Slice order is fixed by gpt2_layout: wte, wpe, 12 per block, ln_f weight and bias.
+    const auto& s = layout.slices();
+    const std::size_t L = w.blocks.size();
+    MESHLM_CHECK(s.size() == 4 + 12 * L, "layout has ", s.size(), " slices, expected ", 4 + 12 * L);
+    auto at = [&](std::size_t i) { return base + s[i].offset; };
+    w.wte = at(0);
+    w.wpe = at(1);
+    for (std::size_t l = 0; l < L; ++l) {
+        const std::size_t i = 2 + 12 * l;
+        w.blocks[l] = {at(i),     at(i + 1), at(i + 2), at(i + 3), at(i + 4),  at(i + 5),
+                       at(i + 6), at(i + 7), at(i + 8), at(i + 9), at(i + 10), at(i + 11)};
     }
-    w.lnf_w = at("ln_f.weight");
-    w.lnf_b = at("ln_f.bias");
-    return w;
+    w.lnf_w = at(2 + 12 * L);
+    w.lnf_b = at(3 + 12 * L);
 }
 
 namespace {

@@ -12,6 +12,8 @@ void set_threads(int n) {
     omp_set_num_threads(n);
 }
 
-int threads() { return omp_get_max_threads(); }
+int threads() {
+    return omp_get_max_threads();
+}
 
 }  // namespace meshlm::kernels
