@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libdnnl-dev                 # GEMM (oneDNN, OpenMP build: shares our thread pool)
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
+  zlib1g-dev libzstd-dev      # .gz / .zst corpora (meshlm prepare)
   libgtest-dev                # tests
   fortunes                    # the default training corpus
   time                        # peak-RSS measurement in bench/

@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
         };
         add(meshlm::add_train_command(app, split.overrides));
         add(meshlm::add_sample_command(app));
+        add(meshlm::add_prepare_command(app));
         add(meshlm::add_info_command(app, split.overrides));
+        add(meshlm::add_tokenize_command(app));
         std::vector<const char*> args;
         for (const auto& a : split.args) args.push_back(a.c_str());
         try {

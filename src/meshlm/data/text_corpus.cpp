@@ -2,42 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <set>
-#include <sstream>
 
 #include "meshlm/core/error.h"
+#include "meshlm/data/corpus_reader.h"
 
 namespace fs = std::filesystem;
 
 namespace meshlm {
-namespace {
-
-void split_documents(const std::string& text, const std::string& separator,
-                     std::vector<std::string>& docs) {
-    std::string doc;
-    std::size_t pos = 0;
-    auto flush = [&] {
-        if (doc.find_first_not_of(" \t\r\n") != std::string::npos) docs.push_back(doc);
-        doc.clear();
-    };
-    while (pos < text.size()) {
-        std::size_t nl = text.find('\n', pos);
-        std::size_t end = nl == std::string::npos ? text.size() : nl + 1;
-        std::string_view line(text.data() + pos,
-                              (nl == std::string::npos ? text.size() : nl) - pos);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line == separator)
-            flush();
-        else
-            doc.append(text, pos, end - pos);
-        pos = end;
-    }
-    flush();
-}
-
-}  // namespace
-
 std::vector<std::string> read_documents(const std::string& path, const std::string& separator) {
     std::error_code ec;
     if (!fs::exists(path, ec))
@@ -46,29 +17,12 @@ std::vector<std::string> read_documents(const std::string& path, const std::stri
                            ? " (the default corpus is Debian's fortunes: apt-get install fortunes, "
                              "or run scripts/setup.sh)"
                            : "");
-    std::vector<fs::path> files;
-    if (fs::is_directory(path)) {
-        for (const auto& e : fs::recursive_directory_iterator(path))
-            if (e.is_regular_file()) files.push_back(e.path());
-        std::sort(files.begin(), files.end());
-    } else {
-        files.push_back(path);
-    }
-    std::set<fs::path> seen;
+    CorpusReadOptions opt;
+    opt.format = CorpusFormat::Text;
+    opt.separator = separator;
+    CorpusReader reader({path}, opt);
     std::vector<std::string> docs;
-    for (const auto& f : files) {
-        if (!seen.insert(fs::canonical(f)).second) continue;
-        std::ifstream in(f, std::ios::binary);
-        if (!in) MESHLM_INVALID("cannot read ", f.string());
-        std::ostringstream ss;
-        ss << in.rdbuf();
-        std::string text = ss.str();
-        if (text.find('\0') != std::string::npos) continue;
-        split_documents(text, separator, docs);
-    }
-    if (docs.empty())
-        MESHLM_INVALID("data.path '", path, "' holds no text documents (", files.size(),
-                       " files read)");
+    for (std::string doc; reader.next(doc);) docs.push_back(std::move(doc));
     return docs;
 }
 

@@ -1,6 +1,9 @@
 #include "meshlm/data/tokenizer.h"
 
+#include <filesystem>
+
 #include "meshlm/core/error.h"
+#include "meshlm/data/bpe_tokenizer.h"
 
 namespace meshlm {
 
@@ -20,7 +23,19 @@ std::string ByteTokenizer::decode(const std::vector<std::int32_t>& ids) const {
 
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec) {
     if (spec == "byte") return std::make_unique<ByteTokenizer>();
-    MESHLM_INVALID("unknown tokenizer '", spec, "'; valid: byte");
+    const auto ends_with = [&](std::string_view suffix) {
+        return spec.size() >= suffix.size() &&
+               spec.compare(spec.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (ends_with(".json") || ends_with(".tiktoken")) {
+        if (!std::filesystem::exists(spec))
+            MESHLM_INVALID("tokenizer file '", spec, "' does not exist");
+        if (ends_with(".json")) return BpeTokenizer::from_hf_json(spec);
+        return BpeTokenizer::from_tiktoken(spec);
+    }
+    MESHLM_INVALID("unknown tokenizer '", spec,
+                   "'; valid: byte, a HF tokenizer.json path (*.json) or a tiktoken rank file "
+                   "(*.tiktoken, GPT-2 pattern and <|endoftext|>=50256)");
 }
 
 }  // namespace meshlm

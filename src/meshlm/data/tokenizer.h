@@ -30,7 +30,8 @@ class ByteTokenizer : public Tokenizer {
     std::string name() const override { return "byte"; }
 };
 
-// Builds the tokenizer named by data.tokenizer. Throws InvalidInput for unknown names.
+// Builds the tokenizer named by data.tokenizer: "byte", a HF tokenizer.json (*.json) or a
+// tiktoken rank file (*.tiktoken; bpe_tokenizer.h). Throws InvalidInput for anything else.
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec);
 
 }  // namespace meshlm
