@@ -9,6 +9,7 @@ packages=(
   libdnnl-dev                 # GEMM (oneDNN, OpenMP build: shares our thread pool)
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libzstd-dev      # .gz / .zst corpora (meshlm prepare)
+  libsentencepiece-dev        # SentencePiece .model tokenizers and spm-* train-tokenizer
   libgtest-dev                # tests
   fortunes                    # the default training corpus
   time                        # peak-RSS measurement in bench/

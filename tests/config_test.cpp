@@ -206,7 +206,11 @@ TEST(Config, RangeErrors) {
     EXPECT_CONTAINS(override_error({"optim.schedule=step"}),
                     "optim.schedule must be one of cosine, linear, constant (got 'step')");
     EXPECT_CONTAINS(override_error({"optim.decay_mask=some"}), "matrices, all, none");
-    EXPECT_CONTAINS(override_error({"data.tokenizer=bpe"}), "one of byte");
+    EXPECT_CONTAINS(override_error({"data.packing=stream"}), "one of concat, pad");
+    EXPECT_CONTAINS(override_error({"train.seq_warmup_steps=10", "train.seq_warmup_len=48"}),
+                    "train.seq_warmup_len (48) must divide train.seq_len (128)");
+    EXPECT_CONTAINS(override_error({"data.val_fraction=0.5", "data.test_fraction=0.5"}),
+                    "must be < 1");
     EXPECT_CONTAINS(override_error({"data.val_fraction=1"}), "in (0, 1)");
     EXPECT_CONTAINS(override_error({"optim.beta2=1"}), "optim.beta2 must be in [0, 1)");
     EXPECT_CONTAINS(override_error({"train.steps=0"}), "train.steps must be >= 1 (got 0)");

@@ -8,7 +8,6 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/data/corpus_reader.h"
-#include "meshlm/data/text_corpus.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -158,9 +157,12 @@ TEST(CorpusReader, MissingAndEmptyInputsAreClearErrors) {
     EXPECT_THROW(parse_corpus_format("csv"), InvalidInput);
 }
 
-TEST(CorpusReader, ReadDocumentsKeepsFortunesBehaviour) {
+TEST(CorpusReader, FortunesLayoutSkipsBinaryIndexFiles) {
     auto dir = test::temp_dir("cr_fortunes");
     write(dir + "/f", "a fortune\n%\nanother\n%\n");
     write(dir + "/f.dat", std::string("\0\0\1", 3));
-    EXPECT_EQ(read_documents(dir, "%"), (std::vector<std::string>{"a fortune\n", "another\n"}));
+    CorpusReadOptions opt;
+    opt.format = CorpusFormat::Text;
+    opt.separator = "%";
+    EXPECT_EQ(read_all({dir}, opt), (std::vector<std::string>{"a fortune\n", "another\n"}));
 }

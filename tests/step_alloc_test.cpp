@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "meshlm/core/rng.h"
-#include "meshlm/data/text_corpus.h"
+#include "meshlm/data/synthetic.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/train/learner.h"
 

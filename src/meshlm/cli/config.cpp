@@ -323,12 +323,27 @@ OptionTable build_table() {
 
     Section<DataConfig>(t, "data", &Config::data)
         .add("path", &DataConfig::path,
-             "text file or directory of them; documents separated by `separator` lines")
-        .add("separator", &DataConfig::separator, "line that separates documents")
-        .add("tokenizer", &DataConfig::tokenizer, "tokenizer", one_of({"byte"}))
-        .add("val_fraction", &DataConfig::val_fraction, "share of documents held out",
+             "a prepared directory, or raw inputs (file, directory, glob; text or JSONL, .gz/.zst) "
+             "prepared into a cache on first use")
+        .add("format", &DataConfig::format, "raw inputs: file format",
+             one_of({"auto", "text", "jsonl"}))
+        .add("field", &DataConfig::field, "raw JSONL: the field holding a document")
+        .add("separator", &DataConfig::separator,
+             "raw text: line that separates documents; empty = one document per file")
+        .add("skip_bad_lines", &DataConfig::skip_bad_lines,
+             "raw JSONL: count and skip malformed records instead of failing")
+        .add("tokenizer", &DataConfig::tokenizer,
+             "byte, or a tokenizer.json, .tiktoken or SentencePiece .model file")
+        .add("val_fraction", &DataConfig::val_fraction, "raw inputs: share of documents held out",
              in_open(0, 1))
-        .add("split_seed", &DataConfig::split_seed, "seeds the document shuffle of the split")
+        .add("test_fraction", &DataConfig::test_fraction,
+             "raw inputs: share of documents held out for testing", in_closed_open(0, 1))
+        .add("split_seed", &DataConfig::split_seed, "raw inputs: seeds the document split")
+        .add("cache_dir", &DataConfig::cache_dir,
+             "where raw inputs are prepared; empty = $XDG_CACHE_HOME/meshlm or ~/.cache/meshlm")
+        .add("packing", &DataConfig::packing,
+             "concat: windows across documents; pad: one document per row, padding masked",
+             one_of({"concat", "pad"}))
         .add("synthetic", &DataConfig::synthetic,
              "uniformly random tokens instead of text (benchmarks)");
 
@@ -344,7 +359,11 @@ OptionTable build_table() {
         .add("peak_gflops", &TrainConfig::peak_gflops, "fp32 peak for MFU; 0 = measure at start",
              at_least(0))
         .add("eval_batches", &TrainConfig::eval_batches,
-             "validation batches per evaluation; 0 = the whole split", at_least(0));
+             "validation batches per evaluation; 0 = the whole split", at_least(0))
+        .add("seq_warmup_steps", &TrainConfig::seq_warmup_steps,
+             "steps trained at seq_warmup_len before seq_len (tokens per step kept)", at_least(0))
+        .add("seq_warmup_len", &TrainConfig::seq_warmup_len,
+             "sequence length during the warmup; must divide train.seq_len", at_least(0));
 
     Section<OptimConfig>(t, "optim", &Config::optim)
         .add("lr", &OptimConfig::lr, "peak learning rate", greater_than(0))
@@ -392,6 +411,25 @@ OptionTable build_table() {
             return "model.vocab_size (" + std::to_string(c.model.vocab_size) +
                    ") must be >= 257 when data.tokenizer is 'byte' (256 byte values + "
                    "end-of-document)";
+        },
+        [](const Config& c) -> std::optional<std::string> {
+            const auto& t = c.train;
+            if (t.seq_warmup_steps == 0) return std::nullopt;
+            if (t.seq_warmup_len >= 1 && t.seq_warmup_len <= t.seq_len &&
+                t.seq_len % t.seq_warmup_len == 0)
+                return std::nullopt;
+            return "train.seq_warmup_len (" + std::to_string(t.seq_warmup_len) +
+                   ") must divide train.seq_len (" + std::to_string(t.seq_len) +
+                   ") when train.seq_warmup_steps > 0; valid lengths: " +
+                   divisors_near(t.seq_len, t.seq_warmup_len);
+        },
+        [](const Config& c) -> std::optional<std::string> {
+            if (c.data.val_fraction + c.data.test_fraction < 1) return std::nullopt;
+            return std::string("data.val_fraction + data.test_fraction must be < 1");
+        },
+        [](const Config& c) -> std::optional<std::string> {
+            if (!c.data.tokenizer.empty()) return std::nullopt;
+            return std::string("data.tokenizer must be set (byte, or a tokenizer file)");
         },
         [](const Config& c) -> std::optional<std::string> {
             if (c.data.synthetic || !c.data.path.empty()) return std::nullopt;

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
         add(meshlm::add_prepare_command(app));
         add(meshlm::add_info_command(app, split.overrides));
         add(meshlm::add_tokenize_command(app));
+        add(meshlm::add_train_tokenizer_command(app));
         std::vector<const char*> args;
         for (const auto& a : split.args) args.push_back(a.c_str());
         try {

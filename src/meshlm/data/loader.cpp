@@ -124,6 +124,11 @@ std::uint64_t DataLoader::unit_at(std::uint64_t position) {
     return (*perm_)(position);
 }
 
+std::uint64_t DataLoader::rows_left_in_epoch() const {
+    const std::uint64_t started = opt_.packing == Packing::Concat && offset_ > 0 ? 1 : 0;
+    return units_ - position_ - started;
+}
+
 void DataLoader::advance_unit() {
     offset_ = 0;
     if (++position_ == units_) {

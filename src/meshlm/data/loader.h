@@ -82,6 +82,10 @@ class DataLoader {
     nlohmann::json state() const;
     void restore(const nlohmann::json& state);  // throws InvalidInput if saved for other data
 
+    // Full rows (T = seq_len) left before the epoch ends: windows (concat) or documents (pad,
+    // an upper bound since documents shorter than two tokens are skipped). Evaluation passes
+    // read exactly this many rows from a fresh, unshuffled loader.
+    std::uint64_t rows_left_in_epoch() const;
     std::uint64_t epoch() const { return epoch_; }
     std::uint64_t units_per_epoch() const { return units_; }  // windows or documents
     std::uint64_t tokens() const { return tok_offsets_.back(); }

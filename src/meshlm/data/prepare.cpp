@@ -15,6 +15,7 @@
 #include <regex>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/hash.h"
 #include "meshlm/core/rng.h"
 #include "meshlm/data/shard.h"
 #include "meshlm/io/atomic_file.h"
@@ -26,19 +27,6 @@ namespace meshlm {
 namespace {
 
 const char* const kSplits[] = {"train", "val", "test"};
-
-struct Fnv1a {
-    std::uint64_t h = 1469598103934665603ull;
-    void add(const void* data, std::size_t n) {
-        const auto* p = static_cast<const unsigned char*>(data);
-        for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-    }
-    void add(const std::string& s) {
-        std::uint64_t n = s.size();
-        add(&n, sizeof(n));
-        add(s.data(), s.size());
-    }
-};
 
 void hash_file(Fnv1a& h, const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -178,9 +166,7 @@ std::string tokenizer_fingerprint(const Tokenizer& tok, const std::string& spec)
         "The quick brown fox, 1234 times!\n\tcaf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac  <|endoftext|>";
     auto ids = tok.encode(probe);
     h.add(ids.data(), ids.size() * sizeof(std::int32_t));
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h.h));
-    return std::string("fnv1a64:") + hex;
+    return "fnv1a64:" + h.hex();
 }
 
 PreparedMeta prepare_corpus(const std::vector<std::string>& inputs, const PrepareOptions& opt,
@@ -268,7 +254,7 @@ PreparedMeta prepare_corpus(const std::vector<std::string>& inputs, const Prepar
     progress.update(reader.input_bytes_done(), reader.input_bytes_total(), reader.stats().bytes,
                     reader.stats().documents, total_tokens, true);
 
-    // The split: a seeded shuffle of document indices (as build_corpus does).
+    // The split: a seeded shuffle of document indices (Fisher-Yates with Philox).
     const std::size_t n = doc_tokens.size();
     auto count_for = [&](double frac) -> std::size_t {
         if (frac <= 0) return 0;

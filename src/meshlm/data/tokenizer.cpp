@@ -4,6 +4,7 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/data/bpe_tokenizer.h"
+#include "meshlm/data/spm_tokenizer.h"
 
 namespace meshlm {
 
@@ -27,15 +28,17 @@ std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec) {
         return spec.size() >= suffix.size() &&
                spec.compare(spec.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
-    if (ends_with(".json") || ends_with(".tiktoken")) {
+    if (ends_with(".json") || ends_with(".tiktoken") || ends_with(".model")) {
         if (!std::filesystem::exists(spec))
             MESHLM_INVALID("tokenizer file '", spec, "' does not exist");
         if (ends_with(".json")) return BpeTokenizer::from_hf_json(spec);
+        if (ends_with(".model")) return SpmTokenizer::from_file(spec);
         return BpeTokenizer::from_tiktoken(spec);
     }
-    MESHLM_INVALID("unknown tokenizer '", spec,
-                   "'; valid: byte, a HF tokenizer.json path (*.json) or a tiktoken rank file "
-                   "(*.tiktoken, GPT-2 pattern and <|endoftext|>=50256)");
+    MESHLM_INVALID(
+        "unknown tokenizer '", spec,
+        "'; valid: byte, a HF tokenizer.json path (*.json) or a tiktoken rank file "
+        "(*.tiktoken, GPT-2 pattern and <|endoftext|>=50256) or a SentencePiece model (*.model)");
 }
 
 }  // namespace meshlm

@@ -31,7 +31,8 @@ class ByteTokenizer : public Tokenizer {
 };
 
 // Builds the tokenizer named by data.tokenizer: "byte", a HF tokenizer.json (*.json) or a
-// tiktoken rank file (*.tiktoken; bpe_tokenizer.h). Throws InvalidInput for anything else.
+// tiktoken rank file (*.tiktoken; bpe_tokenizer.h) or a SentencePiece model (*.model;
+// spm_tokenizer.h). Throws InvalidInput for anything else.
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec);
 
 }  // namespace meshlm

@@ -94,8 +94,12 @@ GPT2::GPT2(const ModelConfig& cfg, int max_batch, int max_seq)
 
 float GPT2::forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,
                     int B, int T, float grad_scale) {
-    MESHLM_CHECK(B >= 1 && B <= max_batch_ && T >= 1 && T <= max_seq_, "batch (", B, ", ", T,
-                 ") outside the planned (", max_batch_, ", ", max_seq_, ")");
+    // The plan is by tokens: any (B, T) with B*T <= max_batch*max_seq and T <= max_seq fits
+    // (sequence-length warmup trains more, shorter rows in the same memory).
+    MESHLM_CHECK(B >= 1 && T >= 1 && T <= max_seq_ &&
+                     static_cast<long>(B) * T <= static_cast<long>(max_batch_) * max_seq_,
+                 "batch (", B, ", ", T, ") does not fit the planned (", max_batch_, ", ", max_seq_,
+                 ")");
     const int N = B * T, C = cfg_.d_model, F = cfg_.mlp_width(), V = cfg_.vocab_size,
               H = cfg_.n_head;
     const float eps = cfg_.ln_eps;

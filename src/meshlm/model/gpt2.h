@@ -55,7 +55,8 @@ class GPT2 {
     const ParamLayout& layout() const { return layout_; }
     std::size_t activation_bytes() const { return acts_.capacity() * sizeof(float); }
 
-    // Runs the model on tokens (B, T). With targets, returns the mean cross-entropy over the
+    // Runs the model on tokens (B, T), B*T <= max_batch*max_seq and T <= max_seq. With targets,
+    // returns the mean cross-entropy over the
     // rows whose target is >= 0, and when grad_scale != 0 leaves scale * dloss/dlogits in the
     // logits buffer for backward(). Without targets, returns 0 and leaves the logits.
     float forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,

@@ -40,20 +40,28 @@ void Learner::init_params(std::uint64_t seed) {
     gpt2_init(model_cfg_, model_.layout(), params_.data(), seed);
 }
 
-StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* targets, int micro) {
-    const std::size_t per = static_cast<std::size_t>(batch_) * seq_;
+StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* targets, int micro,
+                              int B, int T) {
+    const std::size_t per = static_cast<std::size_t>(B) * T;
     std::memset(grads_.data(), 0, grads_.bytes());
-    // Each micro-batch's loss is a mean over its B*T tokens; dividing by `micro` makes the
-    // accumulated gradient that of the mean over all micro-batches.
-    const float grad_scale = 1.f / (static_cast<float>(per) * micro);
+    // The gradient of the mean over all scored targets of the step: every micro-batch's
+    // per-token gradients are scaled by 1 / (scored targets of the whole step).
+    std::size_t scored = 0;
+    for (std::size_t i = 0; i < per * micro; ++i) scored += targets[i] >= 0;
+    const float grad_scale = scored ? 1.f / static_cast<float>(scored) : 0.f;
     double loss = 0;
     for (int m = 0; m < micro; ++m) {
-        loss += model_.forward(params_.data(), tokens + m * per, targets + m * per, batch_, seq_,
-                               grad_scale);
+        const std::int32_t* tg = targets + m * per;
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < per; ++i) n += tg[i] >= 0;
+        if (n == 0) continue;
+        loss += static_cast<double>(
+                    model_.forward(params_.data(), tokens + m * per, tg, B, T, grad_scale)) *
+                static_cast<double>(n);
         model_.backward(params_.data(), grads_.data());
     }
     StepStats st;
-    st.loss = static_cast<float>(loss / micro);
+    st.loss = scored ? static_cast<float>(loss / static_cast<double>(scored)) : 0.f;
     st.grad_norm = clip_grad_norm(grads_.data(), grads_.size(), optim_cfg_.grad_clip);
     st.lr = lr_at(optim_cfg_, optim_.steps_taken(), total_steps_);
     optim_.step(params_.data(), grads_.data(), st.lr);

@@ -32,8 +32,14 @@ class Learner {
     long step() const { return optim_.steps_taken(); }
 
     void init_params(std::uint64_t seed);
-    // One optimizer step over `micro` micro-batches; tokens and targets hold micro*B*T ids each.
-    StepStats train_step(const std::int32_t* tokens, const std::int32_t* targets, int micro);
+    // One optimizer step over `micro` micro-batches of (B, T); tokens and targets hold
+    // micro*B*T ids each. The loss is the mean over every target >= 0 of all micro-batches
+    // (padding is masked with -1). B*T may not exceed the planned batch*seq.
+    StepStats train_step(const std::int32_t* tokens, const std::int32_t* targets, int micro, int B,
+                         int T);
+    StepStats train_step(const std::int32_t* tokens, const std::int32_t* targets, int micro) {
+        return train_step(tokens, targets, micro, batch_, seq_);
+    }
     // Mean loss of one batch without touching gradients.
     float eval_loss(const std::int32_t* tokens, const std::int32_t* targets);
 

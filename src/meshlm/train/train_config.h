@@ -15,6 +15,10 @@ struct TrainConfig {
     int threads = 0;         // 0 = all cores
     double peak_gflops = 0;  // fp32 peak for MFU; 0 = measure at start
     int eval_batches = 0;    // validation batches per evaluation; 0 = the whole split
+    // Staged sequence-length warmup: the first seq_warmup_steps steps train on sequences of
+    // seq_warmup_len tokens, with batch_size * seq_len / seq_warmup_len rows (same tokens).
+    int seq_warmup_steps = 0;
+    int seq_warmup_len = 0;
 };
 
 struct LogConfig {

@@ -10,12 +10,16 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/core/rng.h"
-#include "meshlm/data/text_corpus.h"
+#include "meshlm/data/data_source.h"
+#include "meshlm/data/loader.h"
+#include "meshlm/data/prepare.h"
+#include "meshlm/data/synthetic.h"
 #include "meshlm/infer/sampler.h"
 #include "meshlm/io/atomic_file.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/flops.h"
+#include "meshlm/train/evaluate.h"
 #include "meshlm/train/learner.h"
 #include "meshlm/train/metrics.h"
 
@@ -46,27 +50,6 @@ std::string human_count(double n) {
     return buf;
 }
 
-// Mean loss over the validation stream's windows (the first max_batches batches, 0 = all).
-float evaluate(Learner& learner, const std::vector<std::int32_t>& stream, int B, int T,
-               int max_batches, std::vector<std::int32_t>& tokens,
-               std::vector<std::int32_t>& targets) {
-    const std::size_t windows = window_count(stream, T);
-    std::size_t batches = (windows + B - 1) / B;
-    if (max_batches > 0 && batches > static_cast<std::size_t>(max_batches)) batches = max_batches;
-    double sum = 0;
-    std::size_t count = 0;
-    for (std::size_t b = 0; b < batches; ++b) {
-        int rows = static_cast<int>(std::min<std::size_t>(B, windows - b * B));
-        for (int r = 0; r < rows; ++r)
-            fill_window(stream, b * B + r, T, tokens.data() + r * T, targets.data() + r * T);
-        float loss =
-            learner.model().forward(learner.params(), tokens.data(), targets.data(), rows, T, 0.f);
-        sum += static_cast<double>(loss) * rows;
-        count += rows;
-    }
-    return count ? static_cast<float>(sum / count) : std::numeric_limits<float>::quiet_NaN();
-}
-
 }  // namespace
 
 int available_cpus() {
@@ -89,22 +72,45 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
     if (tokenizer->vocab_size() > job.model.vocab_size)
         MESHLM_INVALID("tokenizer '", tokenizer->name(), "' has ", tokenizer->vocab_size(),
                        " tokens but model.vocab_size is ", job.model.vocab_size);
-    Corpus corpus;
+    // Text comes from a prepared directory (prepared into the cache first for raw inputs).
+    std::string data_dir;
+    std::unique_ptr<DataLoader> train_data;
+    LoaderOptions train_opt;
+    train_opt.packing = parse_packing(job.data.packing);
+    train_opt.seq_len = T;
+    train_opt.seed = tc.seed;
     if (!job.data.synthetic) {
-        corpus = build_corpus(job.data, *tokenizer);
-        out << "data: " << job.data.path << ": " << corpus.train_docs + corpus.val_docs
-            << " documents, " << human_bytes(corpus.bytes) << "; train " << corpus.train_docs
-            << " docs / " << corpus.train.size() << " tokens, validation " << corpus.val_docs
-            << " docs / " << corpus.val.size() << " tokens\n";
-        if (corpus.train.size() <= static_cast<std::size_t>(T) + 1)
-            MESHLM_INVALID("the training split has ", corpus.train.size(),
-                           " tokens, fewer than one window of train.seq_len + 1 = ", T + 1);
+        data_dir = resolve_prepared_data(job.data, *tokenizer, out);
+        PreparedMeta meta = read_prepared_meta(data_dir);
+        train_data = DataLoader::open_split(data_dir, "train", train_opt);
+        if (train_data->vocab_size() > job.model.vocab_size)
+            MESHLM_INVALID("the data in ", data_dir, " has a vocabulary of ",
+                           train_data->vocab_size(), " but model.vocab_size is ",
+                           job.model.vocab_size);
+        out << "data: " << data_dir << " (" << meta.tokenizer_name << " tokens): train "
+            << meta.splits["train"].documents << " docs / " << meta.splits["train"].tokens
+            << " tokens, validation " << meta.splits["val"].documents << " docs / "
+            << meta.splits["val"].tokens << " tokens; packing " << job.data.packing << "\n";
+        if (train_data->units_per_epoch() == 0)
+            MESHLM_INVALID("the training split of ", data_dir, " has no ",
+                           job.data.packing == "pad" ? "document of two tokens or more"
+                                                     : "window of train.seq_len + 1 tokens",
+                           " (", meta.splits["train"].tokens, " tokens)");
     } else {
         out << "data: synthetic (uniformly random tokens)\n";
     }
+    const auto token_bytes = token_byte_lengths(*tokenizer, job.model.vocab_size);
 
     Learner learner(job.model, job.optim, B, T, tc.steps);
     learner.init_params(tc.seed);
+    // A fresh, unshuffled loader per evaluation: every pass scores the same rows.
+    auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt) {
+        LoaderOptions opt = train_opt;
+        opt.shuffle = false;
+        auto val = DataLoader::open_split(data_dir, "val", opt);
+        return evaluate(learner.model(), learner.params(), *val, B, T, max_batches, token_bytes,
+                        tok, tgt);
+    };
     const double flops_per_token = train_flops_per_token(job.model, learner.layout(), T);
     const double peak = tc.peak_gflops > 0 ? tc.peak_gflops : kernels::measure_peak_gflops(threads);
     out << "model: " << human_count(static_cast<double>(learner.layout().count()))
@@ -128,17 +134,19 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
     auto interval_start = Clock::now();
     long interval_tokens = 0;
     for (long step = 0; step < tc.steps; ++step) {
-        // The batch is a function of (seed, step) only, never of what ran before.
+        // Staged sequence-length warmup: shorter rows, more of them, same tokens per step.
+        const bool warm = step < tc.seq_warmup_steps;
+        const int Ts = warm ? tc.seq_warmup_len : T, Bs = warm ? B * T / tc.seq_warmup_len : B;
         Philox rng(tc.seed, 0xDA7A0000ull + static_cast<std::uint64_t>(step));
         for (int m = 0; m < accum; ++m) {
             if (job.data.synthetic)
-                random_tokens(B, T, job.model.vocab_size, rng, tokens.data() + m * per_micro,
+                random_tokens(Bs, Ts, job.model.vocab_size, rng, tokens.data() + m * per_micro,
                               targets.data() + m * per_micro);
             else
-                sample_windows(corpus.train, B, T, rng, tokens.data() + m * per_micro,
-                               targets.data() + m * per_micro);
+                train_data->next_batch(Bs, Ts, tokens.data() + m * per_micro,
+                                       targets.data() + m * per_micro);
         }
-        StepStats st = learner.train_step(tokens.data(), targets.data(), accum);
+        StepStats st = learner.train_step(tokens.data(), targets.data(), accum, Bs, Ts);
         if (!std::isfinite(st.loss))
             MESHLM_INVALID("training diverged at step ", step + 1, " (loss ", st.loss,
                            "); lower optim.lr or enable optim.grad_clip");
@@ -169,13 +177,13 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
             out << line << "\n";
         }
         if (eval_now) {
-            float val =
-                evaluate(learner, corpus.val, B, T, last ? 0 : tc.eval_batches, tokens, targets);
+            EvalResult ev = evaluate_val(last ? 0 : tc.eval_batches, tokens.data(), targets.data());
+            const float val = static_cast<float>(ev.loss());
             m.val_loss = val;
             result.final_val_loss = val;
             char line[128];
             std::snprintf(line, sizeof line, "step %6ld/%ld | val_loss %.4f (%.3f bits/byte)", done,
-                          static_cast<long>(tc.steps), val, val / std::log(2.0));
+                          static_cast<long>(tc.steps), val, ev.bits_per_byte());
             out << line << "\n";
         }
         out.flush();

@@ -1,0 +1,45 @@
+#include "meshlm/train/evaluate.h"
+
+#include <cmath>
+
+namespace meshlm {
+
+double EvalResult::perplexity() const {
+    return std::exp(loss());
+}
+
+double EvalResult::bits_per_byte() const {
+    return bytes ? loss_sum / std::log(2.0) / static_cast<double>(bytes) : 0;
+}
+
+std::vector<std::uint32_t> token_byte_lengths(const Tokenizer& tok, int vocab_size) {
+    std::vector<std::uint32_t> len(vocab_size, 0);
+    for (int id = 0; id < vocab_size; ++id)
+        len[id] = static_cast<std::uint32_t>(tok.decode({id}).size());
+    if (tok.eot_id() >= 0 && tok.eot_id() < vocab_size) len[tok.eot_id()] = 1;
+    return len;
+}
+
+EvalResult evaluate(GPT2& model, const float* params, DataLoader& loader, int B, int T,
+                    long max_batches, const std::vector<std::uint32_t>& token_bytes,
+                    std::int32_t* tokens, std::int32_t* targets) {
+    EvalResult r;
+    const std::uint64_t start_epoch = loader.epoch();
+    for (long b = 0; max_batches == 0 || b < max_batches; ++b) {
+        const std::uint64_t left = loader.rows_left_in_epoch();
+        if (loader.epoch() != start_epoch || left == 0) break;
+        const int rows = static_cast<int>(left < static_cast<std::uint64_t>(B) ? left : B);
+        loader.next_batch(rows, T, tokens, targets);
+        model.forward(params, tokens, targets, rows, T);
+        const float* losses = model.losses();
+        for (int n = 0; n < rows * T; ++n) {
+            if (targets[n] < 0) continue;
+            r.loss_sum += losses[n];
+            r.tokens += 1;
+            r.bytes += token_bytes[targets[n]];
+        }
+    }
+    return r;
+}
+
+}  // namespace meshlm

@@ -1,0 +1,32 @@
+// Evaluation passes over a prepared split: mean loss per token, perplexity and bits per byte.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "meshlm/data/loader.h"
+#include "meshlm/data/tokenizer.h"
+#include "meshlm/model/gpt2.h"
+
+namespace meshlm {
+
+struct EvalResult {
+    double loss_sum = 0;       // nats, over every scored token
+    std::uint64_t tokens = 0;  // scored tokens (targets >= 0)
+    std::uint64_t bytes = 0;   // text bytes those tokens stand for
+    double loss() const { return tokens ? loss_sum / tokens : 0; }
+    double perplexity() const;
+    double bits_per_byte() const;
+};
+
+// Bytes of text each token id stands for: the length of its decoded text, and 1 for the
+// end-of-text token (so that with the byte tokenizer bits per byte = nats per token / ln 2).
+std::vector<std::uint32_t> token_byte_lengths(const Tokenizer& tok, int vocab_size);
+
+// Scores the loader's rows from where it stands, in batches of up to B rows of T tokens, for
+// max_batches batches (0 = to the end of the current epoch). tokens and targets hold B*T ids.
+EvalResult evaluate(GPT2& model, const float* params, DataLoader& loader, int B, int T,
+                    long max_batches, const std::vector<std::uint32_t>& token_bytes,
+                    std::int32_t* tokens, std::int32_t* targets);
+
+}  // namespace meshlm
