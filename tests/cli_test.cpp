@@ -42,7 +42,8 @@ std::string tiny_run(const std::string& corpus, const std::string& run_dir, int 
       << " --config.train.batch_size=4 --config.train.steps=" << steps
       << " --config.train.threads=2 --config.train.peak_gflops=100"
       << " --config.log.interval=5 --config.log.eval_interval=10 --config.log.sample_tokens=20"
-      << " --config.data.path=" << corpus << " --config.log.dir=" << run_dir;
+      << " --config.data.path=" << corpus << " --config.log.dir=" << run_dir
+      << " --config.data.cache_dir=" << run_dir << "_cache";
     return s.str();
 }
 

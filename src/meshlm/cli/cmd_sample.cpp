@@ -1,13 +1,11 @@
 // meshlm sample --checkpoint RUN_DIR --prompt TEXT [sampling flags]
-#include <filesystem>
 #include <iostream>
 
 #include "meshlm/cli/commands.h"
-#include "meshlm/cli/config.h"
+#include "meshlm/cli/run_dir.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/infer/sampler.h"
-#include "meshlm/io/weights.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/train/trainer.h"
 
@@ -43,20 +41,13 @@ CommandRunner add_sample_command(CLI::App& app) {
         ->check(CLI::NonNegativeNumber);
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
     return [a] {
-        namespace fs = std::filesystem;
-        const std::string config_path = a->checkpoint + "/config.yaml";
-        const std::string weights_path = a->checkpoint + "/model.safetensors";
-        if (!fs::exists(config_path) || !fs::exists(weights_path))
-            MESHLM_INVALID("--checkpoint ", a->checkpoint,
-                           " is not a run directory: it needs config.yaml and model.safetensors "
-                           "(written by `meshlm train`)");
         if (a->opt.top_p <= 0.f) MESHLM_INVALID("--top-p must be in (0, 1]");
-        Config cfg = load_config(config_path, {});
+        RunDir run = open_run_dir(a->checkpoint);
+        const Tokenizer* tok = run.tokenizer.get();
         kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());
-        auto tok = make_tokenizer(cfg.data.tokenizer);
-        GPT2 model(cfg.model, 1, cfg.model.max_seq_len);
+        GPT2 model(run.config.model, 1, run.config.model.max_seq_len);
         Buffer<float> params(model.layout().total());
-        load_weights(weights_path, model.layout(), params.data());
+        load_run_weights(run, model.layout(), params.data());
         std::cout << a->prompt << std::flush;
         generate(model, params.data(), tok->encode(a->prompt), tok->eot_id(), a->opt,
                  [&](std::int32_t id) { std::cout << tok->decode({id}) << std::flush; });

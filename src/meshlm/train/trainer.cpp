@@ -52,6 +52,10 @@ std::string human_count(double n) {
 
 }  // namespace
 
+std::string run_tokenizer_copy(const std::string& run_dir, const std::string& spec) {
+    return run_dir + "/" + std::filesystem::path(spec).filename().string();
+}
+
 int available_cpus() {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
@@ -65,9 +69,6 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
     kernels::set_threads(threads);
 
     out << "resolved config:\n" << job.resolved_yaml << "\n";
-    std::filesystem::create_directories(job.run_dir);
-    write_file_atomic(job.run_dir + "/config.yaml", job.resolved_yaml);
-
     auto tokenizer = make_tokenizer(job.data.tokenizer);
     if (tokenizer->vocab_size() > job.model.vocab_size)
         MESHLM_INVALID("tokenizer '", tokenizer->name(), "' has ", tokenizer->vocab_size(),
@@ -101,6 +102,16 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
     }
     const auto token_bytes = token_byte_lengths(*tokenizer, job.model.vocab_size);
 
+    // Inputs are valid: only now does the run directory appear.
+    std::filesystem::create_directories(job.run_dir);
+    write_file_atomic(job.run_dir + "/config.yaml", job.resolved_yaml);
+
+    if (std::filesystem::is_regular_file(job.data.tokenizer)) {
+        const std::string copy = run_tokenizer_copy(job.run_dir, job.data.tokenizer);
+        std::filesystem::copy_file(job.data.tokenizer, copy + ".tmp",
+                                   std::filesystem::copy_options::overwrite_existing);
+        std::filesystem::rename(copy + ".tmp", copy);
+    }
     Learner learner(job.model, job.optim, B, T, tc.steps);
     learner.init_params(tc.seed);
     // A fresh, unshuffled loader per evaluation: every pass scores the same rows.

@@ -30,6 +30,10 @@ struct TrainResult {
 
 TrainResult run_training(const TrainJob& job, std::ostream& out);
 
+// Where a run directory keeps its copy of a tokenizer file (so the run stays usable when the
+// original moves): RUN_DIR/<file name>.
+std::string run_tokenizer_copy(const std::string& run_dir, const std::string& spec);
+
 // Threads to use when train.threads is 0: the CPUs this process may run on.
 int available_cpus();
 

@@ -1,0 +1,28 @@
+// A run directory written by `meshlm train`, opened for sample / eval: its resolved config,
+// its tokenizer (the copy saved in the run directory when the tokenizer is a file) and its
+// final weights.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "meshlm/cli/config.h"
+#include "meshlm/core/buffer.h"
+#include "meshlm/data/tokenizer.h"
+#include "meshlm/model/param_layout.h"
+
+namespace meshlm {
+
+struct RunDir {
+    std::string path;
+    Config config;
+    std::string tokenizer_spec;  // "byte" or the tokenizer file to use
+    std::unique_ptr<Tokenizer> tokenizer;
+};
+
+// Throws InvalidInput naming what is missing when `path` is not a run directory.
+RunDir open_run_dir(const std::string& path);
+// Reads the final weights (model.safetensors) into params, laid out by `layout`.
+void load_run_weights(const RunDir& run, const ParamLayout& layout, float* params);
+
+}  // namespace meshlm
