@@ -69,18 +69,35 @@ std::string backend_info() {
     const dnnl_version_t* v = dnnl_version();
     const char* isa = "?";
     switch (dnnl_get_effective_cpu_isa()) {
-        case dnnl_cpu_isa_sse41: isa = "sse41"; break;
-        case dnnl_cpu_isa_avx: isa = "avx"; break;
-        case dnnl_cpu_isa_avx2: isa = "avx2"; break;
-        case dnnl_cpu_isa_avx2_vnni: isa = "avx2_vnni"; break;
-        case dnnl_cpu_isa_avx512_core: isa = "avx512_core"; break;
-        case dnnl_cpu_isa_avx512_core_vnni: isa = "avx512_core_vnni"; break;
-        case dnnl_cpu_isa_avx512_core_bf16: isa = "avx512_core_bf16"; break;
-        case dnnl_cpu_isa_avx512_core_amx: isa = "avx512_core_amx"; break;
-        default: break;
+        case dnnl_cpu_isa_sse41:
+            isa = "sse41";
+            break;
+        case dnnl_cpu_isa_avx:
+            isa = "avx";
+            break;
+        case dnnl_cpu_isa_avx2:
+            isa = "avx2";
+            break;
+        case dnnl_cpu_isa_avx2_vnni:
+            isa = "avx2_vnni";
+            break;
+        case dnnl_cpu_isa_avx512_core:
+            isa = "avx512_core";
+            break;
+        case dnnl_cpu_isa_avx512_core_vnni:
+            isa = "avx512_core_vnni";
+            break;
+        case dnnl_cpu_isa_avx512_core_bf16:
+            isa = "avx512_core_bf16";
+            break;
+        case dnnl_cpu_isa_avx512_core_amx:
+            isa = "avx512_core_amx";
+            break;
+        default:
+            break;
     }
-    std::snprintf(buf, sizeof buf, "version=%d.%d.%d; cpu_runtime=%u; isa=%s", v->major,
-                  v->minor, v->patch, v->cpu_runtime, isa);
+    std::snprintf(buf, sizeof buf, "version=%d.%d.%d; cpu_runtime=%u; isa=%s", v->major, v->minor,
+                  v->patch, v->cpu_runtime, isa);
 #endif
     return buf;
 }
@@ -89,12 +106,12 @@ std::string backend_info() {
 void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc) {
 #if defined(GEMM_BACKEND_OPENBLAS) || defined(GEMM_BACKEND_BLIS)
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
-                N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
+                K, alpha, A, lda, B, ldb, beta, C, ldc);
 #elif defined(GEMM_BACKEND_ONEDNN)
     // dnnl_sgemm is row-major (unlike Fortran sgemm).
-    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
-                                  beta, C, ldc);
+    dnnl_status_t st =
+        dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     if (st != dnnl_success) {
         std::fprintf(stderr, "dnnl_sgemm failed: %d\n", static_cast<int>(st));
         std::exit(1);
@@ -145,10 +162,18 @@ void add_linear(std::vector<Case>& cs, const std::string& name, int count, int N
 }
 
 // Storage extents (rows, cols) of op(A) [M,K] and op(B) [K,N] in row-major memory.
-inline int a_rows(const Case& c) { return c.ta ? c.K : c.M; }
-inline int a_cols(const Case& c) { return c.ta ? c.M : c.K; }
-inline int b_rows(const Case& c) { return c.tb ? c.N : c.K; }
-inline int b_cols(const Case& c) { return c.tb ? c.K : c.N; }
+inline int a_rows(const Case& c) {
+    return c.ta ? c.K : c.M;
+}
+inline int a_cols(const Case& c) {
+    return c.ta ? c.M : c.K;
+}
+inline int b_rows(const Case& c) {
+    return c.tb ? c.N : c.K;
+}
+inline int b_cols(const Case& c) {
+    return c.tb ? c.K : c.N;
+}
 
 // Checks a few sampled entries of C against a double-precision reference.
 bool check_entries(const Case& c, const float* A, const float* B, const float* C,
@@ -182,7 +207,8 @@ bool check_entries(const Case& c, const float* A, const float* B, const float* C
 double cpu_s() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+           1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 double now_s() {
@@ -198,7 +224,8 @@ bool nested_check(int threads, std::mt19937& rng) {
     Buf A = alloc_random(static_cast<std::size_t>(M) * K, rng);
     Buf B = alloc_random(static_cast<std::size_t>(N) * K, rng);
     std::vector<Buf> Cs;
-    for (int t = 0; t < threads; ++t) Cs.push_back(alloc_random(static_cast<std::size_t>(M) * N, rng));
+    for (int t = 0; t < threads; ++t)
+        Cs.push_back(alloc_random(static_cast<std::size_t>(M) * N, rng));
     backend_set_threads(threads);
     int ran = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : ran)
@@ -209,7 +236,8 @@ bool nested_check(int threads, std::mt19937& rng) {
         ran += 1;
     }
     std::vector<std::pair<int, int>> idx;
-    for (int s = 0; s < 16; ++s) idx.push_back({static_cast<int>(rng() % M), static_cast<int>(rng() % N)});
+    for (int s = 0; s < 16; ++s)
+        idx.push_back({static_cast<int>(rng() % M), static_cast<int>(rng() % N)});
     std::vector<float> c0(idx.size(), 0.f);
     bool ok = ran == threads;
     for (int t = 0; t < threads; ++t) {
@@ -255,15 +283,24 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (a == "--threads") thread_counts = parse_list(next());
-        else if (a == "--reps") reps = std::atoi(next());
-        else if (a == "--warmup") warmup = std::atoi(next());
-        else if (a == "--min-time") min_time = std::atof(next());
-        else if (a == "--tokens") tokens = std::atoi(next());
-        else if (a == "--width") C = std::atoi(next());
-        else if (a == "--vocab") V = std::atoi(next());
-        else if (a == "--layers") L = std::atoi(next());
-        else if (a == "--only") only = next();
+        if (a == "--threads")
+            thread_counts = parse_list(next());
+        else if (a == "--reps")
+            reps = std::atoi(next());
+        else if (a == "--warmup")
+            warmup = std::atoi(next());
+        else if (a == "--min-time")
+            min_time = std::atof(next());
+        else if (a == "--tokens")
+            tokens = std::atoi(next());
+        else if (a == "--width")
+            C = std::atoi(next());
+        else if (a == "--vocab")
+            V = std::atoi(next());
+        else if (a == "--layers")
+            L = std::atoi(next());
+        else if (a == "--only")
+            only = next();
         else {
             usage();
             return a == "-h" || a == "--help" ? 0 : 2;
@@ -278,18 +315,19 @@ int main(int argc, char** argv) {
     add_linear(cases, "fc_proj", L, tokens, 4 * C, C, true);
     add_linear(cases, "logits", 1, tokens, C, V, false);
 
-    std::printf("{\"type\":\"meta\",\"lib\":\"%s\",\"info\":\"%s\",\"omp_max_threads\":%d,"
-                "\"tokens\":%d,\"width\":%d,\"vocab\":%d,\"layers\":%d,\"reps\":%d,"
-                "\"warmup\":%d}\n",
-                kLib, backend_info().c_str(), omp_get_max_threads(), tokens, C, V, L, reps,
-                warmup);
+    std::printf(
+        "{\"type\":\"meta\",\"lib\":\"%s\",\"info\":\"%s\",\"omp_max_threads\":%d,"
+        "\"tokens\":%d,\"width\":%d,\"vocab\":%d,\"layers\":%d,\"reps\":%d,"
+        "\"warmup\":%d}\n",
+        kLib, backend_info().c_str(), omp_get_max_threads(), tokens, C, V, L, reps, warmup);
     std::fflush(stdout);
 
     std::mt19937 rng(1234);
     int max_t = *std::max_element(thread_counts.begin(), thread_counts.end());
     bool nested_ok = nested_check(std::max(2, max_t), rng);
-    std::printf("{\"type\":\"check\",\"lib\":\"%s\",\"what\":\"nested_parallel_region\",\"ok\":%s}\n",
-                kLib, nested_ok ? "true" : "false");
+    std::printf(
+        "{\"type\":\"check\",\"lib\":\"%s\",\"what\":\"nested_parallel_region\",\"ok\":%s}\n", kLib,
+        nested_ok ? "true" : "false");
     std::fflush(stdout);
     bool all_ok = nested_ok;
 
@@ -313,25 +351,29 @@ int main(int argc, char** argv) {
                 idx.push_back({static_cast<int>(rng() % c.M), static_cast<int>(rng() % c.N)});
             std::vector<float> c0;
             for (auto [i, j] : idx) c0.push_back(Cm[static_cast<std::size_t>(i) * c.N + j]);
-            sgemm(c.ta, c.tb, c.M, c.N, c.K, 1.f, A.get(), lda, B.get(), ldb, c.beta, Cm.get(), ldc);
+            sgemm(c.ta, c.tb, c.M, c.N, c.K, 1.f, A.get(), lda, B.get(), ldb, c.beta, Cm.get(),
+                  ldc);
             double rel;
             bool ok = check_entries(c, A.get(), B.get(), Cm.get(), idx, c0, &rel);
             all_ok = all_ok && ok;
-            std::printf("{\"type\":\"check\",\"lib\":\"%s\",\"what\":\"%s\",\"ok\":%s,"
-                        "\"max_rel_err\":%.3g}\n",
-                        kLib, name.c_str(), ok ? "true" : "false", rel);
+            std::printf(
+                "{\"type\":\"check\",\"lib\":\"%s\",\"what\":\"%s\",\"ok\":%s,"
+                "\"max_rel_err\":%.3g}\n",
+                kLib, name.c_str(), ok ? "true" : "false", rel);
         }
 
         for (int th : thread_counts) {
             backend_set_threads(th);
             for (int w = 0; w < warmup; ++w)
-                sgemm(c.ta, c.tb, c.M, c.N, c.K, 1.f, A.get(), lda, B.get(), ldb, c.beta, Cm.get(), ldc);
+                sgemm(c.ta, c.tb, c.M, c.N, c.K, 1.f, A.get(), lda, B.get(), ldb, c.beta, Cm.get(),
+                      ldc);
             std::vector<double> ts;
             double timed = 0;
             const double cpu0 = cpu_s();
             while (static_cast<int>(ts.size()) < reps || (timed < min_time && ts.size() < 1000)) {
                 double t0 = now_s();
-                sgemm(c.ta, c.tb, c.M, c.N, c.K, 1.f, A.get(), lda, B.get(), ldb, c.beta, Cm.get(), ldc);
+                sgemm(c.ta, c.tb, c.M, c.N, c.K, 1.f, A.get(), lda, B.get(), ldb, c.beta, Cm.get(),
+                      ldc);
                 double dt = now_s() - t0;
                 ts.push_back(dt);
                 timed += dt;
@@ -341,14 +383,15 @@ int main(int argc, char** argv) {
             const double util = (cpu_s() - cpu0) / (timed * th);
             std::vector<double> s = ts;
             std::sort(s.begin(), s.end());
-            double med = s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
-            std::printf("{\"type\":\"result\",\"lib\":\"%s\",\"threads\":%d,\"layer\":\"%s\","
-                        "\"pass\":\"%s\",\"count\":%d,\"M\":%d,\"N\":%d,\"K\":%d,\"ta\":%d,"
-                        "\"tb\":%d,\"beta\":%g,\"reps\":%zu,\"median_s\":%.6g,\"min_s\":%.6g,"
-                        "\"max_s\":%.6g,\"gflops\":%.2f,\"cpu_util\":%.3f}\n",
-                        kLib, th, c.layer.c_str(), c.pass.c_str(), c.count, c.M, c.N, c.K,
-                        c.ta ? 1 : 0, c.tb ? 1 : 0, c.beta, s.size(), med, s.front(), s.back(),
-                        flops / med * 1e-9, util);
+            double med =
+                s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+            std::printf(
+                "{\"type\":\"result\",\"lib\":\"%s\",\"threads\":%d,\"layer\":\"%s\","
+                "\"pass\":\"%s\",\"count\":%d,\"M\":%d,\"N\":%d,\"K\":%d,\"ta\":%d,"
+                "\"tb\":%d,\"beta\":%g,\"reps\":%zu,\"median_s\":%.6g,\"min_s\":%.6g,"
+                "\"max_s\":%.6g,\"gflops\":%.2f,\"cpu_util\":%.3f}\n",
+                kLib, th, c.layer.c_str(), c.pass.c_str(), c.count, c.M, c.N, c.K, c.ta ? 1 : 0,
+                c.tb ? 1 : 0, c.beta, s.size(), med, s.front(), s.back(), flops / med * 1e-9, util);
             std::fflush(stdout);
         }
     }

@@ -14,35 +14,20 @@
 namespace meshlm {
 namespace {
 
-std::string read_all(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
-std::vector<std::string> corpus_docs() {
-    CorpusReadOptions opt;
-    opt.separator = "%";
-    CorpusReader reader({test::fixture("tokenizers/bpe_train_corpus.txt")}, opt);
-    std::vector<std::string> docs;
-    for (std::string d; reader.next(d);) docs.push_back(d);
-    return docs;
-}
-
 std::string train_json(int threads) {
     BpeTrainOptions opt;
     opt.vocab_size = 400;
     opt.threads = threads;
     BpeTrainer trainer(opt);
-    trainer.add_documents(corpus_docs());
+    trainer.add_documents(
+        test::read_documents(test::fixture("tokenizers/bpe_train_corpus.txt"), "%"));
     return bpe_model_to_hf_json(trainer.train());
 }
 
 TEST(BpeTrainer, MatchesCommittedJsonAndIsDeterministic) {
     const std::string json = train_json(1);
     EXPECT_EQ(json, train_json(4));
-    EXPECT_EQ(json, read_all(test::fixture("tokenizers/bpe_trained.json")))
+    EXPECT_EQ(json, test::read_file(test::fixture("tokenizers/bpe_trained.json")))
         << "the trainer's output drifted; regenerate with tools/reference/bpe_trainer_reference.py "
            "if intended";
 }
@@ -55,8 +40,8 @@ TEST(BpeTrainer, EncodesLikeHfTokenizers) {
     EXPECT_EQ(tok->vocab_size(), 400);
     EXPECT_EQ(tok->eot_id(), 0);
 
-    auto docs = corpus_docs();
-    docs.push_back(read_all(test::fixture("tokenizers/bpe_train_corpus.txt")));
+    auto docs = test::read_documents(test::fixture("tokenizers/bpe_train_corpus.txt"), "%");
+    docs.push_back(test::read_file(test::fixture("tokenizers/bpe_train_corpus.txt")));
     std::ifstream f(test::fixture("tokenizers/bpe_trained.ids"));
     std::vector<std::vector<std::int32_t>> want;
     for (std::string line; std::getline(f, line);) {

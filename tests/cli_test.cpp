@@ -15,13 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 // A small corpus of `%`-separated documents with some structure to learn.
 std::string make_corpus(const std::string& dir) {
     std::string path = dir + "/corpus.txt";
@@ -72,9 +65,9 @@ TEST_F(Cli, TrainWritesConfigMetricsAndWeights) {
     EXPECT_NE(r.output.find("sample:"), std::string::npos);
     ASSERT_TRUE(fs::exists(run + "/config.yaml"));
     ASSERT_TRUE(fs::exists(run + "/model.safetensors"));
-    EXPECT_NE(read_file(run + "/config.yaml").find("d_model: 32"), std::string::npos);
+    EXPECT_NE(test::read_file(run + "/config.yaml").find("d_model: 32"), std::string::npos);
 
-    auto lines = lines_of(read_file(run + "/metrics.jsonl"));
+    auto lines = lines_of(test::read_file(run + "/metrics.jsonl"));
     ASSERT_EQ(lines.size(), 4u);  // steps 5, 10, 15, 20
     for (const char* key :
          {"\"step\"", "\"loss\"", "\"lr\"", "\"grad_norm\"", "\"tokens_per_s\"", "\"mfu\""})
@@ -97,7 +90,7 @@ TEST_F(Cli, SameConfigAndSeedGiveBitwiseIdenticalLosses) {
     ASSERT_EQ(r2.exit_code, 0) << r2.output;
     std::regex loss_re("\"(loss|val_loss|grad_norm)\": ([^,}]+)");
     auto losses = [&](const std::string& path) {
-        std::string all, text = read_file(path);
+        std::string all, text = test::read_file(path);
         for (std::sregex_iterator it(text.begin(), text.end(), loss_re), end; it != end; ++it)
             all += (*it)[0].str() + "\n";
         return all;
@@ -105,7 +98,8 @@ TEST_F(Cli, SameConfigAndSeedGiveBitwiseIdenticalLosses) {
     std::string la = losses(dir_ + "/a/metrics.jsonl"), lb = losses(dir_ + "/b/metrics.jsonl");
     EXPECT_FALSE(la.empty());
     EXPECT_EQ(la, lb);
-    EXPECT_EQ(read_file(dir_ + "/a/model.safetensors"), read_file(dir_ + "/b/model.safetensors"));
+    EXPECT_EQ(test::read_file(dir_ + "/a/model.safetensors"),
+              test::read_file(dir_ + "/b/model.safetensors"));
     // A different seed gives a different run (the check above can fail).
     auto r3 = test::run_command(tiny_run(corpus_, dir_ + "/c", 20) + " --config.train.seed=7");
     ASSERT_EQ(r3.exit_code, 0) << r3.output;

@@ -15,11 +15,6 @@ using namespace meshlm;
 
 namespace {
 
-void write(const std::string& path, const std::string& data) {
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path, std::ios::binary) << data;
-}
-
 void write_gz(const std::string& path, const std::string& data) {
     gzFile f = gzopen(path.c_str(), "wb");
     ASSERT_NE(f, nullptr);
@@ -62,7 +57,7 @@ const std::string kJsonl =
 
 TEST(CorpusReader, JsonlOneDocumentPerRecord) {
     auto dir = test::temp_dir("cr_jsonl");
-    write(dir + "/a.jsonl", kJsonl);
+    test::write_file(dir + "/a.jsonl", kJsonl);
     auto docs = read_all({dir + "/a.jsonl"}, {});
     EXPECT_EQ(docs, (std::vector<std::string>{"first doc", "second\ndoc", "third"}));
     CorpusReadOptions opt;
@@ -75,8 +70,8 @@ TEST(CorpusReader, JsonlOneDocumentPerRecord) {
 
 TEST(CorpusReader, TextPerFileOrSeparator) {
     auto dir = test::temp_dir("cr_text");
-    write(dir + "/b.txt", "one\n%\ntwo\nlines\r\n%\r\n \n%\nthree");
-    write(dir + "/a.txt", "alpha\n");
+    test::write_file(dir + "/b.txt", "one\n%\ntwo\nlines\r\n%\r\n \n%\nthree");
+    test::write_file(dir + "/a.txt", "alpha\n");
     EXPECT_EQ(read_all({dir}, {}),
               (std::vector<std::string>{"alpha\n", "one\n%\ntwo\nlines\r\n%\r\n \n%\nthree"}));
     CorpusReadOptions opt;
@@ -87,12 +82,12 @@ TEST(CorpusReader, TextPerFileOrSeparator) {
 
 TEST(CorpusReader, GzipAndZstdMatchPlain) {
     auto dir = test::temp_dir("cr_compressed");
-    write(dir + "/plain.jsonl", kJsonl);
+    test::write_file(dir + "/plain.jsonl", kJsonl);
     write_gz(dir + "/c.jsonl.gz", kJsonl);
-    write(dir + "/c.jsonl.zst", zstd_bytes(kJsonl));
+    test::write_file(dir + "/c.jsonl.zst", zstd_bytes(kJsonl));
     // Two concatenated zstd frames are one stream.
-    write(dir + "/two.jsonl.zst",
-          zstd_bytes("{\"text\": \"a\"}\n") + zstd_bytes("{\"text\": \"b\"}\n"));
+    test::write_file(dir + "/two.jsonl.zst",
+                     zstd_bytes("{\"text\": \"a\"}\n") + zstd_bytes("{\"text\": \"b\"}\n"));
     auto plain = read_all({dir + "/plain.jsonl"}, {});
     EXPECT_EQ(read_all({dir + "/c.jsonl.gz"}, {}), plain);
     EXPECT_EQ(read_all({dir + "/c.jsonl.zst"}, {}), plain);
@@ -107,22 +102,22 @@ TEST(CorpusReader, TruncatedCompressedFilesAreErrors) {
     std::string big;
     for (int i = 0; i < 2000; ++i) big += "{\"text\": \"document " + std::to_string(i) + "\"}\n";
     std::string z = zstd_bytes(big);
-    write(dir + "/t.jsonl.zst", z.substr(0, z.size() / 2));
+    test::write_file(dir + "/t.jsonl.zst", z.substr(0, z.size() / 2));
     EXPECT_NE(error_of({dir + "/t.jsonl.zst"}, {}).find("zstd"), std::string::npos);
     write_gz(dir + "/full.jsonl.gz", big);
     std::string gz = read_file_decompressed(dir + "/full.jsonl.gz");
     EXPECT_EQ(gz, big);
     std::ifstream in(dir + "/full.jsonl.gz", std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), {});
-    write(dir + "/t.jsonl.gz", bytes.substr(0, bytes.size() / 2));
+    test::write_file(dir + "/t.jsonl.gz", bytes.substr(0, bytes.size() / 2));
     EXPECT_NE(error_of({dir + "/t.jsonl.gz"}, {}).find("gzip"), std::string::npos);
 }
 
 TEST(CorpusReader, MalformedJsonlNamesFileAndLine) {
     auto dir = test::temp_dir("cr_bad");
-    write(dir + "/bad.jsonl",
-          "{\"text\": \"ok\"}\n{\"text\": \"ok2\"}\n{\"text\": oops}\n[1]\n"
-          "{\"text\": 5}\n{\"text\": \"last\"}\n");
+    test::write_file(dir + "/bad.jsonl",
+                     "{\"text\": \"ok\"}\n{\"text\": \"ok2\"}\n{\"text\": oops}\n[1]\n"
+                     "{\"text\": 5}\n{\"text\": \"last\"}\n");
     std::string e = error_of({dir + "/bad.jsonl"}, {});
     EXPECT_NE(e.find(dir + "/bad.jsonl:3: malformed JSON"), std::string::npos) << e;
     CorpusReadOptions opt;
@@ -136,10 +131,10 @@ TEST(CorpusReader, MalformedJsonlNamesFileAndLine) {
 
 TEST(CorpusReader, DirectoriesGlobsAndDuplicates) {
     auto dir = test::temp_dir("cr_glob");
-    write(dir + "/z/2.jsonl", "{\"text\": \"z2\"}\n");
-    write(dir + "/a/1.jsonl", "{\"text\": \"a1\"}\n");
-    write(dir + "/a/sub/0.jsonl", "{\"text\": \"a0\"}\n");
-    write(dir + "/bin.txt", std::string("x\0y", 3));
+    test::write_file(dir + "/z/2.jsonl", "{\"text\": \"z2\"}\n");
+    test::write_file(dir + "/a/1.jsonl", "{\"text\": \"a1\"}\n");
+    test::write_file(dir + "/a/sub/0.jsonl", "{\"text\": \"a0\"}\n");
+    test::write_file(dir + "/bin.txt", std::string("x\0y", 3));
     EXPECT_EQ(read_all({dir}, {}), (std::vector<std::string>{"a1", "a0", "z2"}));
     EXPECT_EQ(read_all({dir + "/*/*.jsonl", dir + "/a/1.jsonl"}, {}),
               (std::vector<std::string>{"a1", "z2"}));
@@ -152,15 +147,15 @@ TEST(CorpusReader, MissingAndEmptyInputsAreClearErrors) {
     auto dir = test::temp_dir("cr_missing");
     EXPECT_NE(error_of({dir + "/nope.jsonl"}, {}).find("does not exist"), std::string::npos);
     EXPECT_NE(error_of({dir + "/*.nope"}, {}).find("matches no files"), std::string::npos);
-    write(dir + "/empty.txt", " \n\n");
+    test::write_file(dir + "/empty.txt", " \n\n");
     EXPECT_NE(error_of({dir + "/empty.txt"}, {}).find("holds no documents"), std::string::npos);
     EXPECT_THROW(parse_corpus_format("csv"), InvalidInput);
 }
 
 TEST(CorpusReader, FortunesLayoutSkipsBinaryIndexFiles) {
     auto dir = test::temp_dir("cr_fortunes");
-    write(dir + "/f", "a fortune\n%\nanother\n%\n");
-    write(dir + "/f.dat", std::string("\0\0\1", 3));
+    test::write_file(dir + "/f", "a fortune\n%\nanother\n%\n");
+    test::write_file(dir + "/f.dat", std::string("\0\0\1", 3));
     CorpusReadOptions opt;
     opt.format = CorpusFormat::Text;
     opt.separator = "%";

@@ -19,16 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 // The "loss" values of a metrics.jsonl, one per line (timings left out: they always differ).
 std::string losses_of(const std::string& metrics_path) {
-    std::string text = read_file(metrics_path), out;
+    std::string text = test::read_file(metrics_path), out;
     std::regex re("\"loss\": ([^,}]+)");
     for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it)
         out += (*it)[1].str() + "\n";
@@ -99,7 +92,7 @@ TEST_F(DataCli, PrepareTrainOnItAndEvalValAndTest) {
     }
     // The run's final validation loss equals eval's on val (same rows, same weights).
     std::smatch last, ev;
-    std::string metrics = read_file(run + "/metrics.jsonl");
+    std::string metrics = test::read_file(run + "/metrics.jsonl");
     std::regex val_re("\"val_loss\": ([0-9.eE+-]+)");
     for (std::sregex_iterator it(metrics.begin(), metrics.end(), val_re), end; it != end; ++it)
         last = *it;

@@ -25,15 +25,6 @@ std::string error_of(const std::string& path) {
     return "";
 }
 
-std::string slurp(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void write(const std::string& path, const std::string& data) {
-    std::ofstream(path, std::ios::binary) << data;
-}
-
 // A tokenizer of a given vocabulary size: bytes, with end-of-text as the last id.
 class WideTokenizer : public ByteTokenizer {
   public:
@@ -83,20 +74,20 @@ TEST(Shard, TruncatedPaddedAndForeignFilesAreRefused) {
         w.add_document(std::vector<std::int32_t>{10, 20, 30, 256});
         w.finish();
     }
-    std::string ok = slurp(dir + "/ok.bin");
-    write(dir + "/trunc.bin", ok.substr(0, ok.size() - 1));
+    std::string ok = test::read_file(dir + "/ok.bin");
+    test::write_file(dir + "/trunc.bin", ok.substr(0, ok.size() - 1));
     std::string e = error_of(dir + "/trunc.bin");
     EXPECT_NE(e.find(dir + "/trunc.bin"), std::string::npos) << e;
     EXPECT_NE(e.find("truncated"), std::string::npos) << e;
-    write(dir + "/tiny.bin", ok.substr(0, 10));
+    test::write_file(dir + "/tiny.bin", ok.substr(0, 10));
     EXPECT_NE(error_of(dir + "/tiny.bin").find("truncated"), std::string::npos);
-    write(dir + "/padded.bin", ok + "xx");
+    test::write_file(dir + "/padded.bin", ok + "xx");
     EXPECT_NE(error_of(dir + "/padded.bin").find("trailing"), std::string::npos);
-    write(dir + "/foreign.bin", std::string(200, 'A'));
+    test::write_file(dir + "/foreign.bin", std::string(200, 'A'));
     EXPECT_NE(error_of(dir + "/foreign.bin").find("not a meshlm token shard"), std::string::npos);
     std::string v2 = ok;
     v2[8] = 2;
-    write(dir + "/v2.bin", v2);
+    test::write_file(dir + "/v2.bin", v2);
     EXPECT_NE(error_of(dir + "/v2.bin").find("version 2"), std::string::npos);
     EXPECT_NE(error_of(dir + "/missing.bin").find("cannot open"), std::string::npos);
 }
@@ -115,7 +106,7 @@ TEST(Prepare, WritesSplitsShardsAndMeta) {
     std::string in;
     for (int i = 0; i < 100; ++i)
         in += "{\"text\": \"document number " + std::to_string(i) + "\"}\n";
-    write(dir + "/in.jsonl", in);
+    test::write_file(dir + "/in.jsonl", in);
     ByteTokenizer tok;
     PrepareOptions opt;
     opt.progress = false;
@@ -141,7 +132,7 @@ TEST(Prepare, WritesSplitsShardsAndMeta) {
         }
     EXPECT_EQ(docs, 100u);
     EXPECT_EQ(tokens, in.size() - 100 * std::string("{\"text\": \"\"}\n").size() + 100);
-    auto meta = nlohmann::json::parse(slurp(dir + "/out/meta.json"));
+    auto meta = nlohmann::json::parse(test::read_file(dir + "/out/meta.json"));
     EXPECT_EQ(meta["tokenizer"]["name"], "byte");
     EXPECT_EQ(meta["token_dtype"], "uint16");
     EXPECT_EQ(meta["split"]["seed"], 1234);
@@ -153,18 +144,20 @@ TEST(Prepare, WritesSplitsShardsAndMeta) {
     opt.threads = 1;
     prepare_corpus({dir + "/in.jsonl"}, opt, tok, dir + "/out1");
     for (const auto& sh : m.splits["val"].shards)
-        EXPECT_EQ(slurp(dir + "/out/" + sh.file), slurp(dir + "/out1/" + sh.file));
+        EXPECT_EQ(test::read_file(dir + "/out/" + sh.file),
+                  test::read_file(dir + "/out1/" + sh.file));
     opt.seed = 99;
     prepare_corpus({dir + "/in.jsonl"}, opt, tok, dir + "/out2");
-    EXPECT_NE(slurp(dir + "/out/val_000000.bin"), slurp(dir + "/out2/val_000000.bin"));
+    EXPECT_NE(test::read_file(dir + "/out/val_000000.bin"),
+              test::read_file(dir + "/out2/val_000000.bin"));
 }
 
 TEST(Prepare, InterruptedPrepareLeavesNothingFinished) {
     auto dir = test::temp_dir("prep_fail");
-    write(dir + "/in/a.jsonl", "");
+    test::write_file(dir + "/in/a.jsonl", "");
     fs::create_directories(dir + "/in");
-    write(dir + "/in/a.jsonl", "{\"text\": \"fine\"}\n{\"text\": \"fine too\"}\n");
-    write(dir + "/in/b.jsonl", "{\"text\": \"ok\"}\n{broken\n");
+    test::write_file(dir + "/in/a.jsonl", "{\"text\": \"fine\"}\n{\"text\": \"fine too\"}\n");
+    test::write_file(dir + "/in/b.jsonl", "{\"text\": \"ok\"}\n{broken\n");
     // An earlier finished prepare in the same directory is invalidated first.
     ByteTokenizer tok;
     PrepareOptions opt;
@@ -184,7 +177,7 @@ TEST(Prepare, InterruptedPrepareLeavesNothingFinished) {
 
 TEST(Prepare, TokenizerMismatchIsRefused) {
     auto dir = test::temp_dir("prep_tok");
-    write(dir + "/in.txt", "a\n%\nb\n%\nc\n");
+    test::write_file(dir + "/in.txt", "a\n%\nb\n%\nc\n");
     ByteTokenizer tok;
     PrepareOptions opt;
     opt.progress = false;
@@ -207,8 +200,8 @@ TEST(Prepare, TokenizerMismatchIsRefused) {
 
 TEST(Prepare, TooFewDocumentsOrEmptyCorpus) {
     auto dir = test::temp_dir("prep_few");
-    write(dir + "/one.txt", "just one document");
-    write(dir + "/empty.jsonl", "\n");
+    test::write_file(dir + "/one.txt", "just one document");
+    test::write_file(dir + "/empty.jsonl", "\n");
     ByteTokenizer tok;
     PrepareOptions opt;
     opt.progress = false;

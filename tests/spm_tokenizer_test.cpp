@@ -13,17 +13,8 @@
 namespace meshlm {
 namespace {
 
-std::vector<std::string> corpus_docs() {
-    CorpusReadOptions opt;
-    opt.separator = "%";
-    CorpusReader reader({test::fixture("tokenizers/bpe_train_corpus.txt")}, opt);
-    std::vector<std::string> docs;
-    for (std::string d; reader.next(d);) docs.push_back(d);
-    return docs;
-}
-
 std::string train(const std::string& type, int vocab) {
-    const auto docs = corpus_docs();
+    const auto docs = test::read_documents(test::fixture("tokenizers/bpe_train_corpus.txt"), "%");
     std::size_t i = 0;
     SpmTrainOptions opt;
     opt.model_type = type;

@@ -1,10 +1,14 @@
 #include "test_util.h"
 
+#include "meshlm/data/corpus_reader.h"
+
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -38,6 +42,26 @@ std::string temp_dir(const std::string& tag) {
     std::filesystem::create_directories(dir);
     g_temp_dirs.dirs.push_back(dir);
     return dir.string();
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void write_file(const std::string& path, const std::string& data) {
+    auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
+    std::ofstream(path, std::ios::binary) << data;
+}
+
+std::vector<std::string> read_documents(const std::string& path, const std::string& separator) {
+    CorpusReadOptions opt;
+    opt.separator = separator;
+    CorpusReader reader({path}, opt);
+    std::vector<std::string> docs;
+    for (std::string d; reader.next(d);) docs.push_back(std::move(d));
+    return docs;
 }
 
 CommandResult run_command(const std::string& cmd) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace meshlm::test {
 
@@ -10,6 +11,12 @@ std::string meshlm_binary();                   // build/meshlm
 std::string fixture(const std::string& name);  // tests/fixtures/<name>
 // A fresh empty directory under the system temp dir, removed at exit.
 std::string temp_dir(const std::string& tag);
+
+// Whole file as bytes ("" if it cannot be read); writes a file, creating its directory.
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& data);
+// Documents of a text file split at lines equal to `separator` (data/corpus_reader.h).
+std::vector<std::string> read_documents(const std::string& path, const std::string& separator);
 
 struct CommandResult {
     int exit_code;
