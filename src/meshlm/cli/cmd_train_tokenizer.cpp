@@ -15,7 +15,7 @@
 #include "meshlm/data/bpe_trainer.h"
 #include "meshlm/data/corpus_reader.h"
 #include "meshlm/data/spm_tokenizer.h"
-#include "meshlm/io/atomic_file.h"
+#include "meshlm/core/atomic_file.h"
 
 namespace meshlm {
 

@@ -18,7 +18,7 @@
 #include "meshlm/core/hash.h"
 #include "meshlm/core/rng.h"
 #include "meshlm/data/shard.h"
-#include "meshlm/io/atomic_file.h"
+#include "meshlm/core/atomic_file.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;

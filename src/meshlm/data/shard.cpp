@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "meshlm/core/error.h"
-#include "meshlm/io/atomic_file.h"
+#include "meshlm/core/atomic_file.h"
 
 namespace meshlm {
 namespace {

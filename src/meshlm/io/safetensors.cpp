@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "meshlm/core/error.h"
-#include "meshlm/io/atomic_file.h"
+#include "meshlm/core/atomic_file.h"
 
 namespace meshlm {
 namespace {

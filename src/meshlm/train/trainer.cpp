@@ -8,14 +8,13 @@
 #include <limits>
 #include <ostream>
 
+#include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
 #include "meshlm/core/rng.h"
 #include "meshlm/data/data_source.h"
 #include "meshlm/data/loader.h"
 #include "meshlm/data/prepare.h"
 #include "meshlm/data/synthetic.h"
-#include "meshlm/infer/sampler.h"
-#include "meshlm/io/atomic_file.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/flops.h"
@@ -207,15 +206,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
                  {{"format", "meshlm"}, {"step", std::to_string(tc.steps)}});
     out << "saved " << job.run_dir << "/model.safetensors\n";
 
-    if (job.log.sample_tokens > 0) {
-        GPT2 sampler_model(job.model, 1, job.model.max_seq_len);
-        SamplingOptions opt;
-        opt.max_new_tokens = job.log.sample_tokens;
-        opt.seed = tc.seed;
-        auto prompt = tokenizer->encode(job.log.sample_prompt);
-        auto ids = generate(sampler_model, learner.params(), prompt, tokenizer->eot_id(), opt);
-        out << "sample:\n" << job.log.sample_prompt << tokenizer->decode(ids) << "\n";
-    }
+    if (job.on_finish) job.on_finish(learner.params(), *tokenizer);
     return result;
 }
 

@@ -3,10 +3,12 @@
 //   config.yaml (the resolved config), metrics.jsonl, model.safetensors (final weights).
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 
 #include "meshlm/data/data_config.h"
+#include "meshlm/data/tokenizer.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/optim/optim_config.h"
 #include "meshlm/train/train_config.h"
@@ -21,6 +23,9 @@ struct TrainJob {
     LogConfig log;
     std::string run_dir;        // resolved log.dir
     std::string resolved_yaml;  // saved as RUN_DIR/config.yaml
+    // Called with the final parameters (layout of gpt2_layout) once they are saved; the CLI
+    // prints a sample with it (sampling lives above this layer).
+    std::function<void(const float* params, const Tokenizer& tok)> on_finish;
 };
 
 struct TrainResult {

@@ -1,4 +1,4 @@
-#include "meshlm/io/atomic_file.h"
+#include "meshlm/core/atomic_file.h"
 
 #include <unistd.h>
 
