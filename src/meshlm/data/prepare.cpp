@@ -14,11 +14,11 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
 #include "meshlm/core/hash.h"
 #include "meshlm/core/rng.h"
 #include "meshlm/data/shard.h"
-#include "meshlm/core/atomic_file.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;

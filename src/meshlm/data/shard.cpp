@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "meshlm/core/error.h"
 #include "meshlm/core/atomic_file.h"
+#include "meshlm/core/error.h"
 
 namespace meshlm {
 namespace {

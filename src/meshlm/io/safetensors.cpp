@@ -5,8 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "meshlm/core/error.h"
 #include "meshlm/core/atomic_file.h"
+#include "meshlm/core/error.h"
 
 namespace meshlm {
 namespace {
