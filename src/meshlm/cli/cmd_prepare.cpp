@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "meshlm/cli/commands.h"
+#include "meshlm/cli/corpus_flags.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/prepare.h"
 #include "meshlm/data/tokenizer.h"
@@ -11,7 +12,7 @@ namespace meshlm {
 namespace {
 struct PrepareArgs {
     std::vector<std::string> inputs;
-    std::string out, format = "auto";
+    std::string out;
     PrepareOptions opt;
 };
 }  // namespace
@@ -27,13 +28,7 @@ CommandRunner add_prepare_command(CLI::App& app) {
     cmd->add_option("--tokenizer", a->opt.tokenizer_spec, "tokenizer spec (as data.tokenizer)")
         ->capture_default_str();
     cmd->add_option("--out", a->out, "output directory")->required();
-    cmd->add_option("--format", a->format, "input format")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"auto", "text", "jsonl"}));
-    cmd->add_option("--field", a->opt.read.field, "JSONL field holding the document text")
-        ->capture_default_str();
-    cmd->add_option("--separator", a->opt.read.separator,
-                    "text: a line equal to this ends a document (empty: one document per file)");
+    add_corpus_read_flags(cmd, a->opt.read);
     cmd->add_option("--val-fraction", a->opt.val_fraction, "share of documents for validation")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 1.0));
@@ -44,13 +39,10 @@ CommandRunner add_prepare_command(CLI::App& app) {
     cmd->add_option("--shard-tokens", a->opt.shard_tokens, "most tokens per shard")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
-    cmd->add_flag("--skip-bad-lines", a->opt.read.skip_bad_lines,
-                  "count and skip malformed JSONL records instead of failing");
     cmd->add_option("--threads", a->opt.threads, "tokenizer threads (0 = all cores)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     return [a] {
-        a->opt.read.format = parse_corpus_format(a->format);
         auto tok = make_tokenizer(a->opt.tokenizer_spec);
         PreparedMeta m = prepare_corpus(a->inputs, a->opt, *tok, a->out);
         for (const char* s : {"train", "val", "test"}) {

@@ -11,11 +11,12 @@
 #include <iostream>
 
 #include "meshlm/cli/commands.h"
+#include "meshlm/cli/corpus_flags.h"
+#include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/bpe_trainer.h"
 #include "meshlm/data/corpus_reader.h"
 #include "meshlm/data/spm_tokenizer.h"
-#include "meshlm/core/atomic_file.h"
 
 namespace meshlm {
 
@@ -24,7 +25,7 @@ namespace {
 struct TrainTokenizerArgs {
     std::vector<std::string> inputs, specials;
     bool specials_given = false;
-    std::string type = "bpe", out, format = "auto";
+    std::string type = "bpe", out;
     int vocab_size = 0, threads = 0;
     double character_coverage = 1.0;
     bool byte_fallback = false;
@@ -140,15 +141,7 @@ CommandRunner add_train_tokenizer_command(CLI::App& app) {
     cmd->add_option("--special", a->specials,
                     "special tokens (repeatable; bpe default <|endoftext|>, the end-of-text "
                     "token; spm-*: extra user-defined symbols, eos is </s>)");
-    cmd->add_option("--format", a->format, "input format")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"auto", "text", "jsonl"}));
-    cmd->add_option("--field", a->read.field, "JSONL field holding the document text")
-        ->capture_default_str();
-    cmd->add_option("--separator", a->read.separator,
-                    "text: a line equal to this ends a document (empty: one document per file)");
-    cmd->add_flag("--skip-bad-lines", a->read.skip_bad_lines,
-                  "count and skip malformed JSONL records instead of failing");
+    add_corpus_read_flags(cmd, a->read);
     cmd->add_option("--min-frequency", a->min_frequency,
                     "bpe: a pair must occur at least this often to be merged")
         ->capture_default_str();
@@ -163,7 +156,6 @@ CommandRunner add_train_tokenizer_command(CLI::App& app) {
         ->check(CLI::NonNegativeNumber);
     return [a, cmd] {
         a->specials_given = cmd->count("--special") > 0;
-        a->read.format = parse_corpus_format(a->format);
         if (a->out.empty()) MESHLM_INVALID("--out must not be empty");
         if (a->type == "bpe") return run_bpe(*a);
         return run_spm(*a);
