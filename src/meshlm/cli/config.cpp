@@ -21,6 +21,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "meshlm/core/byte_size.h"
 #include "meshlm/core/error.h"
 
 namespace meshlm {
@@ -185,6 +186,16 @@ Rule in_open(double lo, double hi) {
             [lo, hi](double v) { return v > lo && v < hi; },
             {}};
 }
+// A byte size such as 2GB or 512MiB (core/byte_size.h).
+Rule byte_size() {
+    return {"a size like 2GB or 512MiB", {}, [](const std::string& v) {
+                try {
+                    return parse_byte_size(v, "size") > 0;
+                } catch (const InvalidInput&) {
+                    return false;
+                }
+            }};
+}
 Rule one_of(std::vector<std::string> allowed) {
     std::string describe = "one of ";
     for (std::size_t i = 0; i < allowed.size(); ++i) describe += (i ? ", " : "") + allowed[i];
@@ -319,7 +330,10 @@ OptionTable build_table() {
              at_least(1))
         .add("ln_eps", &ModelConfig::ln_eps, "LayerNorm epsilon", greater_than(0))
         .add("init_std", &ModelConfig::init_std,
-             "std of the normal init; residual projections get / sqrt(2L)", greater_than(0));
+             "std of the normal init; residual projections get / sqrt(2L)", greater_than(0))
+        .add("init_from", &ModelConfig::init_from,
+             "warm start: weights of a meshlm run / checkpoint directory, a .safetensors file or "
+             "an HF GPT-2 directory (fresh optimizer and schedule); empty = random init");
 
     Section<DataConfig>(t, "data", &Config::data)
         .add("path", &DataConfig::path,
@@ -390,8 +404,23 @@ OptionTable build_table() {
              "length of the sample printed at the end; 0 = none", at_least(0))
         .add("sample_prompt", &LogConfig::sample_prompt, "prompt of that sample");
 
-    t.sections.push_back("parallel");    // reserved
-    t.sections.push_back("checkpoint");  // reserved
+    t.sections.push_back("parallel");  // reserved
+
+    Section<CheckpointConfig>(t, "checkpoint", &Config::checkpoint)
+        .add("interval", &CheckpointConfig::interval,
+             "steps between checkpoints (one is also written at the end); 0 = only on "
+             "SIGINT/SIGTERM",
+             at_least(0))
+        .add("keep_last", &CheckpointConfig::keep_last, "newest checkpoints kept", at_least(1))
+        .add("keep_every", &CheckpointConfig::keep_every,
+             "also keep checkpoints whose step is a multiple of this; 0 = none", at_least(0))
+        .add("only_better", &CheckpointConfig::only_better,
+             "write a periodic checkpoint only when the validation loss improved")
+        .add("max_shard_size", &CheckpointConfig::max_shard_size,
+             "model.safetensors is split into HF-style shards above this size", byte_size())
+        .add("resume", &CheckpointConfig::resume,
+             "auto: continue from RUN_DIR/checkpoints/latest when it exists",
+             one_of({"none", "auto"}));
 
     t.cross_checks = {
         [](const Config& c) -> std::optional<std::string> {

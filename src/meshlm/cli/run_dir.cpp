@@ -4,6 +4,7 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/io/weights.h"
+#include "meshlm/train/checkpoint.h"
 #include "meshlm/train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -11,17 +12,28 @@ namespace fs = std::filesystem;
 namespace meshlm {
 
 RunDir open_run_dir(const std::string& path) {
-    const std::string config_path = path + "/config.yaml";
-    if (!fs::exists(config_path) || !fs::exists(path + "/model.safetensors"))
-        MESHLM_INVALID("--checkpoint ", path,
-                       " is not a run directory: it needs config.yaml and model.safetensors "
-                       "(written by `meshlm train`)");
     RunDir run;
-    run.path = path;
-    run.config = load_config(config_path, {});
+    std::string tokenizer_home = path;  // where the tokenizer copy lives
+    if (fs::exists(path + "/trainer.json")) {
+        read_checkpoint(path);  // verifies sizes and checksums before use
+        run.path = path;
+        tokenizer_home = checkpoint_run_dir(path);
+    } else if (fs::exists(path + "/config.yaml") && fs::exists(path + "/model.safetensors")) {
+        run.path = path;
+    } else if (fs::is_directory(path) && latest_checkpoint(path)) {
+        // A run that has not finished (or was interrupted): its latest checkpoint.
+        run.path = *latest_checkpoint(path);
+        read_checkpoint(run.path);
+    } else {
+        MESHLM_INVALID(path,
+                       " is not a run or checkpoint directory: it needs config.yaml and "
+                       "model.safetensors (written by `meshlm train` or `meshlm convert`), or "
+                       "checkpoints/latest");
+    }
+    run.config = load_config(run.path + "/config.yaml", {});
     run.tokenizer_spec = run.config.data.tokenizer;
     if (run.tokenizer_spec != "byte") {
-        std::string copy = run_tokenizer_copy(path, run.tokenizer_spec);
+        std::string copy = run_tokenizer_copy(tokenizer_home, run.tokenizer_spec);
         if (fs::exists(copy)) run.tokenizer_spec = copy;
     }
     run.tokenizer = make_tokenizer(run.tokenizer_spec);

@@ -1,6 +1,6 @@
-// A run directory written by `meshlm train`, opened for sample / eval: its resolved config,
-// its tokenizer (the copy saved in the run directory when the tokenizer is a file) and its
-// final weights.
+// A run directory written by `meshlm train` (or one of its checkpoints), opened for sample /
+// eval / convert: its resolved config, its tokenizer (the copy saved in the run directory when
+// the tokenizer is a file) and its weights.
 #pragma once
 
 #include <memory>

@@ -24,6 +24,8 @@ class AdamW {
     void step(float* params, const float* grads, float lr);
 
     long steps_taken() const { return step_; }
+    // Resuming from a checkpoint: the moments are restored through m() / v().
+    void set_steps_taken(long steps) { step_ = steps; }
     float* m() { return m_.data(); }
     float* v() { return v_.data(); }
     std::size_t state_bytes() const { return m_.bytes() + v_.bytes(); }

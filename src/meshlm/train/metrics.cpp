@@ -2,8 +2,11 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 
+#include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
 
 namespace meshlm {
@@ -36,7 +39,19 @@ std::string metrics_json(const StepMetrics& m) {
     return s + "}";
 }
 
-MetricsWriter::MetricsWriter(const std::string& path) : f_(std::fopen(path.c_str(), "w")) {
+MetricsWriter::MetricsWriter(const std::string& path, long keep_through_step) : f_(nullptr) {
+    std::string kept;
+    if (keep_through_step >= 0) {
+        std::ifstream in(path);
+        std::string line;
+        while (std::getline(in, line)) {
+            const auto at = line.find("\"step\":");
+            if (at != std::string::npos && std::atol(line.c_str() + at + 7) <= keep_through_step)
+                kept += line + "\n";
+        }
+        write_file_atomic(path, kept);
+    }
+    f_ = std::fopen(path.c_str(), keep_through_step >= 0 ? "a" : "w");
     if (!f_) MESHLM_INVALID("cannot write ", path, ": ", std::strerror(errno));
 }
 

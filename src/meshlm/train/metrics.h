@@ -21,8 +21,10 @@ std::string metrics_json(const StepMetrics& m);
 
 class MetricsWriter {
   public:
-    // Opens (truncates) path; throws InvalidInput if it cannot.
-    explicit MetricsWriter(const std::string& path);
+    // Opens (truncates) path; throws InvalidInput if it cannot. With keep_through_step >= 0 (a
+    // resumed run) the lines of steps up to it are kept and later ones (logged after the
+    // checkpoint the run resumes from) dropped.
+    explicit MetricsWriter(const std::string& path, long keep_through_step = -1);
     ~MetricsWriter();
     MetricsWriter(const MetricsWriter&) = delete;
     MetricsWriter& operator=(const MetricsWriter&) = delete;

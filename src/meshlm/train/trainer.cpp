@@ -4,8 +4,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
+#include <iomanip>
 #include <limits>
+#include <optional>
 #include <ostream>
 
 #include "meshlm/core/atomic_file.h"
@@ -18,9 +21,12 @@
 #include "meshlm/io/weights.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/flops.h"
+#include "meshlm/train/checkpoint.h"
 #include "meshlm/train/evaluate.h"
+#include "meshlm/train/init_from.h"
 #include "meshlm/train/learner.h"
 #include "meshlm/train/metrics.h"
+#include "meshlm/train/stop_signal.h"
 
 namespace meshlm {
 namespace {
@@ -68,6 +74,15 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
     kernels::set_threads(threads);
 
     out << "resolved config:\n" << job.resolved_yaml << "\n";
+    // A checkpoint to resume from is verified (sizes, checksums) before anything is written.
+    std::optional<TrainerState> resume;
+    if (!job.resume_from.empty()) {
+        resume = read_checkpoint(job.resume_from);
+        if (resume->seed != tc.seed)
+            MESHLM_INVALID("train.seed is ", tc.seed, " but the checkpoint ", job.resume_from,
+                           " was trained with seed ", resume->seed,
+                           "; an exact resume needs the same seed");
+    }
     auto tokenizer = make_tokenizer(job.data.tokenizer);
     if (tokenizer->vocab_size() > job.model.vocab_size)
         MESHLM_INVALID("tokenizer '", tokenizer->name(), "' has ", tokenizer->vocab_size(),
@@ -96,23 +111,52 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
                            job.data.packing == "pad" ? "document of two tokens or more"
                                                      : "window of train.seq_len + 1 tokens",
                            " (", meta.splits["train"].tokens, " tokens)");
+        if (resume) {
+            if (resume->loader.is_null())
+                MESHLM_INVALID("the checkpoint ", job.resume_from,
+                               " was written by a run on synthetic data; resume it with "
+                               "data.synthetic=true");
+            train_data->restore(resume->loader);
+        }
     } else {
         out << "data: synthetic (uniformly random tokens)\n";
     }
     const auto token_bytes = token_byte_lengths(*tokenizer, job.model.vocab_size);
 
+    Learner learner(job.model, job.optim, B, T, tc.steps);
+    long start_step = 0;
+    std::uint64_t tokens_seen = 0;
+    std::optional<double> best_val;
+    if (resume) {
+        load_checkpoint_model(job.resume_from, learner.layout(), learner.params());
+        load_checkpoint_optimizer(job.resume_from, learner.layout(), learner.optimizer());
+        if (learner.step() != resume->step)
+            MESHLM_INVALID(job.resume_from, ": optimizer step ", learner.step(),
+                           " differs from trainer.json's step ", resume->step);
+        start_step = resume->step;
+        tokens_seen = resume->tokens_seen;
+        best_val = resume->best_val;
+        out << "resuming from " << job.resume_from << " (step " << start_step << ", "
+            << human_count(static_cast<double>(tokens_seen)) << " tokens seen)\n";
+    } else if (!job.model.init_from.empty()) {
+        const std::string from =
+            load_init_weights(job.model.init_from, learner.layout(), learner.params());
+        out << "initialized weights from " << from << " (fresh optimizer and schedule)\n";
+    } else {
+        learner.init_params(tc.seed);
+    }
+
     // Inputs are valid: only now does the run directory appear.
     std::filesystem::create_directories(job.run_dir);
     write_file_atomic(job.run_dir + "/config.yaml", job.resolved_yaml);
-
     if (std::filesystem::is_regular_file(job.data.tokenizer)) {
         const std::string copy = run_tokenizer_copy(job.run_dir, job.data.tokenizer);
-        std::filesystem::copy_file(job.data.tokenizer, copy + ".tmp",
-                                   std::filesystem::copy_options::overwrite_existing);
-        std::filesystem::rename(copy + ".tmp", copy);
+        if (std::filesystem::absolute(copy) != std::filesystem::absolute(job.data.tokenizer)) {
+            std::filesystem::copy_file(job.data.tokenizer, copy + ".tmp",
+                                       std::filesystem::copy_options::overwrite_existing);
+            std::filesystem::rename(copy + ".tmp", copy);
+        }
     }
-    Learner learner(job.model, job.optim, B, T, tc.steps);
-    learner.init_params(tc.seed);
     // A fresh, unshuffled loader per evaluation: every pass scores the same rows.
     auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt) {
         LoaderOptions opt = train_opt;
@@ -136,14 +180,38 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
         << "run directory: " << job.run_dir << "\n";
     out.flush();
 
-    MetricsWriter metrics(job.run_dir + "/metrics.jsonl");
+    MetricsWriter metrics(job.run_dir + "/metrics.jsonl", resume ? start_step : -1);
     const std::size_t per_micro = static_cast<std::size_t>(B) * T;
     std::vector<std::int32_t> tokens(per_micro * accum), targets(per_micro * accum);
     TrainResult result;
     result.final_val_loss = std::numeric_limits<float>::quiet_NaN();
+
+    auto save_checkpoint = [&](long step) {
+        TrainerState st;
+        st.step = step;
+        st.tokens_seen = tokens_seen;
+        if (train_data) st.loader = train_data->state();
+        st.seed = tc.seed;
+        st.best_val = best_val;
+        st.config_yaml = job.resolved_yaml;
+        const auto t0 = Clock::now();
+        result.last_checkpoint =
+            write_checkpoint(job.run_dir, st, learner.layout(), learner.params(),
+                             learner.optimizer(), job.checkpoint);
+        char line[64];
+        std::snprintf(line, sizeof line, " (%.2f s)",
+                      std::chrono::duration<double>(Clock::now() - t0).count());
+        out << "step " << std::setw(6) << step << "/" << tc.steps << " | checkpoint "
+            << result.last_checkpoint << line << "\n";
+    };
+
+    StopSignals stop;
     auto interval_start = Clock::now();
     long interval_tokens = 0;
-    for (long step = 0; step < tc.steps; ++step) {
+    if (start_step >= tc.steps)
+        out << "the checkpoint is at step " << start_step << " and train.steps is " << tc.steps
+            << ": nothing left to train\n";
+    for (long step = start_step; step < tc.steps; ++step) {
         // Staged sequence-length warmup: shorter rows, more of them, same tokens per step.
         const bool warm = step < tc.seq_warmup_steps;
         const int Ts = warm ? tc.seq_warmup_len : T, Bs = warm ? B * T / tc.seq_warmup_len : B;
@@ -161,6 +229,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
             MESHLM_INVALID("training diverged at step ", step + 1, " (loss ", st.loss,
                            "); lower optim.lr or enable optim.grad_clip");
         interval_tokens += static_cast<long>(per_micro) * accum;
+        tokens_seen += per_micro * accum;
         result.final_loss = st.loss;
 
         const long done = step + 1;
@@ -169,7 +238,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
         const bool eval_now =
             !job.data.synthetic &&
             ((job.log.eval_interval > 0 && done % job.log.eval_interval == 0) || last);
-        if (!log_now && !eval_now) continue;
+        const bool ckpt_due =
+            job.checkpoint.interval > 0 && (done % job.checkpoint.interval == 0 || last);
         StepMetrics m;
         m.step = done;
         if (log_now) {
@@ -186,20 +256,51 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
                 human_count(tps).c_str(), 100 * *m.mfu);
             out << line << "\n";
         }
+        std::optional<double> val_now;
         if (eval_now) {
             EvalResult ev = evaluate_val(last ? 0 : tc.eval_batches, tokens.data(), targets.data());
             const float val = static_cast<float>(ev.loss());
             m.val_loss = val;
+            val_now = val;
             result.final_val_loss = val;
             char line[128];
             std::snprintf(line, sizeof line, "step %6ld/%ld | val_loss %.4f (%.3f bits/byte)", done,
                           static_cast<long>(tc.steps), val, ev.bits_per_byte());
             out << line << "\n";
         }
-        out.flush();
-        metrics.write(m);
-        interval_start = Clock::now();
-        interval_tokens = 0;
+        if (log_now || eval_now) {
+            out.flush();
+            metrics.write(m);
+        }
+        if (stop.requested()) {
+            out << "received " << (stop.signal() == SIGINT ? "SIGINT" : "SIGTERM")
+                << ": stopping after step " << done << "\n";
+            save_checkpoint(done);
+            result.interrupted = true;
+            out << "resume with: meshlm train --resume " << job.run_dir << "\n";
+            out.flush();
+            return result;
+        }
+        if (ckpt_due) {
+            bool write = true;
+            if (job.checkpoint.only_better && !job.data.synthetic) {
+                if (!val_now)
+                    val_now = evaluate_val(tc.eval_batches, tokens.data(), targets.data()).loss();
+                write = !best_val || *val_now < *best_val;
+                if (write)
+                    best_val = val_now;
+                else
+                    out << "step " << std::setw(6) << done << "/" << tc.steps
+                        << " | no checkpoint: validation loss " << *val_now
+                        << " did not improve on " << *best_val << "\n";
+            }
+            if (write) save_checkpoint(done);
+        }
+        if (log_now || eval_now || ckpt_due) {
+            out.flush();
+            interval_start = Clock::now();
+            interval_tokens = 0;
+        }
     }
 
     save_weights(job.run_dir + "/model.safetensors", learner.layout(), learner.params(),

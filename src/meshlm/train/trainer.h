@@ -1,6 +1,7 @@
 // `meshlm train`: builds the data, the model and the optimizer from resolved settings, trains
 // with periodic logging and validation, and leaves a self-contained run directory:
-//   config.yaml (the resolved config), metrics.jsonl, model.safetensors (final weights).
+//   config.yaml (the resolved config), metrics.jsonl, model.safetensors (final weights) and
+//   checkpoints/ (see checkpoint.h). A run resumed from a checkpoint continues bitwise exactly.
 #pragma once
 
 #include <functional>
@@ -11,6 +12,7 @@
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/optim/optim_config.h"
+#include "meshlm/train/checkpoint_config.h"
 #include "meshlm/train/train_config.h"
 
 namespace meshlm {
@@ -21,7 +23,9 @@ struct TrainJob {
     TrainConfig train;
     OptimConfig optim;
     LogConfig log;
+    CheckpointConfig checkpoint;
     std::string run_dir;        // resolved log.dir
+    std::string resume_from;    // a checkpoint directory to continue from; empty = a fresh run
     std::string resolved_yaml;  // saved as RUN_DIR/config.yaml
     // Called with the final parameters (layout of gpt2_layout) once they are saved; the CLI
     // prints a sample with it (sampling lives above this layer).
@@ -29,8 +33,10 @@ struct TrainJob {
 };
 
 struct TrainResult {
-    float final_loss = 0;      // last step's training loss
-    float final_val_loss = 0;  // validation loss at the end (NaN with synthetic data)
+    float final_loss = 0;         // last step's training loss
+    float final_val_loss = 0;     // validation loss at the end (NaN with synthetic data)
+    bool interrupted = false;     // stopped early by SIGINT / SIGTERM (a checkpoint was written)
+    std::string last_checkpoint;  // the newest checkpoint written, if any
 };
 
 TrainResult run_training(const TrainJob& job, std::ostream& out);

@@ -1,0 +1,237 @@
+#include "meshlm/train/checkpoint.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "meshlm/core/atomic_file.h"
+#include "meshlm/core/error.h"
+#include "meshlm/core/file_sync.h"
+#include "meshlm/io/safetensors.h"
+#include "meshlm/io/weights.h"
+
+namespace fs = std::filesystem;
+
+namespace meshlm {
+namespace {
+
+constexpr const char* kFormat = "meshlm-checkpoint";
+constexpr int kVersion = 1;
+
+std::string checkpoints_root(const std::string& run_dir) {
+    return run_dir + "/checkpoints";
+}
+
+std::string step_name(long step) {
+    return "step_" + std::to_string(step);
+}
+
+// Test hook: MESHLM_FAULT=<point> kills the process at that point of a checkpoint write, as a
+// power cut or SIGKILL would (no cleanup, no unwinding).
+void fault_point(const char* point) {
+    const char* f = std::getenv("MESHLM_FAULT");
+    if (f && std::string(f) == point) ::_exit(86);
+}
+
+void write_optimizer(const std::string& path, const ParamLayout& layout, AdamW& optim) {
+    std::vector<SafetensorsTensor> tensors;
+    const std::int32_t step = static_cast<std::int32_t>(optim.steps_taken());
+    tensors.push_back({"step", DType::i32, Shape{1}, &step});
+    for (const auto& s : layout.slices())
+        tensors.push_back({"exp_avg." + s.name, DType::f32, s.shape, optim.m() + s.offset});
+    for (const auto& s : layout.slices())
+        tensors.push_back({"exp_avg_sq." + s.name, DType::f32, s.shape, optim.v() + s.offset});
+    write_safetensors(path, tensors, {{"format", kFormat}});
+}
+
+nlohmann::json read_json(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) MESHLM_INVALID(path, " is missing or unreadable");
+    try {
+        return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        MESHLM_INVALID(path, " is not valid JSON (", e.what(), "); the checkpoint is damaged");
+    }
+}
+
+}  // namespace
+
+std::vector<std::pair<long, std::string>> list_checkpoints(const std::string& run_dir) {
+    std::vector<std::pair<long, std::string>> out;
+    const std::string root = checkpoints_root(run_dir);
+    if (!fs::is_directory(root)) return out;
+    for (const auto& e : fs::directory_iterator(root)) {
+        const std::string name = e.path().filename().string();
+        if (!e.is_directory() || name.rfind("step_", 0) != 0) continue;
+        char* end = nullptr;
+        const long step = std::strtol(name.c_str() + 5, &end, 10);
+        if (*end == '\0' && end != name.c_str() + 5) out.emplace_back(step, e.path().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::string write_checkpoint(const std::string& run_dir, const TrainerState& state,
+                             const ParamLayout& layout, const float* params, AdamW& optim,
+                             const CheckpointConfig& cfg) {
+    const std::string root = checkpoints_root(run_dir);
+    fs::create_directories(root);
+    // Leftovers of writes that were killed midway.
+    for (const auto& e : fs::directory_iterator(root))
+        if (e.path().filename().string().rfind(".tmp-", 0) == 0) fs::remove_all(e.path());
+
+    const std::string name = step_name(state.step);
+    const std::string tmp = root + "/.tmp-" + name + "-" + std::to_string(::getpid());
+    fs::create_directories(tmp);
+    save_weights(tmp + "/model.safetensors", layout, params,
+                 {{"format", "meshlm"}, {"step", std::to_string(state.step)}});
+    fault_point("checkpoint_files");
+    write_optimizer(tmp + "/optimizer.safetensors", layout, optim);
+    // The config also as a file, so a checkpoint opens like a run directory (sample, eval).
+    write_file_atomic(tmp + "/config.yaml", state.config_yaml);
+
+    nlohmann::json files = nlohmann::json::object();
+    for (const char* f : {"model.safetensors", "optimizer.safetensors", "config.yaml"}) {
+        const std::string p = tmp + "/" + f;
+        files[f] = {{"bytes", fs::file_size(p)}, {"crc32", file_crc32(p)}};
+    }
+    nlohmann::json j = {{"format", kFormat},
+                        {"version", kVersion},
+                        {"meshlm_version", MESHLM_VERSION},
+                        {"step", state.step},
+                        {"tokens_seen", state.tokens_seen},
+                        {"loader", state.loader},
+                        {"rng", {{"seed", state.seed}, {"batches", "Philox(seed, step)"}}},
+                        {"best_val_loss", state.best_val ? nlohmann::json(*state.best_val)
+                                                         : nlohmann::json(nullptr)},
+                        {"config", state.config_yaml},
+                        {"files", files}};
+    write_file_atomic(tmp + "/trainer.json", j.dump(2) + "\n");
+    fsync_dir(tmp);
+
+    // Rewriting a step (a resumed run passing the same step again): move the old one aside
+    // first; `latest` keeps pointing at a complete directory throughout.
+    const std::string final_dir = root + "/" + name;
+    std::string old;
+    if (fs::exists(final_dir)) {
+        old = root + "/.tmp-old-" + name + "-" + std::to_string(::getpid());
+        fs::rename(final_dir, old);
+    }
+    fs::rename(tmp, final_dir);
+    fsync_dir(root);
+    fault_point("checkpoint_latest");
+    write_file_atomic(root + "/latest", name + "\n");
+    fsync_dir(root);
+    if (!old.empty()) fs::remove_all(old);
+
+    // Rotation: the newest keep_last, plus every keep_every-th step; never the one just written.
+    auto all = list_checkpoints(run_dir);
+    const std::size_t keep_last = static_cast<std::size_t>(std::max(cfg.keep_last, 1));
+    for (std::size_t i = 0; i + keep_last < all.size(); ++i) {
+        const auto& [step, path] = all[i];
+        if (step == state.step) continue;
+        if (cfg.keep_every > 0 && step % cfg.keep_every == 0) continue;
+        fs::remove_all(path);
+    }
+    return final_dir;
+}
+
+std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
+    const std::string pointer = checkpoints_root(run_dir) + "/latest";
+    std::ifstream in(pointer);
+    if (!in) return std::nullopt;
+    std::string name;
+    std::getline(in, name);
+    if (name.rfind("step_", 0) != 0 || name.find('/') != std::string::npos)
+        MESHLM_INVALID(pointer, " holds '", name, "', not a checkpoint name like step_1000");
+    const std::string dir = checkpoints_root(run_dir) + "/" + name;
+    if (!fs::is_directory(dir))
+        MESHLM_INVALID(pointer, " points at ", name, ", which does not exist");
+    return dir;
+}
+
+std::string resolve_checkpoint(const std::string& path) {
+    if (fs::exists(path + "/trainer.json")) return path;
+    if (!fs::is_directory(path)) MESHLM_INVALID("checkpoint path ", path, " does not exist");
+    if (auto dir = latest_checkpoint(path)) return *dir;
+    MESHLM_INVALID(path,
+                   " is neither a checkpoint directory (with trainer.json) nor a run directory "
+                   "with checkpoints/latest");
+}
+
+std::string checkpoint_run_dir(const std::string& checkpoint_dir) {
+    fs::path p = fs::absolute(checkpoint_dir).lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();  // a trailing slash
+    return p.parent_path().parent_path().string();
+}
+
+TrainerState read_checkpoint(const std::string& dir) {
+    const std::string path = dir + "/trainer.json";
+    const nlohmann::json j = read_json(path);
+    TrainerState st;
+    try {
+        if (j.at("format") != kFormat)
+            MESHLM_INVALID(path, " has format ", j.at("format").dump(), ", expected \"", kFormat,
+                           "\"");
+        if (j.at("version") != kVersion)
+            MESHLM_INVALID(path, " has version ", j.at("version").dump(), "; this meshlm reads ",
+                           kVersion);
+        for (const auto& [file, info] : j.at("files").items()) {
+            const std::string p = dir + "/" + file;
+            if (!fs::exists(p)) MESHLM_INVALID("checkpoint file ", p, " is missing");
+            const auto bytes = info.at("bytes").get<std::uintmax_t>();
+            if (fs::file_size(p) != bytes)
+                MESHLM_INVALID("checkpoint file ", p, " has ", fs::file_size(p),
+                               " bytes but trainer.json records ", bytes,
+                               " (truncated or replaced)");
+            const std::string crc = file_crc32(p);
+            if (crc != info.at("crc32").get<std::string>())
+                MESHLM_INVALID("checkpoint file ", p, " has CRC-32 ", crc,
+                               " but trainer.json records ", info.at("crc32").get<std::string>(),
+                               " (corrupted)");
+        }
+        for (const char* need : {"model.safetensors", "optimizer.safetensors", "config.yaml"})
+            if (!j.at("files").contains(need)) MESHLM_INVALID(path, " does not list ", need);
+        st.step = j.at("step");
+        st.tokens_seen = j.at("tokens_seen");
+        st.loader = j.at("loader");
+        st.seed = j.at("rng").at("seed");
+        if (!j.at("best_val_loss").is_null()) st.best_val = j.at("best_val_loss").get<double>();
+        st.config_yaml = j.at("config");
+    } catch (const nlohmann::json::exception& e) {
+        MESHLM_INVALID(path, " is missing a field or has a wrong type: ", e.what());
+    }
+    return st;
+}
+
+void load_checkpoint_model(const std::string& dir, const ParamLayout& layout, float* params) {
+    load_weights(dir + "/model.safetensors", layout, params);
+}
+
+void load_checkpoint_optimizer(const std::string& dir, const ParamLayout& layout, AdamW& optim) {
+    const std::string path = dir + "/optimizer.safetensors";
+    SafetensorsFile f(path);
+    for (const auto& s : layout.slices())
+        for (const char* kind : {"exp_avg.", "exp_avg_sq."}) {
+            const std::string name = kind + s.name;
+            if (!f.has(name)) MESHLM_INVALID(path, ": missing tensor '", name, "'");
+            const auto& e = f.entry(name);
+            if (!(e.shape == s.shape) || e.dtype != DType::f32)
+                MESHLM_INVALID(path, ": tensor '", name, "' is ", dtype_name(e.dtype), " ",
+                               e.shape.str(), "; the model needs f32 ", s.shape.str());
+        }
+    const auto step = f.i32("step");
+    if (step.size() != 1 || step[0] < 0) MESHLM_INVALID(path, ": tensor 'step' is malformed");
+    for (const auto& s : layout.slices()) {
+        auto m = f.f32("exp_avg." + s.name), v = f.f32("exp_avg_sq." + s.name);
+        std::copy(m.begin(), m.end(), optim.m() + s.offset);
+        std::copy(v.begin(), v.end(), optim.v() + s.offset);
+    }
+    optim.set_steps_taken(step[0]);
+}
+
+}  // namespace meshlm

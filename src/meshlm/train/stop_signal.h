@@ -1,0 +1,19 @@
+// Graceful stop on SIGINT / SIGTERM (preemptible machines): the first signal only sets a flag
+// that the training loop checks between steps (it then writes a checkpoint and returns); a
+// second signal restores the default action and re-raises, so the process ends at once.
+#pragma once
+
+namespace meshlm {
+
+class StopSignals {
+  public:
+    StopSignals();   // installs the handlers
+    ~StopSignals();  // restores the previous ones
+    StopSignals(const StopSignals&) = delete;
+    StopSignals& operator=(const StopSignals&) = delete;
+
+    bool requested() const;
+    int signal() const;  // the first signal received, 0 if none
+};
+
+}  // namespace meshlm

@@ -1,0 +1,339 @@
+// Checkpoints end to end through the `meshlm` binary: exact resume (bitwise-identical losses and
+// final weights), SIGINT / SIGTERM, a kill in the middle of a checkpoint write, damaged files,
+// rotation, checkpoint.resume=auto, model.init_from, and checkpoints opened by sample / eval.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "test_util.h"
+
+extern char** environ;
+
+namespace meshlm {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string make_corpus(const std::string& dir) {
+    std::string path = dir + "/corpus.txt";
+    std::ofstream out(path);
+    for (int i = 0; i < 300; ++i)
+        out << "Document " << i << ": the quick brown fox jumps over the lazy dog " << i % 7
+            << " times.\n%\n";
+    return path;
+}
+
+// A tiny model on real text (so the data loader's state matters), gradient accumulation on.
+std::string tiny_flags(const std::string& corpus, const std::string& cache) {
+    return " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+           " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.batch_size=4"
+           " --config.train.grad_accum=2 --config.train.threads=2 --config.train.peak_gflops=100"
+           " --config.log.interval=1 --config.log.eval_interval=4 --config.train.eval_batches=2"
+           " --config.log.sample_tokens=0 --config.data.path=" +
+           corpus + " --config.data.cache_dir=" + cache;
+}
+
+// step -> the metrics line's loss text, exactly as written.
+std::map<long, std::string> losses(const std::string& metrics_path) {
+    std::map<long, std::string> out;
+    std::istringstream in(test::read_file(metrics_path));
+    std::regex re("\"step\": ([0-9]+), \"loss\": ([^,}]+)");
+    std::smatch m;
+    for (std::string line; std::getline(in, line);)
+        if (std::regex_search(line, m, re)) out[std::stol(m[1])] = m[2];
+    return out;
+}
+
+std::string first_line(const std::string& path) {
+    std::istringstream in(test::read_file(path));
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+class Checkpoint : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ = test::temp_dir("ckpt");
+        flags_ = tiny_flags(make_corpus(dir_), dir_ + "/cache");
+    }
+    test::CommandResult train(const std::string& extra) {
+        return test::run_command(test::meshlm_binary() + " train" + flags_ + " " + extra);
+    }
+    std::string dir_, flags_;
+};
+
+TEST_F(Checkpoint, ResumedRunIsBitwiseIdentical) {
+    const std::string a = dir_ + "/a", b = dir_ + "/b";
+    auto full =
+        train("--config.train.steps=16 --config.checkpoint.interval=8 --config.log.dir=" + a);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    ASSERT_TRUE(fs::exists(a + "/checkpoints/step_8/trainer.json"));
+    EXPECT_EQ(first_line(a + "/checkpoints/latest"), "step_16");
+
+    auto resumed = test::run_command(test::meshlm_binary() + " train --resume " + a +
+                                     "/checkpoints/step_8 --config.log.dir=" + b);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    EXPECT_NE(resumed.output.find("resuming from"), std::string::npos);
+    auto la = losses(a + "/metrics.jsonl"), lb = losses(b + "/metrics.jsonl");
+    ASSERT_EQ(la.size(), 16u);
+    ASSERT_EQ(lb.size(), 8u);  // steps 9..16 only
+    for (long s = 9; s <= 16; ++s) EXPECT_EQ(la[s], lb[s]) << "step " << s;
+    EXPECT_EQ(test::read_file(a + "/model.safetensors"), test::read_file(b + "/model.safetensors"));
+    EXPECT_EQ(test::read_file(a + "/checkpoints/step_16/optimizer.safetensors"),
+              test::read_file(b + "/checkpoints/step_16/optimizer.safetensors"));
+    // The check can fail: a fresh run with another seed differs from step 9 on.
+    auto other =
+        train("--config.train.steps=16 --config.train.seed=5 --config.log.dir=" + dir_ + "/c");
+    ASSERT_EQ(other.exit_code, 0) << other.output;
+    EXPECT_NE(losses(dir_ + "/c/metrics.jsonl")[9], la[9]);
+}
+
+TEST_F(Checkpoint, ResumeInPlaceDropsMetricsLoggedAfterTheCheckpoint) {
+    const std::string a = dir_ + "/a";
+    ASSERT_EQ(train("--config.train.steps=12 --config.checkpoint.interval=5 --config.log.dir=" + a)
+                  .exit_code,
+              0);
+    auto before = losses(a + "/metrics.jsonl");
+    auto r =
+        test::run_command(test::meshlm_binary() + " train --resume " + a + "/checkpoints/step_10");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto after = losses(a + "/metrics.jsonl");
+    EXPECT_EQ(before, after);  // steps 1..12 once each, 11 and 12 recomputed identically
+}
+
+TEST_F(Checkpoint, RotationKeepsTheNewestAndEveryKth) {
+    const std::string a = dir_ + "/a";
+    auto r = train(
+        "--config.train.steps=10 --config.checkpoint.interval=2"
+        " --config.checkpoint.keep_last=2 --config.checkpoint.keep_every=4"
+        " --config.log.dir=" +
+        a);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(a + "/checkpoints"))
+        names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"latest", "step_10", "step_4", "step_8"}));
+}
+
+TEST_F(Checkpoint, AutoResumeContinuesTheLatestCheckpoint) {
+    const std::string a = dir_ + "/a";
+    const std::string common =
+        "--config.checkpoint.interval=3 --config.checkpoint.resume=auto --config.log.dir=" + a;
+    ASSERT_EQ(train("--config.train.steps=6 " + common).exit_code, 0);
+    auto r = train("--config.train.steps=9 " + common);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("continuing from"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("step      7/9"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("step      6/9"), std::string::npos) << r.output;
+    EXPECT_EQ(losses(a + "/metrics.jsonl").size(), 9u);
+    EXPECT_EQ(first_line(a + "/checkpoints/latest"), "step_9");
+}
+
+// Runs the trainer in the background (output to a file) and returns its pid.
+pid_t spawn_train(const std::string& cmd, const std::string& log) {
+    std::string full = cmd + " > " + log + " 2>&1";
+    const char* argv[] = {"/bin/sh", "-c", full.c_str(), nullptr};
+    pid_t pid;
+    // exec (not a child shell that forwards nothing): signals must reach meshlm itself.
+    full = "exec " + full;
+    argv[2] = full.c_str();
+    if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
+        return -1;
+    return pid;
+}
+
+// Waits until `path` holds at least `lines` lines (or 60 s pass).
+bool wait_for_lines(const std::string& path, std::size_t lines) {
+    for (int i = 0; i < 600; ++i) {
+        const std::string text = test::read_file(path);
+        if (static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) >= lines)
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+}
+
+TEST_F(Checkpoint, SignalWritesACheckpointAndExitsZero) {
+    for (int sig : {SIGINT, SIGTERM}) {
+        const std::string a = dir_ + "/sig" + std::to_string(sig);
+        pid_t pid = spawn_train(test::meshlm_binary() + " train" + flags_ +
+                                    " --config.train.steps=100000 --config.checkpoint.interval=0"
+                                    " --config.log.dir=" +
+                                    a,
+                                dir_ + "/log");
+        ASSERT_GT(pid, 0);
+        ASSERT_TRUE(wait_for_lines(a + "/metrics.jsonl", 3));
+        kill(pid, sig);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        const std::string out = test::read_file(dir_ + "/log");
+        ASSERT_TRUE(WIFEXITED(status)) << "signal " << sig << " status " << status << "\n" << out;
+        EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+        EXPECT_NE(out.find(sig == SIGINT ? "received SIGINT" : "received SIGTERM"),
+                  std::string::npos)
+            << out;
+        // The checkpoint is the last completed step, and it resumes.
+        const long last = losses(a + "/metrics.jsonl").rbegin()->first;
+        EXPECT_EQ(first_line(a + "/checkpoints/latest"), "step_" + std::to_string(last));
+        auto r = test::run_command(test::meshlm_binary() + " train --resume " + a +
+                                   " --config.train.steps=" + std::to_string(last + 2));
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+        EXPECT_NE(r.output.find(std::to_string(last + 2) + "/" + std::to_string(last + 2)),
+                  std::string::npos)
+            << r.output;
+    }
+}
+
+TEST_F(Checkpoint, SecondSignalExitsAtOnce) {
+    // Steps of ~0.3 s: the second signal lands while the first one waits for the step to end.
+    // (The two are sent apart: a signal that is still pending when the same one arrives is
+    // merged with it.)
+    const std::string a = dir_ + "/a";
+    pid_t pid = spawn_train(test::meshlm_binary() + " train" + flags_ +
+                                " --config.model.d_model=128 --config.model.n_head=4"
+                                " --config.model.max_seq_len=128 --config.train.seq_len=128"
+                                " --config.train.batch_size=64 --config.train.steps=100000"
+                                " --config.checkpoint.interval=0 --config.log.dir=" +
+                                a,
+                            dir_ + "/log");
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(wait_for_lines(a + "/metrics.jsonl", 2));
+    kill(pid, SIGINT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << test::read_file(dir_ + "/log");
+    EXPECT_EQ(WTERMSIG(status), SIGINT);
+    EXPECT_FALSE(fs::exists(a + "/checkpoints/latest"));
+}
+
+TEST_F(Checkpoint, KillDuringAWriteKeepsThePreviousCheckpoint) {
+    const std::string a = dir_ + "/a";
+    ASSERT_EQ(train("--config.train.steps=4 --config.checkpoint.interval=4 --config.log.dir=" + a)
+                  .exit_code,
+              0);
+    const std::string model4 = test::read_file(a + "/checkpoints/step_4/model.safetensors");
+    for (const char* point : {"checkpoint_files", "checkpoint_latest"}) {
+        auto r =
+            test::run_command(std::string("MESHLM_FAULT=") + point + " " + test::meshlm_binary() +
+                              " train --resume " + a + " --config.train.steps=8");
+        EXPECT_EQ(r.exit_code, 86) << point << ": " << r.output;  // killed mid-write
+        EXPECT_EQ(first_line(a + "/checkpoints/latest"), "step_4") << point;
+        EXPECT_EQ(test::read_file(a + "/checkpoints/step_4/model.safetensors"), model4);
+    }
+    // Killed after the rename but before `latest`: step_8 is complete, latest still says 4.
+    EXPECT_TRUE(fs::exists(a + "/checkpoints/step_8/trainer.json"));
+    auto r = test::run_command(test::meshlm_binary() + " train --resume " + a +
+                               " --config.train.steps=8");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("step_4 (step 4"), std::string::npos) << r.output;
+    EXPECT_EQ(first_line(a + "/checkpoints/latest"), "step_8");
+    for (const auto& e : fs::directory_iterator(a + "/checkpoints"))
+        EXPECT_NE(e.path().filename().string().rfind(".tmp-", 0), 0u) << e.path();
+}
+
+TEST_F(Checkpoint, DamagedCheckpointsAreRefusedNamingTheFile) {
+    const std::string a = dir_ + "/a";
+    ASSERT_EQ(train("--config.train.steps=2 --config.checkpoint.interval=2 --config.log.dir=" + a)
+                  .exit_code,
+              0);
+    const std::string ck = a + "/checkpoints/step_2";
+    const std::string model = test::read_file(ck + "/model.safetensors");
+    auto resume = [&] {
+        return test::run_command(test::meshlm_binary() + " train --resume " + ck +
+                                 " --config.train.steps=4");
+    };
+    // Truncated.
+    test::write_file(ck + "/model.safetensors", model.substr(0, model.size() / 2));
+    auto r = resume();
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("model.safetensors has " + std::to_string(model.size() / 2) + " bytes"),
+              std::string::npos)
+        << r.output;
+    // Same size, one byte flipped.
+    std::string flipped = model;
+    flipped[flipped.size() - 3] ^= 0x40;
+    test::write_file(ck + "/model.safetensors", flipped);
+    r = resume();
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("model.safetensors has CRC-32"), std::string::npos) << r.output;
+    // A foreign trainer.json.
+    test::write_file(ck + "/model.safetensors", model);
+    const std::string trainer = test::read_file(ck + "/trainer.json");
+    test::write_file(ck + "/trainer.json", "{\"format\": \"something-else\"}");
+    r = resume();
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("has format \"something-else\""), std::string::npos) << r.output;
+    test::write_file(ck + "/trainer.json", "{not json");
+    r = resume();
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("trainer.json is not valid JSON"), std::string::npos) << r.output;
+    // Restored, it resumes; nothing was written by the refused attempts.
+    test::write_file(ck + "/trainer.json", trainer);
+    EXPECT_EQ(losses(a + "/metrics.jsonl").size(), 2u);
+    r = resume();
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST_F(Checkpoint, SampleAndEvalOpenCheckpoints) {
+    const std::string a = dir_ + "/a";
+    ASSERT_EQ(train("--config.train.steps=6 --config.checkpoint.interval=3 --config.log.dir=" + a)
+                  .exit_code,
+              0);
+    for (const std::string& path : {a + "/checkpoints/step_3", a + "/checkpoints/step_6"}) {
+        auto r = test::run_command(test::meshlm_binary() + " eval --checkpoint " + path);
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+        r = test::run_command(test::meshlm_binary() + " sample --checkpoint " + path +
+                              " --prompt Doc --max-new-tokens 5 --temperature 0");
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+    }
+    // The final checkpoint holds the final weights.
+    EXPECT_EQ(test::read_file(a + "/checkpoints/step_6/model.safetensors").size(),
+              test::read_file(a + "/model.safetensors").size());
+}
+
+TEST_F(Checkpoint, InitFromLoadsWeightsWithAFreshOptimizer) {
+    const std::string a = dir_ + "/a", b = dir_ + "/b", c = dir_ + "/c";
+    ASSERT_EQ(train("--config.train.steps=40 --config.log.dir=" + a).exit_code, 0);
+    auto r =
+        train("--config.train.steps=1 --config.model.init_from=" + a + " --config.log.dir=" + b);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("initialized weights from"), std::string::npos) << r.output;
+    ASSERT_EQ(train("--config.train.steps=1 --config.log.dir=" + c).exit_code, 0);
+    // Warm-started: the first loss is the trained model's, far below a random init's (ln 257).
+    const double warm = std::stod(losses(b + "/metrics.jsonl")[1]),
+                 cold = std::stod(losses(c + "/metrics.jsonl")[1]),
+                 trained = std::stod(losses(a + "/metrics.jsonl")[40]);
+    EXPECT_LT(warm, cold - 1.0);
+    EXPECT_NEAR(warm, trained, 0.5);
+    // Fresh schedule: step 1's learning rate is the first warmup step's in both.
+    std::regex lr_re("\"lr\": ([^,}]+)");
+    std::smatch mb, mc;
+    std::string lb = test::read_file(b + "/metrics.jsonl"),
+                lc = test::read_file(c + "/metrics.jsonl");
+    ASSERT_TRUE(std::regex_search(lb, mb, lr_re));
+    ASSERT_TRUE(std::regex_search(lc, mc, lr_re));
+    EXPECT_EQ(mb[1], mc[1]);
+    // Other shapes are refused before a run directory appears.
+    r = train("--config.model.d_model=64 --config.model.init_from=" + a +
+              " --config.log.dir=" + dir_ + "/d");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("has shape"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(dir_ + "/d"));
+}
+
+}  // namespace
+}  // namespace meshlm
