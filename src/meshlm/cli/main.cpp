@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
         add(meshlm::add_info_command(app, split.overrides));
         add(meshlm::add_tokenize_command(app));
         add(meshlm::add_train_tokenizer_command(app));
+        add(meshlm::add_convert_command(app));
         std::vector<const char*> args;
         for (const auto& a : split.args) args.push_back(a.c_str());
         try {

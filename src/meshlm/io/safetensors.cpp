@@ -124,6 +124,10 @@ std::vector<std::int32_t> SafetensorsFile::i32(const std::string& name) const {
     return out;
 }
 
+const void* SafetensorsFile::data(const std::string& name) const {
+    return bytes_.data() + data_start_ + entry(name).begin;
+}
+
 void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
     nlohmann::ordered_json header;

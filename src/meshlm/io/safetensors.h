@@ -31,6 +31,10 @@ class SafetensorsFile {
     // Copies a tensor out, checking dtype and (if given) shape.
     std::vector<float> f32(const std::string& name, const Shape* expect = nullptr) const;
     std::vector<std::int32_t> i32(const std::string& name) const;
+    // The tensor's raw little-endian bytes (entry(name) gives dtype and size), valid while the
+    // file object lives.
+    const void* data(const std::string& name) const;
+    const std::string& path() const { return path_; }
 
   private:
     std::string path_;

@@ -1,0 +1,217 @@
+// meshlm convert --from hf --to meshlm IN OUT   (HF GPT2LMHeadModel directory -> run directory)
+// meshlm convert --from meshlm --to hf IN OUT   (run directory -> HF GPT2LMHeadModel directory)
+//
+// OUT is built in a hidden sibling directory and renamed into place at the end, so a failure
+// leaves nothing half-written; an existing non-empty OUT is replaced only with --force.
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "meshlm/cli/commands.h"
+#include "meshlm/cli/config.h"
+#include "meshlm/cli/run_dir.h"
+#include "meshlm/core/atomic_file.h"
+#include "meshlm/core/buffer.h"
+#include "meshlm/core/error.h"
+#include "meshlm/data/tokenizer.h"
+#include "meshlm/io/hf_gpt2.h"
+#include "meshlm/io/weights.h"
+#include "meshlm/model/gpt2.h"
+
+namespace fs = std::filesystem;
+
+namespace meshlm {
+
+namespace {
+
+struct ConvertArgs {
+    std::string from, to, in, out, dtype = "f32", max_shard_size = "5GB", tokenizer;
+    bool force = false;
+};
+
+// "5GB", "500MB", "2GiB", "123" (bytes), as transformers' max_shard_size; "0" = one file.
+std::size_t parse_byte_size(const std::string& s) {
+    std::size_t i = 0;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+    std::string unit = s.substr(i);
+    for (auto& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    const std::pair<const char*, double> units[] = {{"", 1},
+                                                    {"B", 1},
+                                                    {"KB", 1e3},
+                                                    {"MB", 1e6},
+                                                    {"GB", 1e9},
+                                                    {"TB", 1e12},
+                                                    {"KIB", 1024.},
+                                                    {"MIB", 1024. * 1024},
+                                                    {"GIB", 1024. * 1024 * 1024},
+                                                    {"TIB", 1024. * 1024 * 1024 * 1024}};
+    double number = 0;
+    try {
+        std::size_t used = 0;
+        number = std::stod(s.substr(0, i), &used);
+        if (used != i) throw std::invalid_argument(s);
+    } catch (const std::exception&) {
+        MESHLM_INVALID("--max-shard-size '", s, "' is not a size (e.g. 5GB, 500MB, 2GiB, 0)");
+    }
+    for (const auto& [name, scale] : units)
+        if (unit == name) return static_cast<std::size_t>(number * scale);
+    MESHLM_INVALID("--max-shard-size '", s, "': unknown unit '", s.substr(i),
+                   "' (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+}
+
+// A hidden sibling of OUT to build into; removed unless publish() moved it into place.
+class StagingDir {
+  public:
+    StagingDir(const std::string& out, bool force) : out_(fs::absolute(out).lexically_normal()) {
+        if (out_.filename().empty()) out_ = out_.parent_path();
+        if (fs::exists(out_) && !(fs::is_directory(out_) && fs::is_empty(out_)) && !force)
+            MESHLM_INVALID(out, " exists and is not empty; pass --force to replace it");
+        fs::create_directories(out_.parent_path());
+        tmp_ = out_.parent_path() /
+               ("." + out_.filename().string() + ".convert." + std::to_string(getpid()));
+        fs::remove_all(tmp_);
+        fs::create_directories(tmp_);
+    }
+    ~StagingDir() {
+        std::error_code ec;
+        if (!published_) fs::remove_all(tmp_, ec);
+    }
+    std::string path() const { return tmp_.string(); }
+    std::string final_path() const { return out_.string(); }
+    void publish() {
+        if (fs::exists(out_)) fs::remove_all(out_);
+        fs::rename(tmp_, out_);
+        published_ = true;
+    }
+
+  private:
+    fs::path out_, tmp_;
+    bool published_ = false;
+};
+
+// Which tokenizer the imported run uses: --tokenizer, else IN/tokenizer.json, else byte.
+std::string choose_tokenizer(const ConvertArgs& a, const ModelConfig& m) {
+    std::string spec = a.tokenizer;
+    if (spec.empty())
+        spec = fs::exists(a.in + "/tokenizer.json") ? a.in + "/tokenizer.json" : "byte";
+    if (spec == "byte" && a.tokenizer.empty() && m.vocab_size < 257) {
+        std::string legacy = fs::exists(a.in + "/vocab.json") && fs::exists(a.in + "/merges.txt")
+                                 ? " (vocab.json + merges.txt are not read; save the tokenizer "
+                                   "with a recent `tokenizers` to get a tokenizer.json)"
+                                 : "";
+        MESHLM_INVALID(a.in, " has no tokenizer.json", legacy, " and its vocab_size ", m.vocab_size,
+                       " is too small for the byte tokenizer (257); pass --tokenizer FILE");
+    }
+    auto tok = make_tokenizer(spec);
+    if (tok->vocab_size() > m.vocab_size)
+        MESHLM_INVALID("tokenizer ", spec, " has ", tok->vocab_size(),
+                       " tokens but the model's vocab_size is ", m.vocab_size);
+    return spec;
+}
+
+int convert_hf_to_meshlm(const ConvertArgs& a) {
+    if (a.dtype != "f32")
+        MESHLM_INVALID("--dtype ", a.dtype, ": meshlm run directories hold f32 weights");
+    const HfGpt2Config hf = read_hf_gpt2_config(a.in);
+    const ParamLayout layout = gpt2_layout(hf.model);
+    Buffer<float> params(layout.total());
+    read_hf_gpt2_weights(a.in, hf, layout, params.data());
+    const std::string tok_spec = choose_tokenizer(a, hf.model);
+
+    StagingDir out(a.out, a.force);
+    Config c;
+    c.name = fs::path(out.final_path()).filename().string();
+    c.model = hf.model;
+    c.train.seq_len = std::min(c.train.seq_len, c.model.max_seq_len);
+    c.data.tokenizer = "byte";
+    if (tok_spec != "byte") {
+        // The run keeps its own copy, found by file name (as `meshlm train` does).
+        const std::string name = fs::path(tok_spec).filename().string();
+        fs::copy_file(tok_spec, out.path() + "/" + name);
+        c.data.tokenizer = out.final_path() + "/" + name;
+    }
+    write_file_atomic(out.path() + "/config.yaml", config_to_yaml(c));
+    load_config(out.path() + "/config.yaml", {});  // what sample / eval will read must load
+    save_weights(out.path() + "/model.safetensors", layout, params.data(),
+                 {{"converted_from", "huggingface gpt2"}});
+    out.publish();
+    std::printf(
+        "converted %s (GPT-2: %d layers, width %d, %d heads, vocab %d, context %d, %zu "
+        "parameters) to the meshlm run directory %s; tokenizer: %s\n",
+        a.in.c_str(), hf.model.n_layer, hf.model.d_model, hf.model.n_head, hf.model.vocab_size,
+        hf.model.max_seq_len, layout.count(), out.final_path().c_str(), c.data.tokenizer.c_str());
+    return 0;
+}
+
+int convert_meshlm_to_hf(const ConvertArgs& a) {
+    if (!a.tokenizer.empty())
+        MESHLM_INVALID("--tokenizer applies to --to meshlm; an export takes the run's tokenizer");
+    HfExportOptions opt;
+    if (a.dtype == "bf16")
+        opt.dtype = DType::bf16;
+    else if (a.dtype != "f32")
+        MESHLM_INVALID("--dtype ", a.dtype, ": expected f32 or bf16");
+    opt.max_shard_bytes = parse_byte_size(a.max_shard_size);
+    RunDir run = open_run_dir(a.in);
+    const ModelConfig& m = run.config.model;
+    const ParamLayout layout = gpt2_layout(m);
+    Buffer<float> params(layout.total());
+    load_run_weights(run, layout, params.data());
+    opt.eot_id = run.tokenizer->eot_id();
+
+    StagingDir out(a.out, a.force);
+    auto files = write_hf_gpt2(out.path(), m, layout, params.data(), opt);
+    std::string tok_note;
+    const std::string spec = run.tokenizer_spec;
+    if (spec.size() >= 5 && spec.compare(spec.size() - 5, 5, ".json") == 0) {
+        fs::copy_file(spec, out.path() + "/tokenizer.json");
+        tok_note = "tokenizer.json copied";
+    } else {
+        tok_note = "no Hugging Face tokenizer file written (the run's tokenizer is " +
+                   (spec == "byte" ? std::string("the built-in byte tokenizer") : spec) +
+                   "; token ids are the same, give transformers a matching tokenizer yourself)";
+    }
+    out.publish();
+    std::printf(
+        "exported %s to %s: config.json, generation_config.json, %zu weight file%s (%s, "
+        "%zu parameters); %s\n",
+        a.in.c_str(), out.final_path().c_str(), files.size(), files.size() == 1 ? "" : "s",
+        a.dtype.c_str(), layout.count(), tok_note.c_str());
+    return 0;
+}
+
+}  // namespace
+
+CommandRunner add_convert_command(CLI::App& app) {
+    auto* cmd = app.add_subcommand(
+        "convert", "Convert between meshlm run directories and Hugging Face GPT-2 directories");
+    auto a = std::make_shared<ConvertArgs>();
+    cmd->add_option("--from", a->from, "source format")
+        ->required()
+        ->check(CLI::IsMember({"hf", "meshlm"}));
+    cmd->add_option("--to", a->to, "target format")
+        ->required()
+        ->check(CLI::IsMember({"hf", "meshlm"}));
+    cmd->add_option("IN", a->in, "source directory")->required();
+    cmd->add_option("OUT", a->out, "directory to create")->required();
+    cmd->add_option("--dtype", a->dtype, "weight dtype of an HF export: f32 or bf16")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"f32", "bf16"}));
+    cmd->add_option("--max-shard-size", a->max_shard_size,
+                    "HF export: shard model.safetensors above this size (e.g. 5GB, 500MB; 0 = "
+                    "never)")
+        ->capture_default_str();
+    cmd->add_option("--tokenizer", a->tokenizer,
+                    "HF import: tokenizer for the run (byte or a file; default IN/tokenizer.json "
+                    "when present, else byte)");
+    cmd->add_flag("--force", a->force, "replace a non-empty OUT");
+    return [a] {
+        if (a->from == a->to) MESHLM_INVALID("--from and --to are both ", a->from);
+        return a->from == "hf" ? convert_hf_to_meshlm(*a) : convert_meshlm_to_hf(*a);
+    };
+}
+
+}  // namespace meshlm
