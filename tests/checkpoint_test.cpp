@@ -216,7 +216,7 @@ TEST_F(Checkpoint, SecondSignalExitsAtOnce) {
     int status = 0;
     waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << test::read_file(dir_ + "/log");
-    EXPECT_EQ(WTERMSIG(status), SIGINT);
+    EXPECT_EQ(WTERMSIG(status), SIGINT) << test::read_file(dir_ + "/log");
     EXPECT_FALSE(fs::exists(a + "/checkpoints/latest"));
 }
 

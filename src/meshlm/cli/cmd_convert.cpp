@@ -15,6 +15,7 @@
 #include "meshlm/cli/run_dir.h"
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/buffer.h"
+#include "meshlm/core/byte_size.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/io/hf_gpt2.h"
@@ -31,36 +32,6 @@ struct ConvertArgs {
     std::string from, to, in, out, dtype = "f32", max_shard_size = "5GB", tokenizer;
     bool force = false;
 };
-
-// "5GB", "500MB", "2GiB", "123" (bytes), as transformers' max_shard_size; "0" = one file.
-std::size_t parse_byte_size(const std::string& s) {
-    std::size_t i = 0;
-    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-    std::string unit = s.substr(i);
-    for (auto& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    const std::pair<const char*, double> units[] = {{"", 1},
-                                                    {"B", 1},
-                                                    {"KB", 1e3},
-                                                    {"MB", 1e6},
-                                                    {"GB", 1e9},
-                                                    {"TB", 1e12},
-                                                    {"KIB", 1024.},
-                                                    {"MIB", 1024. * 1024},
-                                                    {"GIB", 1024. * 1024 * 1024},
-                                                    {"TIB", 1024. * 1024 * 1024 * 1024}};
-    double number = 0;
-    try {
-        std::size_t used = 0;
-        number = std::stod(s.substr(0, i), &used);
-        if (used != i) throw std::invalid_argument(s);
-    } catch (const std::exception&) {
-        MESHLM_INVALID("--max-shard-size '", s, "' is not a size (e.g. 5GB, 500MB, 2GiB, 0)");
-    }
-    for (const auto& [name, scale] : units)
-        if (unit == name) return static_cast<std::size_t>(number * scale);
-    MESHLM_INVALID("--max-shard-size '", s, "': unknown unit '", s.substr(i),
-                   "' (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
-}
 
 // A hidden sibling of OUT to build into; removed unless publish() moved it into place.
 class StagingDir {
@@ -154,7 +125,7 @@ int convert_meshlm_to_hf(const ConvertArgs& a) {
         opt.dtype = DType::bf16;
     else if (a.dtype != "f32")
         MESHLM_INVALID("--dtype ", a.dtype, ": expected f32 or bf16");
-    opt.max_shard_bytes = parse_byte_size(a.max_shard_size);
+    opt.max_shard_bytes = parse_byte_size(a.max_shard_size, "--max-shard-size");
     RunDir run = open_run_dir(a.in);
     const ModelConfig& m = run.config.model;
     const ParamLayout layout = gpt2_layout(m);
