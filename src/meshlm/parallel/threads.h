@@ -11,7 +11,8 @@ namespace meshlm {
 int affinity_cpus();
 
 // max(1, affinity_cpus() / k), where k counts the ranks of `world` on this host (this one
-// included) whose affinity masks overlap this rank's. Collective over `world`.
+// included) whose affinity masks overlap this rank's. Collective over `world` (an all-gather
+// of one small record per rank, counted in world.bytes_sent()).
 int threads_per_rank(Comm& world);
 
 }  // namespace meshlm
