@@ -12,11 +12,12 @@ namespace meshlm {
 void fault_point(int world_rank, std::string_view point, long step) {
     const char* rank = std::getenv("MESHLM_FAULT_RANK");
     const char* at = std::getenv("MESHLM_FAULT_AT");
-    if (!rank || !at || std::atoi(rank) != world_rank) return;
+    if (!rank || !at) return;
+    if (std::string_view(rank) != "all" && std::atoi(rank) != world_rank) return;
     std::string here(point);
     if (std::string_view(at) != here) {
         if (step < 0) return;
-        here += ":" + std::to_string(step);
+        here.append(":").append(std::to_string(step));
         if (std::string_view(at) != here) return;
     }
     const char* kind = std::getenv("MESHLM_FAULT_KIND");
