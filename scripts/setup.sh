@@ -10,6 +10,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libzstd-dev      # .gz / .zst corpora (meshlm prepare)
   libsentencepiece-dev        # SentencePiece .model tokenizers and spm-* train-tokenizer
+  openmpi-bin libopenmpi-dev  # distributed runs (mpirun) and the MPI tests
   libgtest-dev                # tests
   fortunes                    # the default training corpus
   time                        # peak-RSS measurement in bench/
