@@ -6,8 +6,10 @@
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/config.h"
 #include "meshlm/core/error.h"
+#include "meshlm/core/signal_thread.h"
 
 int main(int argc, char** argv) {
+    meshlm::start_signal_thread();  // before any other thread: they inherit its signal mask
     try {
         meshlm::SplitArgs split = meshlm::split_config_overrides(argc, argv);
         CLI::App app{"meshlm: train, fine-tune, evaluate and serve transformer language models"};

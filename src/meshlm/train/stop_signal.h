@@ -1,6 +1,7 @@
-// Graceful stop on SIGINT / SIGTERM (preemptible machines): the first signal only sets a flag
-// that the training loop checks between steps (it then writes a checkpoint and returns); a
-// second signal restores the default action and re-raises, so the process ends at once.
+// Graceful stop on SIGINT / SIGTERM (preemptible machines): while a StopSignals lives, the first
+// signal only sets a flag that the training loop checks between steps (it then writes a
+// checkpoint and returns); a second signal ends the process at once. Uses the signal thread of
+// core/signal_thread.h when the program started it, else an asynchronous handler.
 #pragma once
 
 namespace meshlm {
