@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "meshlm/io/safetensors.h"
 #include "test_util.h"
 
 extern char** environ;
@@ -333,6 +334,67 @@ TEST_F(Checkpoint, InitFromLoadsWeightsWithAFreshOptimizer) {
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find("has shape"), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(dir_ + "/d"));
+}
+
+TEST_F(Checkpoint, ShardedCheckpointsResumeExactly) {
+    const std::string a = dir_ + "/a", b = dir_ + "/b";
+    const std::string shard = " --config.checkpoint.max_shard_size=40KB";
+    auto r = train("--config.train.steps=6 --config.checkpoint.interval=3 --config.log.dir=" + a +
+                   shard);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string ck = a + "/checkpoints/step_3";
+    ASSERT_TRUE(fs::exists(ck + "/model.safetensors.index.json"));
+    EXPECT_FALSE(fs::exists(ck + "/model.safetensors"));
+    EXPECT_TRUE(fs::exists(ck + "/model-00001-of-00004.safetensors"));
+    // Every shard is covered by the checksums.
+    const std::string trainer = test::read_file(ck + "/trainer.json");
+    EXPECT_NE(trainer.find("model-00004-of-00004.safetensors"), std::string::npos);
+    r = test::run_command(test::meshlm_binary() + " train --resume " + ck +
+                          " --config.log.dir=" + b);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto la = losses(a + "/metrics.jsonl"), lb = losses(b + "/metrics.jsonl");
+    for (long s = 4; s <= 6; ++s) EXPECT_EQ(la[s], lb[s]) << "step " << s;
+    EXPECT_EQ(test::read_file(a + "/model.safetensors"), test::read_file(b + "/model.safetensors"));
+    // A damaged shard is named.
+    const std::string shard2 = ck + "/model-00002-of-00004.safetensors";
+    std::string bytes = test::read_file(shard2);
+    bytes[bytes.size() / 2] ^= 1;
+    test::write_file(shard2, bytes);
+    r = test::run_command(test::meshlm_binary() + " train --resume " + ck +
+                          " --config.log.dir=" + dir_ + "/c");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("model-00002-of-00004.safetensors has CRC-32"), std::string::npos)
+        << r.output;
+}
+
+TEST_F(Checkpoint, InitFromAHuggingFaceDirectory) {
+    // The tiny HF GPT-2 fixture (2 layers, width 32, 4 heads, vocab 300, context 32). With a
+    // vanishing learning rate the trained weights stay the imported ones, which must equal what
+    // `meshlm convert` imports (itself checked against transformers' logits).
+    const std::string hf = test::fixture("hf_gpt2_tiny"), a = dir_ + "/a";
+    const std::string shape =
+        " --config.model.d_model=32 --config.model.n_head=4 --config.model.vocab_size=300";
+    auto r = train(
+        "--config.train.steps=1 --config.optim.lr=1e-30 --config.optim.weight_decay=0"
+        " --config.model.init_from=" +
+        hf + shape + " --config.log.dir=" + a);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("(Hugging Face GPT-2)"), std::string::npos) << r.output;
+    r = test::run_command(test::meshlm_binary() + " convert --from hf --to meshlm " + hf + " " +
+                          dir_ + "/converted");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    SafetensorsFile trained(a + "/model.safetensors"),
+        imported(dir_ + "/converted/model.safetensors");
+    ASSERT_EQ(trained.names(), imported.names());
+    for (const auto& name : trained.names())
+        EXPECT_EQ(trained.f32(name), imported.f32(name)) << name;
+    // Other shapes: the message lists the HF model's values.
+    r = train("--config.train.steps=1 --config.model.init_from=" + hf +
+              " --config.log.dir=" + dir_ + "/b");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("has n_layer 2, d_model 32, n_head 4, vocab_size 300, max_seq_len 32"),
+              std::string::npos)
+        << r.output;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "meshlm/core/error.h"
+#include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/trainer.h"
@@ -18,7 +19,7 @@ RunDir open_run_dir(const std::string& path) {
         read_checkpoint(path);  // verifies sizes and checksums before use
         run.path = path;
         tokenizer_home = checkpoint_run_dir(path);
-    } else if (fs::exists(path + "/config.yaml") && fs::exists(path + "/model.safetensors")) {
+    } else if (fs::exists(path + "/config.yaml") && SafetensorsSet::present(path)) {
         run.path = path;
     } else if (fs::is_directory(path) && latest_checkpoint(path)) {
         // A run that has not finished (or was interrupted): its latest checkpoint.
@@ -41,7 +42,7 @@ RunDir open_run_dir(const std::string& path) {
 }
 
 void load_run_weights(const RunDir& run, const ParamLayout& layout, float* params) {
-    load_weights(run.path + "/model.safetensors", layout, params);
+    load_weights(run.path, layout, params);
 }
 
 }  // namespace meshlm

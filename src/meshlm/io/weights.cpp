@@ -1,11 +1,39 @@
 #include "meshlm/io/weights.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "meshlm/core/error.h"
 #include "meshlm/io/safetensors.h"
+#include "meshlm/io/safetensors_set.h"
 
 namespace meshlm {
+namespace {
+
+// Checks every slice (presence, shape, dtype) before copying any, so a mismatch leaves params
+// untouched. Works on one file or a sharded set.
+template <typename Source>
+void copy_slices(const Source& src, const std::string& where, const ParamLayout& layout,
+                 float* params, bool allow_bf16) {
+    for (const auto& s : layout.slices()) {
+        if (!src.has(s.name))
+            MESHLM_INVALID(where, ": missing tensor '", s.name,
+                           "' (was it written for another model config?)");
+        const auto& e = src.entry(s.name);
+        if (!(e.shape == s.shape))
+            MESHLM_INVALID(where, ": tensor '", s.name, "' has shape ", e.shape.str(),
+                           " but the config needs ", s.shape.str());
+        if (e.dtype != DType::f32 && !(allow_bf16 && e.dtype == DType::bf16))
+            MESHLM_INVALID(where, ": tensor '", s.name, "' is ", dtype_name(e.dtype), ", need f32",
+                           allow_bf16 ? " or bf16" : "");
+    }
+    for (const auto& s : layout.slices()) {
+        auto v = src.f32(s.name);
+        std::copy(v.begin(), v.end(), params + s.offset);
+    }
+}
+
+}  // namespace
 
 void save_weights(const std::string& path, const ParamLayout& layout, const float* params,
                   const std::map<std::string, std::string>& metadata) {
@@ -16,22 +44,13 @@ void save_weights(const std::string& path, const ParamLayout& layout, const floa
 }
 
 void load_weights(const std::string& path, const ParamLayout& layout, float* params) {
-    SafetensorsFile f(path);
-    for (const auto& s : layout.slices()) {
-        if (!f.has(s.name))
-            MESHLM_INVALID(path, ": missing tensor '", s.name,
-                           "' (was it written for another "
-                           "model config?)");
-        const auto& e = f.entry(s.name);
-        if (!(e.shape == s.shape))
-            MESHLM_INVALID(path, ": tensor '", s.name, "' has shape ", e.shape.str(),
-                           " but the config needs ", s.shape.str());
-        if (e.dtype != DType::f32)
-            MESHLM_INVALID(path, ": tensor '", s.name, "' is ", dtype_name(e.dtype), ", need f32");
-    }
-    for (const auto& s : layout.slices()) {
-        auto v = f.f32(s.name);
-        std::copy(v.begin(), v.end(), params + s.offset);
+    if (std::filesystem::is_directory(path)) {
+        if (!SafetensorsSet::present(path))
+            MESHLM_INVALID(path,
+                           " holds neither model.safetensors nor model.safetensors.index.json");
+        copy_slices(SafetensorsSet(path), path, layout, params, true);
+    } else {
+        copy_slices(SafetensorsFile(path), path, layout, params, false);
     }
 }
 

@@ -9,9 +9,11 @@
 #include <sstream>
 
 #include "meshlm/core/atomic_file.h"
+#include "meshlm/core/byte_size.h"
 #include "meshlm/core/error.h"
 #include "meshlm/core/file_sync.h"
 #include "meshlm/io/safetensors.h"
+#include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
 
 namespace fs = std::filesystem;
@@ -87,15 +89,21 @@ std::string write_checkpoint(const std::string& run_dir, const TrainerState& sta
     const std::string name = step_name(state.step);
     const std::string tmp = root + "/.tmp-" + name + "-" + std::to_string(::getpid());
     fs::create_directories(tmp);
-    save_weights(tmp + "/model.safetensors", layout, params,
-                 {{"format", "meshlm"}, {"step", std::to_string(state.step)}});
+    std::vector<SafetensorsTensor> weights;
+    for (const auto& s : layout.slices())
+        weights.push_back({s.name, DType::f32, s.shape, params + s.offset});
+    const auto model_files = write_safetensors_sharded(
+        tmp, "model", weights, {{"format", "meshlm"}, {"step", std::to_string(state.step)}},
+        parse_byte_size(cfg.max_shard_size, "checkpoint.max_shard_size"));
     fault_point("checkpoint_files");
     write_optimizer(tmp + "/optimizer.safetensors", layout, optim);
     // The config also as a file, so a checkpoint opens like a run directory (sample, eval).
     write_file_atomic(tmp + "/config.yaml", state.config_yaml);
 
     nlohmann::json files = nlohmann::json::object();
-    for (const char* f : {"model.safetensors", "optimizer.safetensors", "config.yaml"}) {
+    std::vector<std::string> names = model_files;
+    names.insert(names.end(), {"optimizer.safetensors", "config.yaml"});
+    for (const auto& f : names) {
         const std::string p = tmp + "/" + f;
         files[f] = {{"bytes", fs::file_size(p)}, {"crc32", file_crc32(p)}};
     }
@@ -194,7 +202,7 @@ TrainerState read_checkpoint(const std::string& dir) {
                                " but trainer.json records ", info.at("crc32").get<std::string>(),
                                " (corrupted)");
         }
-        for (const char* need : {"model.safetensors", "optimizer.safetensors", "config.yaml"})
+        for (const char* need : {"optimizer.safetensors", "config.yaml"})
             if (!j.at("files").contains(need)) MESHLM_INVALID(path, " does not list ", need);
         st.step = j.at("step");
         st.tokens_seen = j.at("tokens_seen");
@@ -209,7 +217,7 @@ TrainerState read_checkpoint(const std::string& dir) {
 }
 
 void load_checkpoint_model(const std::string& dir, const ParamLayout& layout, float* params) {
-    load_weights(dir + "/model.safetensors", layout, params);
+    load_weights(dir, layout, params);
 }
 
 void load_checkpoint_optimizer(const std::string& dir, const ParamLayout& layout, AdamW& optim) {

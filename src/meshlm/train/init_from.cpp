@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "meshlm/core/error.h"
+#include "meshlm/io/hf_gpt2.h"
+#include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/train/checkpoint.h"
 
@@ -10,18 +12,32 @@ namespace fs = std::filesystem;
 
 namespace meshlm {
 
-std::string load_init_weights(const std::string& path, const ParamLayout& layout, float* params) {
+std::string load_init_weights(const std::string& path, const ModelConfig& model,
+                              const ParamLayout& layout, float* params) {
     if (fs::is_regular_file(path) && path.ends_with(".safetensors")) {
         load_weights(path, layout, params);
         return path;
     }
     if (!fs::is_directory(path))
         MESHLM_INVALID("model.init_from: ", path,
-                       " does not exist (give a meshlm run or checkpoint directory, or a "
-                       ".safetensors file)");
-    if (fs::exists(path + "/model.safetensors") && !fs::exists(path + "/trainer.json")) {
-        load_weights(path + "/model.safetensors", layout, params);
-        return path + "/model.safetensors";
+                       " does not exist (give a meshlm run or checkpoint directory, a "
+                       ".safetensors file or a Hugging Face GPT-2 directory)");
+    if (fs::exists(path + "/config.json")) {
+        const HfGpt2Config hf = read_hf_gpt2_config(path);
+        const ModelConfig& m = hf.model;
+        if (!m.same_shapes(model))
+            MESHLM_INVALID("model.init_from: the Hugging Face model in ", path, " has n_layer ",
+                           m.n_layer, ", d_model ", m.d_model, ", n_head ", m.n_head,
+                           ", vocab_size ", m.vocab_size, ", max_seq_len ", m.max_seq_len,
+                           "; set the model section to these values (now n_layer ", model.n_layer,
+                           ", d_model ", model.d_model, ", n_head ", model.n_head, ", vocab_size ",
+                           model.vocab_size, ", max_seq_len ", model.max_seq_len, ")");
+        read_hf_gpt2_weights(path, hf, layout, params);
+        return path + " (Hugging Face GPT-2)";
+    }
+    if (SafetensorsSet::present(path) && !fs::exists(path + "/trainer.json")) {
+        load_weights(path, layout, params);
+        return path;
     }
     const std::string dir = resolve_checkpoint(path);
     read_checkpoint(dir);  // verifies sizes and checksums first

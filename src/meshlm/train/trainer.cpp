@@ -140,7 +140,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
             << human_count(static_cast<double>(tokens_seen)) << " tokens seen)\n";
     } else if (!job.model.init_from.empty()) {
         const std::string from =
-            load_init_weights(job.model.init_from, learner.layout(), learner.params());
+            load_init_weights(job.model.init_from, job.model, learner.layout(), learner.params());
         out << "initialized weights from " << from << " (fresh optimizer and schedule)\n";
     } else {
         learner.init_params(tc.seed);
