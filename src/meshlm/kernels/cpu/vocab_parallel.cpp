@@ -1,0 +1,140 @@
+// Vocabulary-parallel embedding and cross-entropy (see kernels/vocab_parallel.h). Same math as
+// embedding.cpp and cross_entropy.cpp, restricted to one rank's vocabulary range; the
+// log-sum-exp is split into a max phase and a sum phase so ranks can combine partial results.
+#include "meshlm/kernels/vocab_parallel.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstddef>
+
+#include "meshlm/kernels/cpu/vec_math.h"
+
+namespace meshlm::kernels {
+
+void embedding_forward_vocab_range(float* out, const int32_t* tokens, const float* wte, int v0,
+                                   int Vl, int N, int C) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+        const int v = tokens[n] - v0;
+        float* o = out + static_cast<std::size_t>(n) * C;
+        const float* e = wte + static_cast<std::size_t>(v) * C;
+        const bool local = v >= 0 && v < Vl;
+#pragma omp simd
+        for (int c = 0; c < C; ++c) o[c] = local ? e[c] : 0.f;
+    }
+}
+
+void embedding_backward_vocab_range(float* dwte, const float* dout, const int32_t* tokens, int v0,
+                                    int Vl, int N, int C) {
+    // Parallel over channel slices: each element is summed by one thread in token order.
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        const int c0 = static_cast<int>(static_cast<long>(C) * t / nt);
+        const int c1 = static_cast<int>(static_cast<long>(C) * (t + 1) / nt);
+        for (int n = 0; n < N; ++n) {
+            const int v = tokens[n] - v0;
+            if (v < 0 || v >= Vl) continue;
+            const float* g = dout + static_cast<std::size_t>(n) * C;
+            float* e = dwte + static_cast<std::size_t>(v) * C;
+#pragma omp simd
+            for (int c = c0; c < c1; ++c) e[c] += g[c];
+        }
+    }
+}
+
+void position_embedding_forward(float* out, const float* wpe, int N, int T, int C) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+        float* o = out + static_cast<std::size_t>(n) * C;
+        const float* p = wpe + static_cast<std::size_t>(n % T) * C;
+#pragma omp simd
+        for (int c = 0; c < C; ++c) o[c] += p[c];
+    }
+}
+
+void position_embedding_backward(float* dwpe, const float* dout, int N, int T, int C) {
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        const int c0 = static_cast<int>(static_cast<long>(C) * t / nt);
+        const int c1 = static_cast<int>(static_cast<long>(C) * (t + 1) / nt);
+        for (int n = 0; n < N; ++n) {
+            const float* g = dout + static_cast<std::size_t>(n) * C;
+            float* p = dwpe + static_cast<std::size_t>(n % T) * C;
+#pragma omp simd
+            for (int c = c0; c < c1; ++c) p[c] += g[c];
+        }
+    }
+}
+
+void ce_row_max(float* row_max, const float* logits, const int32_t* targets, int N, int Vl,
+                int ldv) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+        if (targets[n] < 0) {
+            row_max[n] = 0.f;
+            continue;
+        }
+        const float* x = logits + static_cast<std::size_t>(n) * ldv;
+        __m256 m = _mm256_set1_ps(-INFINITY);
+        int v = 0;
+        for (; v + 8 <= Vl; v += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + v));
+        float r = cpu::hmax256(m);
+        for (; v < Vl; ++v) r = x[v] > r ? x[v] : r;
+        row_max[n] = r;
+    }
+}
+
+void ce_row_sums(float* stats, float* logits, const int32_t* targets, const float* row_max, int v0,
+                 int N, int Vl, int ldv, bool store) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+        stats[2 * n] = stats[2 * n + 1] = 0.f;
+        if (targets[n] < 0) continue;
+        float* x = logits + static_cast<std::size_t>(n) * ldv;
+        const int t = targets[n] - v0;
+        if (t >= 0 && t < Vl) stats[2 * n + 1] = x[t];  // before the exps overwrite it
+        const __m256 vm = _mm256_set1_ps(row_max[n]);
+        __m256 s = _mm256_setzero_ps();
+        int v = 0;
+        for (; v + 8 <= Vl; v += 8) {
+            const __m256 e = cpu::exp256(_mm256_sub_ps(_mm256_loadu_ps(x + v), vm));
+            if (store) _mm256_storeu_ps(x + v, e);
+            s = _mm256_add_ps(s, e);
+        }
+        float r = cpu::hsum256(s);
+        for (; v < Vl; ++v) {
+            const float e = cpu::exp_scalar(x[v] - row_max[n]);
+            if (store) x[v] = e;
+            r += e;
+        }
+        stats[2 * n] = r;
+    }
+}
+
+void ce_finish(float* logits, float* losses, const int32_t* targets, const float* row_max,
+               const float* stats, int v0, int N, int Vl, int ldv, float dlogits_scale) {
+    const bool grad = dlogits_scale != 0.f;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+        float* x = logits + static_cast<std::size_t>(n) * ldv;
+        if (targets[n] < 0) {
+            losses[n] = 0.f;
+            if (grad)
+                for (int v = 0; v < Vl; ++v) x[v] = 0.f;
+            continue;
+        }
+        const float sum = stats[2 * n];
+        losses[n] = std::log(sum) + row_max[n] - stats[2 * n + 1];
+        if (!grad) continue;
+        const float k = dlogits_scale / sum;
+#pragma omp simd
+        for (int v = 0; v < Vl; ++v) x[v] *= k;
+        const int t = targets[n] - v0;
+        if (t >= 0 && t < Vl) x[t] -= dlogits_scale;
+    }
+}
+
+}  // namespace meshlm::kernels
