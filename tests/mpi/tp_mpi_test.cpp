@@ -170,8 +170,11 @@ TEST_P(TpMpi, LogitsLossAndGradientsMatchSingleProcess) {
 
     std::vector<float> g_full(run.full.size()), g_local(run.local.size()),
         g_gathered(run.full.size());
+    run.mesh.model_comm().reset_bytes_sent();
     const auto [l_ref, l_tp] = run.step_grads(b, g_full, g_local);
     EXPECT_LE(std::fabs(l_tp - l_ref), 1e-5f * l_ref) << l_tp << " vs " << l_ref;
+    EXPECT_EQ(run.mesh.model_comm().bytes_sent(),
+              tp_step_bytes(run.cfg, M, run.mesh.model_index(), run.rows(), kT));
 
     tp_gather(run.cfg, run.mesh.model_comm(), g_local.data(), g_gathered.data());
     float worst = 0;

@@ -18,6 +18,7 @@
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/vocab_parallel.h"
 #include "meshlm/parallel/tp_layout.h"
+#include "meshlm/parallel/traffic.h"
 
 namespace meshlm {
 namespace k = kernels;
@@ -34,6 +35,14 @@ struct Planner {
 };
 
 }  // namespace
+
+std::uint64_t tp_step_bytes(const ModelConfig& cfg, int model, int rank, int B, int T) {
+    const std::size_t N = static_cast<std::size_t>(B) * T, NC = N * cfg.d_model;
+    const int wide = 2 + 4 * cfg.n_layer;  // embedding, head backward, 2 + 2 per block
+    return wide * traffic_all_reduce(NC, model, rank, sizeof(float)) +
+           traffic_all_reduce(N, model, rank, sizeof(float)) +
+           traffic_all_reduce(2 * N, model, rank, sizeof(float));
+}
 
 TensorParallelGPT2::TensorParallelGPT2(const ModelConfig& cfg, Comm& comm, int max_batch,
                                        int max_seq)

@@ -30,6 +30,12 @@
 
 namespace meshlm {
 
+// Bytes one forward (with targets) + backward over (B, T) sends from model rank `rank` of
+// `model`, by the convention of parallel/traffic.h: all-reduces of (N, C) for the embedding,
+// 2 per block forward and 2 backward, the head's input gradient, and the cross-entropy's
+// row max (N) and statistics (2N). A trainer can log it against Comm::bytes_sent().
+std::uint64_t tp_step_bytes(const ModelConfig& cfg, int model, int rank, int B, int T);
+
 class TensorParallelGPT2 {
   public:
     // `comm` is the model-parallel group (DeviceMesh::model_comm()); it must outlive the model.
