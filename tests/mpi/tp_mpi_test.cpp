@@ -109,7 +109,7 @@ class TpRun {
           full(full_layout.total()),
           local(tp.layout().total()) {
         gpt2_init(cfg, full_layout, full.data(), 1234);
-        tp_scatter(cfg, M, mesh.model_index(), full.data(), local.data());
+        tp_init_shard(cfg, M, mesh.model_index(), local.data(), 1234);
     }
     // This data rank's rows of a global batch.
     std::size_t row0() const { return static_cast<std::size_t>(mesh.data_index()) * rows(); }

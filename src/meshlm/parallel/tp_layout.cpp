@@ -111,6 +111,13 @@ void tp_gather(const ModelConfig& cfg, Comm& comm, const float* local, float* fu
     for (int r = 0; r < M; ++r) tp_place(cfg, M, r, all.data() + n * r, full);
 }
 
+void tp_init_shard(const ModelConfig& cfg, int model, int rank, float* local, std::uint64_t seed) {
+    const ParamLayout full_layout = gpt2_layout(cfg);
+    Buffer<float> full(full_layout.total());
+    gpt2_init(cfg, full_layout, full.data(), seed);
+    tp_scatter(cfg, model, rank, full.data(), local);
+}
+
 double tp_sum_squares(const ParamLayout& local_layout, const float* local, Comm& comm) {
     double sums[2] = {0, 0};  // sharded (differs per rank), replicated (the same on every rank)
     for (const ParamSlice& s : local_layout.slices())

@@ -15,6 +15,7 @@
 // 50257 -> 50304) rather than split unevenly.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "meshlm/model/model_config.h"
@@ -43,6 +44,10 @@ void tp_place(const ModelConfig& cfg, int model, int rank, const float* local, f
 // Every rank gets the full buffer from the local shards of the model-parallel group `comm`
 // (an all-gather of the flat shards, then tp_place). Collective over comm.
 void tp_gather(const ModelConfig& cfg, Comm& comm, const float* local, float* full);
+
+// This rank's shard of gpt2_init(seed): the same weights as a single-process run with that
+// seed (the full buffer is drawn transiently; init streams are per whole parameter).
+void tp_init_shard(const ModelConfig& cfg, int model, int rank, float* local, std::uint64_t seed);
 
 // Sum of squares of a TP-sharded buffer over the whole model (for global gradient-norm
 // clipping): sharded slices summed over the model ranks, replicated ones counted once.
