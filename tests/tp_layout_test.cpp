@@ -8,6 +8,7 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/model/gpt2.h"
+#include "meshlm/model/key_bias.h"
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/tp_gpt2.h"
 #include "meshlm/parallel/tp_layout.h"
@@ -135,6 +136,21 @@ TEST(TpLayout, GatherOnOneRankIsTheIdentity) {
     tp_gather(cfg, comm, full.data(), out.data());
     for (const ParamSlice& s : fl.slices())
         for (std::size_t j = 0; j < s.numel; ++j) ASSERT_EQ(out[s.offset + j], full[s.offset + j]);
+}
+
+TEST(TpLayout, KeyBiasGradientsZeroedInFullAndShardLayouts) {
+    const ModelConfig cfg = small_config();
+    for (const ParamLayout& layout : {gpt2_layout(cfg), tp_local_layout(cfg, 2)}) {
+        std::vector<float> g = iota_params(layout);
+        const std::vector<float> before = g;
+        EXPECT_GT(zero_key_bias_grads(layout, g.data()), 0.f);
+        for (const ParamSlice& s : layout.slices())
+            for (std::size_t j = 0; j < s.numel; ++j) {
+                const bool key =
+                    s.name.ends_with("attn.c_attn.bias") && j >= s.numel / 3 && j < 2 * s.numel / 3;
+                ASSERT_EQ(g[s.offset + j], key ? 0.f : before[s.offset + j]) << s.name << j;
+            }
+    }
 }
 
 // At M = 1 the tensor-parallel model is the single-process model through the vocab-parallel
