@@ -210,6 +210,53 @@ TEST_F(DataParallel, CheckpointResumeWithShardedOptimizer) {
     EXPECT_EQ(a, b) << "a resumed stage-2 run continues bitwise exactly";
 }
 
+// Real text: each rank takes its rows of the loader's global batch (data/loader.h), rank 0
+// prepares the corpus while the others wait, and every rank evaluates alike.
+TEST(DataParallelText, MatchesOneProcess) {
+    const std::string dir = test::temp_dir("dp_text");
+    {
+        std::ofstream out(dir + "/corpus.txt");
+        for (int i = 0; i < 300; ++i)
+            out << "Document " << i << ": the quick brown fox jumps over the lazy dog " << i % 7
+                << " times.\n%\n";
+    }
+    auto text = [&](const std::string& run_dir, int batch) {
+        return " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+               " --config.model.max_seq_len=16 --config.train.seq_len=16 --config.train.steps=12"
+               " --config.train.grad_accum=2 --config.train.threads=1"
+               " --config.train.peak_gflops=100 --config.log.interval=1"
+               " --config.log.eval_interval=6 --config.train.eval_batches=2"
+               " --config.log.sample_tokens=0 --config.checkpoint.interval=0"
+               " --config.data.path=" +
+               dir + "/corpus.txt --config.data.cache_dir=" + dir +
+               "/cache --config.train.batch_size=" + std::to_string(batch) +
+               " --config.log.dir=" + run_dir;
+    };
+    auto one = run(1, text(dir + "/one", 4));
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    auto two =
+        run(2, text(dir + "/two", 2) + " --config.parallel.data=2 --config.parallel.zero_stage=1");
+    ASSERT_EQ(two.exit_code, 0) << two.output;
+    auto lines = [](const std::string& path) {
+        std::vector<nlohmann::json> out;
+        std::istringstream in(test::read_file(path));
+        for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+        return out;
+    };
+    auto a = lines(dir + "/one/metrics.jsonl"), b = lines(dir + "/two/metrics.jsonl");
+    ASSERT_EQ(a.size(), b.size());
+    int vals = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        for (const char* key : {"loss", "val_loss"})
+            if (a[i].contains(key)) {
+                ASSERT_TRUE(b[i].contains(key)) << b[i];
+                const double x = a[i][key], y = b[i][key];
+                EXPECT_LE(std::abs(x - y), 1e-5 * std::abs(x)) << key << " at line " << i;
+                vals += std::string(key) == "val_loss";
+            }
+    EXPECT_EQ(vals, 2);
+}
+
 int count_of(const std::string& text, const std::string& what) {
     int n = 0;
     for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;

@@ -181,15 +181,24 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             std::filesystem::rename(copy + ".tmp", copy);
         }
     }
-    // A fresh, unshuffled loader per evaluation: every pass scores the same rows. Every rank
-    // evaluates the whole pass (the same result everywhere; splitting it is future work).
+    // A fresh, unshuffled loader per evaluation: every pass scores the same rows. Data-parallel
+    // ranks score their rows of each global batch and sum the results.
     auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt) {
         learner.sync_params();
         LoaderOptions opt = train_opt;
         opt.shuffle = false;
         auto val = DataLoader::open_split(data_dir, "val", opt);
-        return evaluate(learner.model(), learner.params(), *val, B, T, max_batches, token_bytes,
-                        tok, tgt);
+        EvalResult r = evaluate(learner.model(), learner.params(), *val, B, T, max_batches,
+                                token_bytes, tok, tgt, dp_rank, W);
+        if (W > 1) {
+            std::int64_t counts[2] = {static_cast<std::int64_t>(r.tokens),
+                                      static_cast<std::int64_t>(r.bytes)};
+            dp.all_reduce_sum(&r.loss_sum, 1);
+            dp.all_reduce_sum(counts, 2);
+            r.tokens = static_cast<std::uint64_t>(counts[0]);
+            r.bytes = static_cast<std::uint64_t>(counts[1]);
+        }
+        return r;
     };
     const double flops_per_token = train_flops_per_token(job.model, learner.layout(), T);
     const double peak = tc.peak_gflops > 0 ? tc.peak_gflops : kernels::measure_peak_gflops(threads);
