@@ -155,11 +155,15 @@ TEST(Config, UnknownSection) {
     EXPECT_EQ(msg.find("did you mean"), std::string::npos) << msg;
     EXPECT_CONTAINS(override_error({"model.something_else=1"}),
                     "keys in 'model': n_layer, d_model, n_head");
-    // Reserved sections exist but hold no keys yet.
     msg = load_error(write_file("par.yaml", "parallel:\n  dp: 2\n"));
     EXPECT_CONTAINS(msg, "unknown config key 'parallel.dp'");
-    EXPECT_CONTAINS(msg, "reserved");
-    EXPECT_EQ(msg.find("did you mean"), std::string::npos) << msg;
+}
+
+TEST(Config, ParallelSection) {
+    EXPECT_CONTAINS(override_error({"parallel.model=2"}),
+                    "tensor parallelism is not available yet");
+    EXPECT_CONTAINS(override_error({"parallel.zero_stage=4"}), "parallel.zero_stage");
+    EXPECT_CONTAINS(override_error({"parallel.data=0"}), "parallel.data");
 }
 
 TEST(Config, WrongTypes) {

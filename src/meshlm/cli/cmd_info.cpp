@@ -6,6 +6,7 @@
 #include "meshlm/cli/config.h"
 #include "meshlm/model/flops.h"
 #include "meshlm/model/gpt2.h"
+#include "meshlm/parallel/zero_plan.h"
 
 namespace meshlm {
 
@@ -19,10 +20,15 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         ParamLayout layout = gpt2_layout(m);
         const double P = static_cast<double>(layout.count());
         const double GiB = 1024.0 * 1024 * 1024, MiB = 1024.0 * 1024;
-        const double params = layout.total() * 4.0, grads = params, optim = 2 * params;
+        // Per data-parallel rank, for the ZeRO stage (parallel/zero_plan.h).
+        const int N = cfg.parallel.data, stage = cfg.parallel.zero_stage;
+        const ZeroMemory zm = zero_memory(ZeroPlan(layout.total(), N, 0, stage));
+        const double params = static_cast<double>(zm.params), grads = static_cast<double>(zm.grads),
+                     optim = static_cast<double>(zm.optimizer),
+                     working = static_cast<double>(zm.working);
         const double acts =
             gpt2_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len) * 4.0;
-        const double total = params + grads + optim + acts;
+        const double total = params + grads + optim + working + acts;
         auto mem = [&](const char* what, double b) {
             std::printf("  %-26s %10.1f MiB  (%.3f GiB)\n", what, b / MiB, b / GiB);
         };
@@ -32,18 +38,28 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
                     nonembedding_params(layout));
         std::printf("training FLOPs per token (T=%d): %.4g  (6*N_nonemb + 6*V*d + 12*L*T*d)\n",
                     cfg.train.seq_len, train_flops_per_token(m, layout, cfg.train.seq_len));
-        std::printf("tokens per step: %d (batch %d x seq %d x accum %d)\n",
-                    cfg.train.batch_size * cfg.train.seq_len * cfg.train.grad_accum,
-                    cfg.train.batch_size, cfg.train.seq_len, cfg.train.grad_accum);
-        std::printf("planned memory (fp32, AdamW):\n");
+        std::printf("tokens per step: %d (batch %d x seq %d x accum %d x data-parallel %d)\n",
+                    cfg.train.batch_size * cfg.train.seq_len * cfg.train.grad_accum * N,
+                    cfg.train.batch_size, cfg.train.seq_len, cfg.train.grad_accum, N);
+        if (N > 1 || stage > 0)
+            std::printf(
+                "planned memory per rank (fp32, AdamW; %d data-parallel ranks, ZeRO stage "
+                "%d):\n",
+                N, stage);
+        else
+            std::printf("planned memory (fp32, AdamW):\n");
         mem("parameters", params);
         mem("gradients", grads);
         mem("optimizer state (m, v)", optim);
+        if (working > 0) mem("whole-model working", working);
         char label[64];
         std::snprintf(label, sizeof label, "activations (B=%d, T=%d)", cfg.train.batch_size,
                       cfg.train.seq_len);
         mem(label, acts);
         mem("total", total);
+        if (N > 1 || stage > 0)
+            std::printf("per-rank bytes: params %zu grads %zu optimizer %zu working %zu\n",
+                        zm.params, zm.grads, zm.optimizer, zm.working);
         return 0;
     };
 }

@@ -16,7 +16,8 @@ struct TrainArgs {
 };
 }  // namespace
 
-CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& overrides) {
+CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& overrides,
+                                Comm& world) {
     auto* cmd = app.add_subcommand(
         "train", "Train a model (no arguments: the default small model on the fortunes corpus)");
     auto a = std::make_shared<TrainArgs>();
@@ -29,7 +30,8 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
         "Override any key with --config.section.key=value, e.g. --config.train.steps=100.\n"
         "Keys:\n" +
         config_help());
-    return [a, &overrides] {
+    return [a, &overrides, &world] {
+        const bool rank0 = world.rank() == 0;
         TrainJob job;
         Config cfg;
         if (!a->resume.empty()) {
@@ -47,7 +49,8 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
             if (cfg.checkpoint.resume == "auto") {
                 if (auto latest = latest_checkpoint(job.run_dir)) {
                     job.resume_from = *latest;
-                    std::cout << "checkpoint.resume=auto: continuing from " << *latest << "\n";
+                    if (rank0)
+                        std::cout << "checkpoint.resume=auto: continuing from " << *latest << "\n";
                 }
             }
         }
@@ -57,6 +60,8 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
         job.optim = cfg.optim;
         job.log = cfg.log;
         job.checkpoint = cfg.checkpoint;
+        job.parallel = cfg.parallel;
+        job.world = &world;
         job.resolved_yaml = config_to_yaml(cfg);
         if (cfg.log.sample_tokens > 0)
             job.on_finish = [&cfg](const float* params, const Tokenizer& tok) {
@@ -69,7 +74,7 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
                 std::cout << "sample:\n" << cfg.log.sample_prompt << tok.decode(ids) << "\n";
             };
         TrainResult r = run_training(job, std::cout);
-        if (r.interrupted)
+        if (r.interrupted && rank0)
             std::cout << "interrupted: the last checkpoint is " << r.last_checkpoint << "\n";
         return 0;
     };

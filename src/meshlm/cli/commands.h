@@ -7,11 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "meshlm/parallel/comm.h"
+
 namespace meshlm {
 
 using CommandRunner = std::function<int()>;
 
-CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& overrides);
+// `world`: every rank of the job (a LocalComm for one process); it outlives the command.
+CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& overrides,
+                                Comm& world);
 CommandRunner add_sample_command(CLI::App& app);
 CommandRunner add_eval_command(CLI::App& app);
 CommandRunner add_prepare_command(CLI::App& app);

@@ -404,7 +404,15 @@ OptionTable build_table() {
              "length of the sample printed at the end; 0 = none", at_least(0))
         .add("sample_prompt", &LogConfig::sample_prompt, "prompt of that sample");
 
-    t.sections.push_back("parallel");  // reserved
+    Section<ParallelConfig>(t, "parallel", &Config::parallel)
+        .add("data", &ParallelConfig::data,
+             "data-parallel ranks; parallel.data x parallel.model must equal the number of ranks",
+             at_least(1))
+        .add("model", &ParallelConfig::model, "tensor-parallel ranks per replica (only 1 for now)",
+             at_least(1))
+        .add("zero_stage", &ParallelConfig::zero_stage,
+             "ZeRO: 0 replicated, 1 shards optimizer state, 2 also gradients, 3 also parameters",
+             in_closed_open(0, 4));
 
     Section<CheckpointConfig>(t, "checkpoint", &Config::checkpoint)
         .add("interval", &CheckpointConfig::interval,
@@ -423,6 +431,11 @@ OptionTable build_table() {
              one_of({"none", "auto"}));
 
     t.cross_checks = {
+        [](const Config& c) -> std::optional<std::string> {
+            if (c.parallel.model == 1) return std::nullopt;
+            return "parallel.model is " + std::to_string(c.parallel.model) +
+                   ": tensor parallelism is not available yet; use parallel.model=1";
+        },
         [](const Config& c) -> std::optional<std::string> {
             const auto& m = c.model;
             if (m.n_head < 1 || m.d_model < 1 || m.d_model % m.n_head == 0) return std::nullopt;

@@ -3,8 +3,7 @@
 //
 // Every option is declared once, in the table in config.cpp (build_table) (key, field, help,
 // constraint); parsing, dumping, the key list and the help text all come from that table.
-// Sections: model, data, train, optim, log, checkpoint; `parallel` is reserved (accepted when
-// empty or absent, every key inside is unknown for now).
+// Sections: model, data, train, optim, log, parallel, checkpoint.
 //
 // exports: Config, load_config, config_to_yaml, split_config_overrides, SplitArgs,
 //          config_keys, config_help
@@ -16,6 +15,7 @@
 #include "meshlm/data/data_config.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/optim/optim_config.h"
+#include "meshlm/parallel/parallel_config.h"
 #include "meshlm/train/checkpoint_config.h"
 #include "meshlm/train/train_config.h"
 
@@ -28,6 +28,7 @@ struct Config {
     TrainConfig train;
     OptimConfig optim;
     LogConfig log;
+    ParallelConfig parallel;
     CheckpointConfig checkpoint;
 };
 

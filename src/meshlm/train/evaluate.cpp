@@ -22,14 +22,18 @@ std::vector<std::uint32_t> token_byte_lengths(const Tokenizer& tok, int vocab_si
 
 EvalResult evaluate(GPT2& model, const float* params, DataLoader& loader, int B, int T,
                     long max_batches, const std::vector<std::uint32_t>& token_bytes,
-                    std::int32_t* tokens, std::int32_t* targets) {
+                    std::int32_t* tokens, std::int32_t* targets, int rank, int world) {
     EvalResult r;
     const std::uint64_t start_epoch = loader.epoch();
     for (long b = 0; max_batches == 0 || b < max_batches; ++b) {
         const std::uint64_t left = loader.rows_left_in_epoch();
         if (loader.epoch() != start_epoch || left == 0) break;
-        const int rows = static_cast<int>(left < static_cast<std::uint64_t>(B) ? left : B);
-        loader.next_batch(rows, T, tokens, targets);
+        const std::uint64_t global = static_cast<std::uint64_t>(B) * world;
+        const int all_rows = static_cast<int>(left < global ? left : global);
+        loader.next_batch(all_rows, T, tokens, targets, rank, world);
+        const auto [first, end] = DataLoader::rank_rows(all_rows, rank, world);
+        const int rows = end - first;
+        if (rows == 0) continue;
         model.forward(params, tokens, targets, rows, T);
         const float* losses = model.losses();
         for (int n = 0; n < rows * T; ++n) {

@@ -25,8 +25,11 @@ std::vector<std::uint32_t> token_byte_lengths(const Tokenizer& tok, int vocab_si
 
 // Scores the loader's rows from where it stands, in batches of up to B rows of T tokens, for
 // max_batches batches (0 = to the end of the current epoch). tokens and targets hold B*T ids.
+// Data parallel: each of `world` ranks scores its rows of global batches of B * world rows
+// (DataLoader::rank_rows); summing the ranks' results gives the single-process result of
+// batches of B * world rows.
 EvalResult evaluate(GPT2& model, const float* params, DataLoader& loader, int B, int T,
                     long max_batches, const std::vector<std::uint32_t>& token_bytes,
-                    std::int32_t* tokens, std::int32_t* targets);
+                    std::int32_t* tokens, std::int32_t* targets, int rank = 0, int world = 1);
 
 }  // namespace meshlm

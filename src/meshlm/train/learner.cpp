@@ -1,9 +1,14 @@
 #include "meshlm/train/learner.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/kernels.h"
+#include "meshlm/model/key_bias.h"
 #include "meshlm/optim/schedule.h"
+#include "meshlm/parallel/bucketed.h"
 
 namespace meshlm {
 
@@ -24,30 +29,111 @@ std::vector<ParamGroup> decay_groups(const ParamLayout& layout, const std::strin
     return groups;
 }
 
+std::vector<ParamGroup> shard_groups(const std::vector<ParamGroup>& groups, std::size_t begin,
+                                     std::size_t end) {
+    std::vector<ParamGroup> out;
+    for (const ParamGroup& g : groups) {
+        const std::size_t lo = std::max(g.offset, begin), hi = std::min(g.offset + g.numel, end);
+        if (lo < hi) out.push_back({lo - begin, hi - lo, g.decay});
+    }
+    return out;
+}
+
+namespace {
+
+ZeroPlan make_plan(const ParamLayout& layout, Comm& dp, int stage) {
+    return ZeroPlan(layout.total(), dp.size(), dp.rank(), stage);
+}
+
+}  // namespace
+
 Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
-                 long total_steps)
+                 long total_steps, Comm* dp, int zero_stage)
     : model_cfg_(model),
       optim_cfg_(optim),
       batch_(batch),
       seq_(seq),
       total_steps_(total_steps),
+      dp_(dp ? *dp : local_),
       model_(model, batch, seq),
-      params_(model_.layout().total()),
-      grads_(model_.layout().total()),
-      optim_(optim, decay_groups(model_.layout(), optim.decay_mask), model_.layout().total()) {}
+      plan_(make_plan(model_.layout(), dp_, zero_stage)),
+      params_(plan_.padded),
+      grads_(plan_.padded),
+      param_shard_(zero_stage >= 3 ? plan_.chunk : 0),
+      grad_shard_(zero_stage >= 2 ? plan_.chunk : 0),
+      optim_(optim,
+             zero_stage >= 1 ? shard_groups(decay_groups(model_.layout(), optim.decay_mask),
+                                            plan_.begin(), plan_.end())
+                             : decay_groups(model_.layout(), optim.decay_mask),
+             zero_stage >= 1 ? plan_.chunk : plan_.padded) {}
 
 void Learner::init_params(std::uint64_t seed) {
     gpt2_init(model_cfg_, model_.layout(), params_.data(), seed);
+    params_written();
+}
+
+void Learner::params_written() {
+    if (plan_.stage < 3) return;
+    std::memcpy(param_shard_.data(), params_.data() + plan_.begin(), param_shard_.bytes());
+    // Only the shard counts from now on: every step gathers the whole model alike.
+    params_current_ = false;
+}
+
+void Learner::sync_params() {
+    if (plan_.stage < 3 || params_current_) return;
+    std::memcpy(params_.data() + plan_.begin(), param_shard_.data(), param_shard_.bytes());
+    dp_.all_gather(params_.data(), plan_.chunk);
+    params_current_ = true;
+}
+
+std::unique_ptr<AdamW> Learner::make_full_optimizer() const {
+    return std::make_unique<AdamW>(optim_cfg_, decay_groups(model_.layout(), optim_cfg_.decay_mask),
+                                   plan_.padded);
+}
+
+std::unique_ptr<AdamW> Learner::gather_optimizer() {
+    if (plan_.stage == 0) return nullptr;
+    auto full = make_full_optimizer();
+    const std::size_t at = plan_.begin(), bytes = plan_.chunk * sizeof(float);
+    std::memcpy(full->m() + at, optim_.m(), bytes);
+    std::memcpy(full->v() + at, optim_.v(), bytes);
+    dp_.all_gather(full->m(), plan_.chunk);
+    dp_.all_gather(full->v(), plan_.chunk);
+    full->set_steps_taken(optim_.steps_taken());
+    return full;
+}
+
+void Learner::load_optimizer(AdamW& full) {
+    const std::size_t at = plan_.stage == 0 ? 0 : plan_.begin();
+    const std::size_t n = plan_.stage == 0 ? plan_.padded : plan_.chunk;
+    if (&full != &optim_) {
+        std::memcpy(optim_.m(), full.m() + at, n * sizeof(float));
+        std::memcpy(optim_.v(), full.v() + at, n * sizeof(float));
+    }
+    optim_.set_steps_taken(full.steps_taken());
+}
+
+std::size_t Learner::param_bytes() const {
+    return plan_.stage >= 3 ? param_shard_.bytes() : params_.bytes();
+}
+std::size_t Learner::grad_bytes() const {
+    return plan_.stage >= 2 ? grad_shard_.bytes() : grads_.bytes();
+}
+std::size_t Learner::working_bytes() const {
+    return (plan_.stage >= 2 ? grads_.bytes() : 0) + (plan_.stage >= 3 ? params_.bytes() : 0);
 }
 
 StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* targets, int micro,
                               int B, int T) {
+    sync_params();
+    const bool distributed = dp_.size() > 1;
     const std::size_t per = static_cast<std::size_t>(B) * T;
     std::memset(grads_.data(), 0, grads_.bytes());
     // The gradient of the mean over all scored targets of the step: every micro-batch's
-    // per-token gradients are scaled by 1 / (scored targets of the whole step).
-    std::size_t scored = 0;
+    // per-token gradients are scaled by 1 / (scored targets of the whole step, all ranks).
+    std::int64_t scored = 0;
     for (std::size_t i = 0; i < per * micro; ++i) scored += targets[i] >= 0;
+    if (distributed) dp_.all_reduce_sum(&scored, 1);
     const float grad_scale = scored ? 1.f / static_cast<float>(scored) : 0.f;
     double loss = 0;
     for (int m = 0; m < micro; ++m) {
@@ -60,12 +146,55 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
                 static_cast<double>(n);
         model_.backward(params_.data(), grads_.data());
     }
+    // Exactly zero by softmax's shift invariance; what backward computes is rounding noise that
+    // AdamW would turn into lr-sized steps (model/key_bias.h).
+    zero_key_bias_grads(layout(), grads_.data());
+    if (distributed) dp_.all_reduce_sum(&loss, 1);
     StepStats st;
     st.loss = scored ? static_cast<float>(loss / static_cast<double>(scored)) : 0.f;
-    st.grad_norm = clip_grad_norm(grads_.data(), grads_.size(), optim_cfg_.grad_clip);
+    reduce_gradients();
+    st.grad_norm = clip_gradients();
     st.lr = lr_at(optim_cfg_, optim_.steps_taken(), total_steps_);
-    optim_.step(params_.data(), grads_.data(), st.lr);
+    update(st.lr);
     return st;
+}
+
+void Learner::reduce_gradients() {
+    if (plan_.stage <= 1)
+        bucketed_all_reduce(dp_, grads_.data(), grads_.size());
+    else
+        dp_.reduce_scatter_sum(grads_.data(), grad_shard_.data(), plan_.chunk);
+}
+
+float Learner::clip_gradients() {
+    if (plan_.stage <= 1) return clip_grad_norm(grads_.data(), grads_.size(), optim_cfg_.grad_clip);
+    // The global norm from every rank's chunk (the padding is zero).
+    double sq = kernels::sum_squares(grad_shard_.data(), grad_shard_.size());
+    if (dp_.size() > 1) dp_.all_reduce_sum(&sq, 1);
+    const float norm = static_cast<float>(std::sqrt(sq)), max_norm = optim_cfg_.grad_clip;
+    if (max_norm > 0 && norm > max_norm)
+        kernels::scale(grad_shard_.data(), max_norm / (norm + 1e-6f), grad_shard_.size());
+    return norm;
+}
+
+void Learner::update(float lr) {
+    const std::size_t at = plan_.begin();
+    switch (plan_.stage) {
+        case 0:
+            optim_.step(params_.data(), grads_.data(), lr);
+            return;
+        case 1:
+            optim_.step(params_.data() + at, grads_.data() + at, lr);
+            break;
+        case 2:
+            optim_.step(params_.data() + at, grad_shard_.data(), lr);
+            break;
+        default:
+            optim_.step(param_shard_.data(), grad_shard_.data(), lr);
+            params_current_ = false;
+            return;
+    }
+    if (dp_.size() > 1) dp_.all_gather(params_.data(), plan_.chunk);
 }
 
 float Learner::eval_loss(const std::int32_t* tokens, const std::int32_t* targets) {

@@ -1,19 +1,36 @@
-// The single-process training step: parameters, gradients and AdamW state as flat buffers with
-// the model's layout, and one optimizer step over gradient-accumulated micro-batches.
-// Everything is allocated in the constructor; train_step() allocates nothing.
+// The training step: parameters, gradients and AdamW state as flat buffers with the model's
+// layout, and one optimizer step over gradient-accumulated micro-batches — on one process, or
+// data-parallel over a communicator with ZeRO stage 0-3 (parallel/zero_plan.h says what each
+// rank holds). Everything is allocated in the constructor; a single-process train_step()
+// allocates nothing.
+//
+// Data parallel: every rank runs the step on its own rows of the global batch; the loss is the
+// mean over every scored target of the global batch (the scored count is all-reduced first, so
+// each rank scales its gradients by 1 / global count) and the result equals the single-process
+// step up to float summation order.
+//   stage 0: gradients all-reduced in buckets; every rank runs the whole AdamW update.
+//   stage 1: gradients all-reduced; each rank updates its chunk of the flat buffer with its
+//            shard of the moments, then the parameters are all-gathered.
+//   stage 2: gradients reduce-scattered into the rank's chunk; update as stage 1.
+//   stage 3: as stage 2, but the rank keeps only its chunk of the parameters; the whole model
+//            is all-gathered at the start of the next step (or by sync_params()).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "meshlm/core/buffer.h"
 #include "meshlm/model/gpt2.h"
 #include "meshlm/optim/adamw.h"
+#include "meshlm/parallel/comm.h"
+#include "meshlm/parallel/local_comm.h"
+#include "meshlm/parallel/zero_plan.h"
 
 namespace meshlm {
 
 struct StepStats {
-    float loss;  // mean over the micro-batches
+    float loss;  // mean over every scored target of the (global) step
     float lr;
     float grad_norm;  // global norm before clipping
 };
@@ -21,45 +38,77 @@ struct StepStats {
 class Learner {
   public:
     // Plans for micro-batches of (batch, seq) and a schedule of total_steps optimizer steps.
+    // `dp` (outliving the learner) is the data-parallel communicator; nullptr = one process.
     Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
-            long total_steps);
+            long total_steps, Comm* dp = nullptr, int zero_stage = 0);
 
     GPT2& model() { return model_; }
     const ParamLayout& layout() const { return model_.layout(); }
+    const ZeroPlan& plan() const { return plan_; }
+    // The whole parameter buffer. With stage 3 it is current only after sync_params().
     float* params() { return params_.data(); }
     float* grads() { return grads_.data(); }
     AdamW& optimizer() { return optim_; }
     long step() const { return optim_.steps_taken(); }
 
     void init_params(std::uint64_t seed);
-    // One optimizer step over `micro` micro-batches of (B, T); tokens and targets hold
-    // micro*B*T ids each. The loss is the mean over every target >= 0 of all micro-batches
-    // (padding is masked with -1). B*T may not exceed the planned batch*seq.
+    // After the caller wrote the whole of params() (init, resume, warm start): stage 3 keeps
+    // its chunk of it.
+    void params_written();
+    // Stage 3: all-gathers the parameters into params() (collective). Others: nothing.
+    void sync_params();
+
+    // The whole optimizer state as one AdamW (padded size; collective with stages 1-3, which
+    // all-gather the moments) for a checkpoint, and back: each rank takes its chunk.
+    std::unique_ptr<AdamW> gather_optimizer();
+    void load_optimizer(AdamW& full);
+    // An AdamW over the whole (padded) buffer with this run's groups, for gather / load.
+    std::unique_ptr<AdamW> make_full_optimizer() const;
+
+    // One optimizer step over `micro` micro-batches of (B, T) rows of this rank; tokens and
+    // targets hold micro*B*T ids each. The loss is the mean over every target >= 0 of all
+    // micro-batches of all ranks (padding is masked with -1). B*T may not exceed the planned
+    // batch*seq.
     StepStats train_step(const std::int32_t* tokens, const std::int32_t* targets, int micro, int B,
                          int T);
     StepStats train_step(const std::int32_t* tokens, const std::int32_t* targets, int micro) {
         return train_step(tokens, targets, micro, batch_, seq_);
     }
-    // Mean loss of one batch without touching gradients.
+    // Mean loss of one batch without touching gradients (stage 3: after sync_params()).
     float eval_loss(const std::int32_t* tokens, const std::int32_t* targets);
 
-    // Bytes allocated, by kind (for `info` and memory reports).
-    std::size_t param_bytes() const { return params_.bytes(); }
-    std::size_t grad_bytes() const { return grads_.bytes(); }
+    // Bytes allocated per rank, by kind (for `info` and memory reports); working = whole-model
+    // buffers that stages 2-3 need during the step (see zero_plan.h).
+    std::size_t param_bytes() const;
+    std::size_t grad_bytes() const;
     std::size_t optimizer_bytes() const { return optim_.state_bytes(); }
+    std::size_t working_bytes() const;
     std::size_t activation_bytes() const { return model_.activation_bytes(); }
 
   private:
+    void reduce_gradients();
+    float clip_gradients();
+    void update(float lr);
+
     ModelConfig model_cfg_;
     OptimConfig optim_cfg_;
     int batch_, seq_;
     long total_steps_;
+    LocalComm local_;
+    Comm& dp_;
     GPT2 model_;
+    ZeroPlan plan_;
     Buffer<float> params_, grads_;
+    Buffer<float> param_shard_, grad_shard_;  // stage 3 / stages 2-3
     AdamW optim_;
+    bool params_current_ = true;  // stage 3: params_ holds the gathered current parameters
 };
 
 // AdamW groups from the registry: decay on matrices, everything, or nothing (optim.decay_mask).
 std::vector<ParamGroup> decay_groups(const ParamLayout& layout, const std::string& decay_mask);
+// The groups restricted to [begin, end) of the flat buffer, offsets relative to begin: a shard
+// boundary may cut a group, whose two parts keep its decay flag.
+std::vector<ParamGroup> shard_groups(const std::vector<ParamGroup>& groups, std::size_t begin,
+                                     std::size_t end);
 
 }  // namespace meshlm

@@ -36,6 +36,7 @@ std::string metrics_json(const StepMetrics& m) {
     field("tokens_per_s", m.tokens_per_s, false);
     field("mfu", m.mfu, false);
     field("val_loss", m.val_loss, true);
+    if (m.comm_bytes) s += ", \"comm_bytes\": " + std::to_string(*m.comm_bytes);
     return s + "}";
 }
 

@@ -2,6 +2,7 @@
 // they round-trip exactly) and a human-readable line on the console.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -13,6 +14,8 @@ struct StepMetrics {
     std::optional<float> loss, lr, grad_norm;
     std::optional<double> tokens_per_s, mfu;
     std::optional<float> val_loss;
+    // Data parallel: bytes this rank's collectives sent in the logged step (parallel/traffic.h).
+    std::optional<std::uint64_t> comm_bytes;
 };
 
 // Formats a float so that reading it back gives the same bits.

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -21,6 +22,10 @@
 #include "meshlm/io/weights.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/flops.h"
+#include "meshlm/parallel/fault.h"
+#include "meshlm/parallel/local_comm.h"
+#include "meshlm/parallel/mesh.h"
+#include "meshlm/parallel/threads.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/evaluate.h"
 #include "meshlm/train/init_from.h"
@@ -67,10 +72,21 @@ int available_cpus() {
     return 1;
 }
 
-TrainResult run_training(const TrainJob& job, std::ostream& out) {
+TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const TrainConfig& tc = job.train;
+    // B is the micro-batch of one data-parallel rank; a step trains on B * accum * W rows.
     const int B = tc.batch_size, T = tc.seq_len, accum = tc.grad_accum;
-    const int threads = tc.threads > 0 ? tc.threads : available_cpus();
+    LocalComm local;
+    Comm& world = job.world ? *job.world : local;
+    DeviceMesh mesh(world, job.parallel.data, job.parallel.model);
+    Comm& dp = mesh.data_comm();
+    const int W = dp.size(), dp_rank = dp.rank();
+    const bool writer = world.rank() == 0;  // prints and owns the run directory
+    std::ostream silent(nullptr);
+    std::ostream& out = writer ? rank0_out : silent;
+    const int threads = tc.threads > 0     ? tc.threads
+                        : world.size() > 1 ? threads_per_rank(world)
+                                           : available_cpus();
     kernels::set_threads(threads);
 
     out << "resolved config:\n" << job.resolved_yaml << "\n";
@@ -95,7 +111,10 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
     train_opt.seq_len = T;
     train_opt.seed = tc.seed;
     if (!job.data.synthetic) {
+        // Rank 0 prepares raw inputs into the cache first; the others then find them there.
+        if (!writer) world.barrier();
         data_dir = resolve_prepared_data(job.data, *tokenizer, out);
+        if (writer && world.size() > 1) world.barrier();
         PreparedMeta meta = read_prepared_meta(data_dir);
         train_data = DataLoader::open_split(data_dir, "train", train_opt);
         if (train_data->vocab_size() > job.model.vocab_size)
@@ -123,13 +142,17 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
     }
     const auto token_bytes = token_byte_lengths(*tokenizer, job.model.vocab_size);
 
-    Learner learner(job.model, job.optim, B, T, tc.steps);
+    Learner learner(job.model, job.optim, B, T, tc.steps, &dp, job.parallel.zero_stage);
     long start_step = 0;
     std::uint64_t tokens_seen = 0;
     std::optional<double> best_val;
     if (resume) {
         load_checkpoint_model(job.resume_from, learner.layout(), learner.params());
-        load_checkpoint_optimizer(job.resume_from, learner.layout(), learner.optimizer());
+        learner.params_written();
+        // Checkpoints hold the whole optimizer state; a ZeRO rank keeps its chunk of it.
+        auto full = learner.make_full_optimizer();
+        load_checkpoint_optimizer(job.resume_from, learner.layout(), *full);
+        learner.load_optimizer(*full);
         if (learner.step() != resume->step)
             MESHLM_INVALID(job.resume_from, ": optimizer step ", learner.step(),
                            " differs from trainer.json's step ", resume->step);
@@ -141,15 +164,16 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
     } else if (!job.model.init_from.empty()) {
         const std::string from =
             load_init_weights(job.model.init_from, job.model, learner.layout(), learner.params());
+        learner.params_written();
         out << "initialized weights from " << from << " (fresh optimizer and schedule)\n";
     } else {
         learner.init_params(tc.seed);
     }
 
     // Inputs are valid: only now does the run directory appear.
-    std::filesystem::create_directories(job.run_dir);
-    write_file_atomic(job.run_dir + "/config.yaml", job.resolved_yaml);
-    if (std::filesystem::is_regular_file(job.data.tokenizer)) {
+    if (writer) std::filesystem::create_directories(job.run_dir);
+    if (writer) write_file_atomic(job.run_dir + "/config.yaml", job.resolved_yaml);
+    if (writer && std::filesystem::is_regular_file(job.data.tokenizer)) {
         const std::string copy = run_tokenizer_copy(job.run_dir, job.data.tokenizer);
         if (std::filesystem::absolute(copy) != std::filesystem::absolute(job.data.tokenizer)) {
             std::filesystem::copy_file(job.data.tokenizer, copy + ".tmp",
@@ -157,13 +181,24 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
             std::filesystem::rename(copy + ".tmp", copy);
         }
     }
-    // A fresh, unshuffled loader per evaluation: every pass scores the same rows.
+    // A fresh, unshuffled loader per evaluation: every pass scores the same rows. Data-parallel
+    // ranks score their rows of each global batch and sum the results.
     auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt) {
+        learner.sync_params();
         LoaderOptions opt = train_opt;
         opt.shuffle = false;
         auto val = DataLoader::open_split(data_dir, "val", opt);
-        return evaluate(learner.model(), learner.params(), *val, B, T, max_batches, token_bytes,
-                        tok, tgt);
+        EvalResult r = evaluate(learner.model(), learner.params(), *val, B, T, max_batches,
+                                token_bytes, tok, tgt, dp_rank, W);
+        if (W > 1) {
+            std::int64_t counts[2] = {static_cast<std::int64_t>(r.tokens),
+                                      static_cast<std::int64_t>(r.bytes)};
+            dp.all_reduce_sum(&r.loss_sum, 1);
+            dp.all_reduce_sum(counts, 2);
+            r.tokens = static_cast<std::uint64_t>(counts[0]);
+            r.bytes = static_cast<std::uint64_t>(counts[1]);
+        }
+        return r;
     };
     const double flops_per_token = train_flops_per_token(job.model, learner.layout(), T);
     const double peak = tc.peak_gflops > 0 ? tc.peak_gflops : kernels::measure_peak_gflops(threads);
@@ -171,18 +206,34 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
         << " parameters ("
         << human_count(static_cast<double>(nonembedding_params(learner.layout())))
         << " non-embedding), " << human_count(flops_per_token) << " training FLOPs/token\n"
-        << "memory: parameters " << human_bytes(learner.param_bytes()) << ", gradients "
-        << human_bytes(learner.grad_bytes()) << ", optimizer "
-        << human_bytes(learner.optimizer_bytes()) << ", activations "
-        << human_bytes(learner.activation_bytes()) << "\n"
-        << "threads: " << threads << ", fp32 peak " << static_cast<int>(peak) << " GFLOP/s"
+        << "memory" << (W > 1 ? " per rank" : "") << ": parameters "
+        << human_bytes(learner.param_bytes()) << ", gradients " << human_bytes(learner.grad_bytes())
+        << ", optimizer " << human_bytes(learner.optimizer_bytes()) << ", activations "
+        << human_bytes(learner.activation_bytes());
+    if (learner.working_bytes() > 0)
+        out << ", whole-model working buffers " << human_bytes(learner.working_bytes());
+    out << "\n";
+    if (world.size() > 1) {
+        // Exact bytes, for tests and for comparing with `meshlm info`.
+        out << "data parallel: " << W << " ranks, ZeRO stage " << job.parallel.zero_stage
+            << ", micro-batch " << B << " x accum " << accum << " x " << W
+            << " ranks per step; allocated per rank (bytes): params " << learner.param_bytes()
+            << " grads " << learner.grad_bytes() << " optimizer " << learner.optimizer_bytes()
+            << " working " << learner.working_bytes() << "\n";
+    }
+    out << "threads: " << threads << ", fp32 peak " << static_cast<int>(peak) << " GFLOP/s"
         << (tc.peak_gflops > 0 ? " (train.peak_gflops)" : " (measured)") << "\n"
         << "run directory: " << job.run_dir << "\n";
     out.flush();
 
-    MetricsWriter metrics(job.run_dir + "/metrics.jsonl", resume ? start_step : -1);
+    std::optional<MetricsWriter> metrics;
+    if (writer) metrics.emplace(job.run_dir + "/metrics.jsonl", resume ? start_step : -1);
     const std::size_t per_micro = static_cast<std::size_t>(B) * T;
     std::vector<std::int32_t> tokens(per_micro * accum), targets(per_micro * accum);
+    // Synthetic data is drawn for the whole global micro-batch, of which a rank keeps its rows.
+    std::vector<std::int32_t> all_tokens, all_targets;
+    if (job.data.synthetic && W > 1)
+        all_tokens.resize(per_micro * W), all_targets.resize(per_micro * W);
     TrainResult result;
     result.final_val_loss = std::numeric_limits<float>::quiet_NaN();
 
@@ -195,9 +246,14 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
         st.best_val = best_val;
         st.config_yaml = job.resolved_yaml;
         const auto t0 = Clock::now();
-        result.last_checkpoint =
-            write_checkpoint(job.run_dir, st, learner.layout(), learner.params(),
-                             learner.optimizer(), job.checkpoint);
+        // Every rank gathers (collective); rank 0 writes. ZeRO state is gathered whole for now.
+        learner.sync_params();
+        auto gathered = learner.gather_optimizer();
+        if (writer)
+            result.last_checkpoint =
+                write_checkpoint(job.run_dir, st, learner.layout(), learner.params(),
+                                 gathered ? *gathered : learner.optimizer(), job.checkpoint);
+        if (world.size() > 1) world.barrier();  // no rank ends before the checkpoint exists
         char line[64];
         std::snprintf(line, sizeof line, " (%.2f s)",
                       std::chrono::duration<double>(Clock::now() - t0).count());
@@ -217,19 +273,29 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
         const int Ts = warm ? tc.seq_warmup_len : T, Bs = warm ? B * T / tc.seq_warmup_len : B;
         Philox rng(tc.seed, 0xDA7A0000ull + static_cast<std::uint64_t>(step));
         for (int m = 0; m < accum; ++m) {
-            if (job.data.synthetic)
-                random_tokens(Bs, Ts, job.model.vocab_size, rng, tokens.data() + m * per_micro,
-                              targets.data() + m * per_micro);
-            else
-                train_data->next_batch(Bs, Ts, tokens.data() + m * per_micro,
-                                       targets.data() + m * per_micro);
+            std::int32_t *tok = tokens.data() + m * per_micro,
+                         *tgt = targets.data() + m * per_micro;
+            if (job.data.synthetic && W == 1) {
+                random_tokens(Bs, Ts, job.model.vocab_size, rng, tok, tgt);
+            } else if (job.data.synthetic) {
+                random_tokens(Bs * W, Ts, job.model.vocab_size, rng, all_tokens.data(),
+                              all_targets.data());
+                const std::size_t mine = static_cast<std::size_t>(Bs) * Ts, at = mine * dp_rank;
+                std::copy_n(all_tokens.data() + at, mine, tok);
+                std::copy_n(all_targets.data() + at, mine, tgt);
+            } else {
+                train_data->next_batch(Bs * W, Ts, tok, tgt, dp_rank, W);
+            }
         }
+        fault_point(world.rank(), "train_step", step + 1);
+        mesh.reset_bytes_sent();
         StepStats st = learner.train_step(tokens.data(), targets.data(), accum, Bs, Ts);
+        const std::uint64_t step_bytes = mesh.bytes_sent();
         if (!std::isfinite(st.loss))
             MESHLM_INVALID("training diverged at step ", step + 1, " (loss ", st.loss,
                            "); lower optim.lr or enable optim.grad_clip");
-        interval_tokens += static_cast<long>(per_micro) * accum;
-        tokens_seen += per_micro * accum;
+        interval_tokens += static_cast<long>(per_micro) * accum * W;
+        tokens_seen += per_micro * accum * W;
         result.final_loss = st.loss;
 
         const long done = step + 1;
@@ -247,14 +313,17 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
             double tps = interval_tokens / secs;
             m.loss = st.loss, m.lr = st.lr, m.grad_norm = st.grad_norm;
             m.tokens_per_s = tps;
-            m.mfu = tps * flops_per_token / (peak * 1e9);
-            char line[256];
+            m.mfu = tps * flops_per_token / (peak * 1e9 * W);
+            if (W > 1) m.comm_bytes = step_bytes;
+            char line[320];
             std::snprintf(
                 line, sizeof line,
                 "step %6ld/%ld | loss %.4f | lr %.3e | grad_norm %.3f | %s tok/s | mfu %.1f%%",
                 done, static_cast<long>(tc.steps), st.loss, st.lr, st.grad_norm,
                 human_count(tps).c_str(), 100 * *m.mfu);
-            out << line << "\n";
+            out << line;
+            if (W > 1) out << " | sent " << human_bytes(static_cast<double>(step_bytes)) << "/rank";
+            out << "\n";
         }
         std::optional<double> val_now;
         if (eval_now) {
@@ -270,10 +339,16 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
         }
         if (log_now || eval_now) {
             out.flush();
-            metrics.write(m);
+            if (metrics) metrics->write(m);
         }
-        if (stop.requested()) {
-            out << "received " << (stop.signal() == SIGINT ? "SIGINT" : "SIGTERM")
+        // Every rank stops after the same step (the signal may reach them at different times).
+        std::int32_t stop_now = stop.requested();
+        if (world.size() > 1) world.all_reduce_max(&stop_now, 1);
+        if (stop_now) {
+            out << "received "
+                << (!stop.requested()         ? "a stop signal on another rank"
+                    : stop.signal() == SIGINT ? "SIGINT"
+                                              : "SIGTERM")
                 << ": stopping after step " << done << "\n";
             save_checkpoint(done);
             result.interrupted = true;
@@ -303,11 +378,14 @@ TrainResult run_training(const TrainJob& job, std::ostream& out) {
         }
     }
 
-    save_weights(job.run_dir + "/model.safetensors", learner.layout(), learner.params(),
-                 {{"format", "meshlm"}, {"step", std::to_string(tc.steps)}});
-    out << "saved " << job.run_dir << "/model.safetensors\n";
-
-    if (job.on_finish) job.on_finish(learner.params(), *tokenizer);
+    learner.sync_params();
+    if (writer) {
+        save_weights(job.run_dir + "/model.safetensors", learner.layout(), learner.params(),
+                     {{"format", "meshlm"}, {"step", std::to_string(tc.steps)}});
+        out << "saved " << job.run_dir << "/model.safetensors\n";
+        if (job.on_finish) job.on_finish(learner.params(), *tokenizer);
+    }
+    if (world.size() > 1) world.barrier();
     return result;
 }
 

@@ -12,6 +12,8 @@
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/optim/optim_config.h"
+#include "meshlm/parallel/comm.h"
+#include "meshlm/parallel/parallel_config.h"
 #include "meshlm/train/checkpoint_config.h"
 #include "meshlm/train/train_config.h"
 
@@ -24,6 +26,10 @@ struct TrainJob {
     OptimConfig optim;
     LogConfig log;
     CheckpointConfig checkpoint;
+    ParallelConfig parallel;
+    // Every rank of the job (outliving the run); nullptr = one process. Only world rank 0
+    // prints to `out` and writes the run directory.
+    Comm* world = nullptr;
     std::string run_dir;        // resolved log.dir
     std::string resume_from;    // a checkpoint directory to continue from; empty = a fresh run
     std::string resolved_yaml;  // saved as RUN_DIR/config.yaml

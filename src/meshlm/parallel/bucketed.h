@@ -1,0 +1,19 @@
+// Gradient all-reduce in buckets: every bucket's non-blocking all-reduce is started before the
+// first is waited on, so MPI moves several messages at once and the per-message latency
+// overlaps. (The model's backward is monolithic, so the buckets start right after it rather
+// than during it.)
+#pragma once
+
+#include <cstddef>
+
+#include "meshlm/parallel/comm.h"
+
+namespace meshlm {
+
+inline constexpr std::size_t kGradBucketFloats = std::size_t{1} << 20;  // 4 MiB
+
+// buf[0..n) summed over the ranks of comm, in buckets of at most `bucket` floats.
+void bucketed_all_reduce(Comm& comm, float* buf, std::size_t n,
+                         std::size_t bucket = kGradBucketFloats);
+
+}  // namespace meshlm

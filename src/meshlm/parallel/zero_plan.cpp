@@ -1,0 +1,26 @@
+#include "meshlm/parallel/zero_plan.h"
+
+#include "meshlm/core/error.h"
+
+namespace meshlm {
+
+ZeroPlan::ZeroPlan(std::size_t total_floats, int ranks_, int rank_, int stage_)
+    : total(total_floats), ranks(ranks_), rank(rank_), stage(stage_) {
+    if (stage < 0 || stage > 3) MESHLM_INVALID("parallel.zero_stage must be 0-3 (got ", stage, ")");
+    MESHLM_CHECK(ranks >= 1 && rank >= 0 && rank < ranks, "bad rank ", rank, " of ", ranks);
+    const std::size_t n = static_cast<std::size_t>(ranks);
+    chunk = ranks == 1 ? total : ((total + n - 1) / n + 15) / 16 * 16;
+    padded = chunk * n;
+}
+
+ZeroMemory zero_memory(const ZeroPlan& p) {
+    const std::size_t full = p.padded * sizeof(float), shard = p.chunk * sizeof(float);
+    ZeroMemory m{};
+    m.params = p.stage >= 3 ? shard : full;
+    m.grads = p.stage >= 2 ? shard : full;
+    m.optimizer = 2 * (p.stage >= 1 ? shard : full);
+    m.working = (p.stage >= 2 ? full : 0) + (p.stage >= 3 ? full : 0);
+    return m;
+}
+
+}  // namespace meshlm

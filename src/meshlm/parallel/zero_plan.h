@@ -1,0 +1,41 @@
+// How ZeRO cuts the flat parameter / gradient / optimizer buffers over N data-parallel ranks,
+// and what each rank then holds.
+//
+// Partition: the flat buffer of `total` floats is padded to N equal chunks of `chunk` floats,
+// chunk = round_up(ceil(total / N), 16) (16 floats = one cache line, as ParamLayout aligns
+// slices); rank r owns [r * chunk, (r + 1) * chunk). The padding is zero and never read by the
+// model. One rank (N = 1) has one chunk of exactly `total` floats.
+//
+// Per-rank bytes of persistent training state with fp32 AdamW (Ψ = padded floats), as in the
+// ZeRO paper: stage 0: 4Ψ params + 4Ψ grads + 8Ψ moments = 16Ψ; stage 1: 4Ψ + 4Ψ + 8Ψ/N;
+// stage 2: 4Ψ + 4Ψ/N + 8Ψ/N; stage 3: 16Ψ/N.
+// Working buffers: the model's backward writes whole-model gradients (it has no per-block
+// hook), so stages 2-3 also keep a full gradient buffer for the step, and stage 3 a full
+// parameter buffer gathered for forward and backward.
+#pragma once
+
+#include <cstddef>
+
+namespace meshlm {
+
+struct ZeroPlan {
+    ZeroPlan(std::size_t total, int ranks, int rank, int stage);
+
+    std::size_t total;  // floats of the layout
+    int ranks, rank, stage;
+    std::size_t chunk;   // floats per rank
+    std::size_t padded;  // chunk * ranks
+    std::size_t begin() const { return chunk * static_cast<std::size_t>(rank); }
+    std::size_t end() const { return begin() + chunk; }
+};
+
+struct ZeroMemory {
+    std::size_t params, grads, optimizer;  // persistent state, bytes per rank
+    std::size_t working;                   // whole-model buffers of a step (see above)
+    std::size_t total() const { return params + grads + optimizer + working; }
+};
+
+// What a rank of `plan` allocates (fp32 params and grads, AdamW m and v).
+ZeroMemory zero_memory(const ZeroPlan& plan);
+
+}  // namespace meshlm

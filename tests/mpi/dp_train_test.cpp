@@ -1,0 +1,277 @@
+// Data-parallel training through `mpirun ... meshlm train`: every ZeRO stage on 2 and 4 ranks
+// trains like one process with the same global batch (losses and final weights), gradient
+// accumulation composes with it, each rank allocates what the ZeRO paper says and sends what
+// the ring convention says, and a failing rank ends the job.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "meshlm/io/weights.h"
+#include "meshlm/model/gpt2.h"
+#include "test_util.h"
+
+namespace meshlm {
+namespace {
+
+constexpr int kSteps = 20;
+
+ModelConfig tiny_model() {
+    ModelConfig m;
+    m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 300, m.max_seq_len = 16;
+    return m;
+}
+
+// Synthetic tokens: the global batch of a step is drawn whole, each rank keeping its rows.
+std::string flags(const std::string& dir, int batch, int accum) {
+    return " --config.data.synthetic=true --config.model.n_layer=2 --config.model.d_model=32"
+           " --config.model.n_head=2 --config.model.vocab_size=300 --config.model.max_seq_len=16"
+           " --config.train.seq_len=16 --config.train.steps=" +
+           std::to_string(kSteps) + " --config.train.batch_size=" + std::to_string(batch) +
+           " --config.train.grad_accum=" + std::to_string(accum) +
+           " --config.log.interval=1 --config.log.sample_tokens=0 --config.train.peak_gflops=100"
+           " --config.train.threads=1 --config.optim.warmup_steps=2 --config.optim.grad_clip=1.0"
+           " --config.checkpoint.interval=0 --config.log.dir=" +
+           dir;
+}
+
+test::CommandResult run(int np, const std::string& args, const std::string& env = "") {
+    const std::string launch =
+        np == 1 ? std::string(MESHLM_BINARY)
+                : std::string(MESHLM_MPIRUN) + " -np " + std::to_string(np) + " " + MESHLM_BINARY;
+    return test::run_command("env OMP_WAIT_POLICY=PASSIVE MESHLM_COMM_TIMEOUT=60 " + env +
+                             " timeout -s KILL 120 " + launch + " train" + args);
+}
+
+struct TrainedRun {
+    std::vector<nlohmann::json> steps;  // metrics.jsonl lines
+    std::vector<float> weights;
+    std::string output;
+};
+
+TrainedRun train(int np, const std::string& dir, const std::string& args) {
+    auto r = run(np, args);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    TrainedRun out;
+    out.output = r.output;
+    std::istringstream in(test::read_file(dir + "/metrics.jsonl"));
+    for (std::string line; std::getline(in, line);)
+        out.steps.push_back(nlohmann::json::parse(line));
+    const ModelConfig m = tiny_model();
+    const ParamLayout layout = gpt2_layout(m);
+    out.weights.assign(layout.total(), 0.f);
+    load_weights(dir + "/model.safetensors", layout, out.weights.data());
+    return out;
+}
+
+void expect_same_training(const TrainedRun& ref, const TrainedRun& got, const std::string& what) {
+    ASSERT_EQ(got.steps.size(), static_cast<std::size_t>(kSteps)) << what << "\n" << got.output;
+    ASSERT_EQ(ref.steps.size(), got.steps.size()) << what;
+    for (int s = 0; s < kSteps; ++s) {
+        const double a = ref.steps[s]["loss"], b = got.steps[s]["loss"];
+        EXPECT_LE(std::abs(a - b), 1e-5 * std::abs(a)) << what << " step " << s + 1;
+    }
+    // Every weight within 1e-5 (the attention key biases too: their gradient, exactly zero, is
+    // zeroed after backward, see model/key_bias.h).
+    float diff = 0;
+    for (std::size_t i = 0; i < ref.weights.size(); ++i)
+        diff = std::max(diff, std::abs(ref.weights[i] - got.weights[i]));
+    EXPECT_LE(diff, 1e-5f) << what << ": max |weight difference|";
+}
+
+class DataParallel : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        dir_ = new std::string(test::temp_dir("dp"));
+        // One process with the global batch of 4 rows (and of 4 micro-batches of 1 row).
+        ref_ = new TrainedRun(train(1, *dir_ + "/ref", flags(*dir_ + "/ref", 4, 1)));
+        ref_accum_ = new TrainedRun(train(1, *dir_ + "/ref_acc", flags(*dir_ + "/ref_acc", 1, 4)));
+    }
+    static std::string* dir_;
+    static TrainedRun* ref_;
+    static TrainedRun* ref_accum_;
+};
+std::string* DataParallel::dir_ = nullptr;
+TrainedRun* DataParallel::ref_ = nullptr;
+TrainedRun* DataParallel::ref_accum_ = nullptr;
+
+// Ψ: the flat buffer padded to N chunks of a multiple of 16 floats (parallel/zero_plan.h).
+std::size_t padded_floats(int n) {
+    const std::size_t total = gpt2_layout(tiny_model()).total();
+    const std::size_t chunk = n == 1 ? total : ((total + n - 1) / n + 15) / 16 * 16;
+    return chunk * n;
+}
+
+std::map<std::string, std::size_t> allocated(const std::string& output) {
+    std::smatch m;
+    std::regex re("params ([0-9]+) grads ([0-9]+) optimizer ([0-9]+) working ([0-9]+)");
+    std::map<std::string, std::size_t> out;
+    if (std::regex_search(output, m, re))
+        out = {{"params", std::stoull(m[1])},
+               {"grads", std::stoull(m[2])},
+               {"optimizer", std::stoull(m[3])},
+               {"working", std::stoull(m[4])}};
+    return out;
+}
+
+TEST_F(DataParallel, EveryStageMatchesOneProcess) {
+    for (int np : {2, 4})
+        for (int stage = 0; stage <= 3; ++stage) {
+            const std::string what = "np " + std::to_string(np) + " stage " + std::to_string(stage);
+            const std::string dir =
+                *dir_ + "/np" + std::to_string(np) + "_z" + std::to_string(stage);
+            TrainedRun got =
+                train(np, dir,
+                      flags(dir, 4 / np, 1) + " --config.parallel.data=" + std::to_string(np) +
+                          " --config.parallel.zero_stage=" + std::to_string(stage));
+            expect_same_training(*ref_, got, what);
+
+            // Allocations per rank follow the ZeRO paper (fp32 + AdamW, Ψ padded floats).
+            const std::size_t psi = padded_floats(np), shard = psi / np;
+            auto a = allocated(got.output);
+            ASSERT_EQ(a.size(), 4u) << got.output;
+            EXPECT_EQ(a["params"], 4 * (stage >= 3 ? shard : psi)) << what;
+            EXPECT_EQ(a["grads"], 4 * (stage >= 2 ? shard : psi)) << what;
+            EXPECT_EQ(a["optimizer"], 8 * (stage >= 1 ? shard : psi)) << what;
+            EXPECT_EQ(a["params"] + a["grads"] + a["optimizer"], stage == 0   ? 16 * psi
+                                                                 : stage == 1 ? 8 * psi + 8 * shard
+                                                                 : stage == 2 ? 4 * psi + 12 * shard
+                                                                              : 16 * shard)
+                << what;
+
+            // Rank 0's bytes per step: the ring convention (rank 0 owns the one element of the
+            // small loss / count all-reduces, so they add nothing). Stage 0 all-reduces the
+            // gradients: 2Ψ(N-1)/N floats; stage 1 adds the parameter all-gather; stages 2-3
+            // reduce-scatter and all-gather: 2Ψ(N-1)/N.
+            const std::size_t ring = (psi - shard) * sizeof(float);
+            const std::size_t expect = stage == 1 ? 3 * ring : 2 * ring;
+            for (const auto& s : got.steps) EXPECT_EQ(s["comm_bytes"], expect) << what;
+
+            // `meshlm info` plans the same bytes.
+            auto info = test::run_command(std::string(MESHLM_BINARY) +
+                                          " info --config.model.n_layer=2 "
+                                          "--config.model.d_model=32 --config.model.n_head=2 "
+                                          "--config.model.vocab_size=300 "
+                                          "--config.model.max_seq_len=16 --config.train.seq_len=16 "
+                                          "--config.parallel.data=" +
+                                          std::to_string(np) +
+                                          " --config.parallel.zero_stage=" + std::to_string(stage));
+            EXPECT_EQ(allocated(info.output), a) << info.output;
+        }
+}
+
+TEST_F(DataParallel, TwoRanksTimesAccumTwoMatchAccumFour) {
+    for (int stage : {0, 2}) {
+        const std::string dir = *dir_ + "/acc_z" + std::to_string(stage);
+        TrainedRun got = train(
+            2, dir,
+            flags(dir, 1, 2) +
+                " --config.parallel.data=2 --config.parallel.zero_stage=" + std::to_string(stage));
+        expect_same_training(*ref_accum_, got, "np 2 accum 2 stage " + std::to_string(stage));
+    }
+}
+
+TEST_F(DataParallel, CheckpointResumeWithShardedOptimizer) {
+    // Stage 2, interrupted at step 10 (checkpoint gathered to rank 0) and resumed on 2 ranks:
+    // the same final weights as the uninterrupted run.
+    const std::string dir = *dir_ + "/resume";
+    const std::string dp = " --config.parallel.data=2 --config.parallel.zero_stage=2";
+    const std::string dir2 = *dir_ + "/resume2";
+    auto full = run(2, flags(dir2, 2, 1) + dp +
+                           " --config.checkpoint.interval=10 --config.checkpoint.keep_last=5");
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    auto again = run(2, " --resume " + dir2 + "/checkpoints/step_10 --config.log.dir=" + dir +
+                            "_resumed --config.checkpoint.interval=0");
+    ASSERT_EQ(again.exit_code, 0) << again.output;
+    const ParamLayout layout = gpt2_layout(tiny_model());
+    std::vector<float> a(layout.total()), b(layout.total());
+    load_weights(dir2 + "/model.safetensors", layout, a.data());
+    load_weights(dir + "_resumed/model.safetensors", layout, b.data());
+    EXPECT_EQ(a, b) << "a resumed stage-2 run continues bitwise exactly";
+}
+
+// Real text: each rank takes its rows of the loader's global batch (data/loader.h), rank 0
+// prepares the corpus while the others wait, and every rank evaluates alike.
+TEST(DataParallelText, MatchesOneProcess) {
+    const std::string dir = test::temp_dir("dp_text");
+    {
+        std::ofstream out(dir + "/corpus.txt");
+        for (int i = 0; i < 300; ++i)
+            out << "Document " << i << ": the quick brown fox jumps over the lazy dog " << i % 7
+                << " times.\n%\n";
+    }
+    auto text = [&](const std::string& run_dir, int batch) {
+        return " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+               " --config.model.max_seq_len=16 --config.train.seq_len=16 --config.train.steps=12"
+               " --config.train.grad_accum=2 --config.train.threads=1"
+               " --config.train.peak_gflops=100 --config.log.interval=1"
+               " --config.log.eval_interval=6 --config.train.eval_batches=2"
+               " --config.log.sample_tokens=0 --config.checkpoint.interval=0"
+               " --config.data.path=" +
+               dir + "/corpus.txt --config.data.cache_dir=" + dir +
+               "/cache --config.train.batch_size=" + std::to_string(batch) +
+               " --config.log.dir=" + run_dir;
+    };
+    auto one = run(1, text(dir + "/one", 4));
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    auto two =
+        run(2, text(dir + "/two", 2) + " --config.parallel.data=2 --config.parallel.zero_stage=1");
+    ASSERT_EQ(two.exit_code, 0) << two.output;
+    auto lines = [](const std::string& path) {
+        std::vector<nlohmann::json> out;
+        std::istringstream in(test::read_file(path));
+        for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+        return out;
+    };
+    auto a = lines(dir + "/one/metrics.jsonl"), b = lines(dir + "/two/metrics.jsonl");
+    ASSERT_EQ(a.size(), b.size());
+    int vals = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        for (const char* key : {"loss", "val_loss"})
+            if (a[i].contains(key)) {
+                ASSERT_TRUE(b[i].contains(key)) << b[i];
+                const double x = a[i][key], y = b[i][key];
+                EXPECT_LE(std::abs(x - y), 1e-5 * std::abs(x)) << key << " at line " << i;
+                vals += std::string(key) == "val_loss";
+            }
+    EXPECT_EQ(vals, 2);
+}
+
+int count_of(const std::string& text, const std::string& what) {
+    int n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+TEST(DataParallelFailure, AFailingRankEndsTheJob) {
+    const std::string dir = test::temp_dir("dp_fail");
+    for (int np : {2, 4}) {
+        auto r = run(np, flags(dir, 1, 1) + " --config.parallel.data=" + std::to_string(np),
+                     "MESHLM_FAULT_RANK=1 MESHLM_FAULT_AT=train_step:3");
+        EXPECT_NE(r.exit_code, 0) << r.output;
+        EXPECT_NE(r.exit_code, 137) << "killed by the timeout: the job hung\n" << r.output;
+        EXPECT_EQ(count_of(r.output, "injected fault at train_step:3 on rank 1"), 1) << r.output;
+        EXPECT_EQ(count_of(r.output, "error: rank 1/" + std::to_string(np)), 1) << r.output;
+        EXPECT_EQ(count_of(r.output, "saved "), 0) << r.output;
+    }
+}
+
+TEST(DataParallelFailure, AMeshThatDoesNotFitIsReportedOnce) {
+    const std::string dir = test::temp_dir("dp_mesh");
+    auto r = run(2, flags(dir, 1, 1) + " --config.parallel.data=3");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(count_of(r.output, "parallel.data (3) x parallel.model (1) = 3"), 1) << r.output;
+    auto tp = run(2, flags(dir, 1, 1) + " --config.parallel.model=2");
+    EXPECT_NE(tp.exit_code, 0) << tp.output;
+    EXPECT_EQ(count_of(tp.output, "tensor parallelism is not available yet"), 1) << tp.output;
+}
+
+}  // namespace
+}  // namespace meshlm
