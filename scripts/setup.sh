@@ -11,6 +11,7 @@ packages=(
   zlib1g-dev libzstd-dev      # .gz / .zst corpora (meshlm prepare)
   libsentencepiece-dev        # SentencePiece .model tokenizers and spm-* train-tokenizer
   openmpi-bin libopenmpi-dev  # distributed runs (mpirun) and the MPI tests
+  iproute2                    # ip netns / veth: the two-"host" MPI test (scripts/netns_mpi.sh)
   libgtest-dev                # tests
   fortunes                    # the default training corpus
   time                        # peak-RSS measurement in bench/
