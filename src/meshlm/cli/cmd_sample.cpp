@@ -1,11 +1,23 @@
-// meshlm sample --checkpoint RUN_DIR --prompt TEXT [sampling flags]
+// meshlm sample --checkpoint RUN_DIR [--prompt TEXT | --prompt-file PATH] [sampling flags]
+//
+// The prompt comes from --prompt, --prompt-file (`-` = stdin) or, when neither is given and
+// stdin is not a terminal, from stdin; it is used verbatim. Output: the prompt, then the
+// continuation streamed token by token. With --num-samples N > 1 every sample is preceded by a
+// `--- sample i ---` line (i = 1..N) on stdout; the N samples are decoded together as one
+// batch, so sample 1 streams live and samples 2..N are printed when the batch is done.
+#include <unistd.h>
+
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <sstream>
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/run_dir.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/tokenizer.h"
-#include "meshlm/infer/sampler.h"
+#include "meshlm/infer/generate.h"
+#include "meshlm/infer/stop_strings.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/train/trainer.h"
 
@@ -13,10 +25,24 @@ namespace meshlm {
 
 namespace {
 struct SampleArgs {
-    std::string checkpoint, prompt;
+    std::string checkpoint, prompt, prompt_file, precision = "fp32";
+    std::vector<std::string> stops;
     SamplingOptions opt;
+    int num_samples = 1;
     int threads = 0;
 };
+
+std::string read_prompt(const SampleArgs& a, bool prompt_given) {
+    if (prompt_given) return a.prompt;
+    if (a.prompt_file.empty() && isatty(STDIN_FILENO)) return "";
+    if (a.prompt_file.empty() || a.prompt_file == "-")
+        return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+    std::ifstream in(a.prompt_file, std::ios::binary);
+    if (!in) MESHLM_INVALID("cannot read the prompt file ", a.prompt_file);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
 }  // namespace
 
 CommandRunner add_sample_command(CLI::App& app) {
@@ -25,7 +51,10 @@ CommandRunner add_sample_command(CLI::App& app) {
     a->opt.seed = 0;
     cmd->add_option("--checkpoint", a->checkpoint, "run directory written by `meshlm train`")
         ->required();
-    cmd->add_option("--prompt", a->prompt, "text to continue (empty: start a new document)");
+    auto* prompt = cmd->add_option("--prompt", a->prompt,
+                                   "text to continue (none, and stdin a terminal: a new document)");
+    cmd->add_option("--prompt-file", a->prompt_file, "read the prompt from a file (- = stdin)")
+        ->excludes(prompt);
     cmd->add_option("--temperature", a->opt.temperature, "0 = greedy")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
@@ -35,23 +64,64 @@ CommandRunner add_sample_command(CLI::App& app) {
     cmd->add_option("--top-p", a->opt.top_p, "keep the smallest set with this probability mass")
         ->capture_default_str()
         ->check(CLI::Range(0.0f, 1.0f));
-    cmd->add_option("--seed", a->opt.seed, "sampling seed")->capture_default_str();
-    cmd->add_option("--max-new-tokens", a->opt.max_new_tokens, "tokens to generate")
+    cmd->add_option("--repetition-penalty", a->opt.repetition_penalty,
+                    "divide positive (multiply other) logits of tokens already present (1 = off)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--seed", a->opt.seed, "sampling seed (sample i uses stream i)")
+        ->capture_default_str();
+    cmd->add_option("--max-new-tokens", a->opt.max_new_tokens, "tokens to generate per sample")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    cmd->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-    return [a] {
+    cmd->add_option("--stop", a->stops, "stop a sample when its text contains this (repeatable)");
+    cmd->add_option("--num-samples", a->num_samples, "samples to generate (decoded together)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
+    cmd->add_option("--precision", a->precision,
+                    "weights read by decode steps: fp32, or bf16 (half the bytes, ~3 digits)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"fp32", "bf16"}));
+    cmd->add_option("--threads", a->threads, "threads (0 = all cores)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    return [a, prompt] {
         if (a->opt.top_p <= 0.f) MESHLM_INVALID("--top-p must be in (0, 1]");
+        const std::string text = read_prompt(*a, prompt->count() > 0);
         RunDir run = open_run_dir(a->checkpoint);
         const Tokenizer* tok = run.tokenizer.get();
         kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());
-        GPT2 model(run.config.model, 1, run.config.model.max_seq_len);
-        Buffer<float> params(model.layout().total());
-        load_run_weights(run, model.layout(), params.data());
-        std::cout << a->prompt << std::flush;
-        generate(model, params.data(), tok->encode(a->prompt), tok->eot_id(), a->opt,
-                 [&](std::int32_t id) { std::cout << tok->decode({id}) << std::flush; });
-        std::cout << "\n";
+        const ModelConfig& cfg = run.config.model;
+        GPT2Decoder decoder(cfg, a->num_samples, 0,
+                            a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32);
+        Buffer<float> params(gpt2_layout(cfg).total());
+        load_run_weights(run, gpt2_layout(cfg), params.data());
+        const std::vector<std::int32_t> ids = tok->encode(text);
+        if (static_cast<int>(ids.size()) > cfg.max_seq_len)
+            std::cerr << "note: the prompt has " << ids.size()
+                      << " tokens; the model sees the last " << cfg.max_seq_len << "\n";
+
+        const int N = a->num_samples;
+        std::vector<StopStrings> stops(N, StopStrings(a->stops));
+        std::vector<std::string> later(N);  // samples 2..N, printed after the batch
+        auto header = [&](int i) { return "--- sample " + std::to_string(i + 1) + " ---\n"; };
+        for (int i = 1; i < N; ++i) later[i] = header(i) + text;
+        if (N > 1) std::cout << header(0);
+        std::cout << text << std::flush;
+        auto emit = [&](int i, const std::string& piece) {
+            if (i > 0) return void(later[i] += piece);
+            std::cout << piece << std::flush;
+        };
+        generate_samples(decoder, params.data(), ids, tok->eot_id(), a->opt,
+                         [&](int i, std::int32_t id) {
+                             emit(i, stops[i].feed(tok->decode({id})));
+                             return !stops[i].stopped();
+                         });
+        for (int i = 0; i < N; ++i) {
+            emit(i, stops[i].flush());
+            if (i > 0) std::cout << later[i];
+            std::cout << "\n";
+        }
+        std::cout << std::flush;
         return 0;
     };
 }

@@ -7,6 +7,14 @@
 
 namespace meshlm {
 
+void apply_repetition_penalty(float* logits, const std::vector<std::int32_t>& seen, float penalty) {
+    if (penalty == 1.f) return;
+    for (std::int32_t id : seen) {
+        float& z = logits[id];
+        z = z > 0.f ? z / penalty : z * penalty;
+    }
+}
+
 std::int32_t sample_token(const float* logits, int V, const SamplingOptions& opt, Philox& rng,
                           std::vector<std::pair<float, std::int32_t>>& scratch) {
     if (opt.temperature <= 0.f)
@@ -45,30 +53,6 @@ std::int32_t sample_token(const float* logits, int V, const SamplingOptions& opt
         if (u < acc) return scratch[i].second;
     }
     return scratch[keep - 1].second;
-}
-
-std::vector<std::int32_t> generate(GPT2& model, const float* params,
-                                   const std::vector<std::int32_t>& prompt, std::int32_t eot_id,
-                                   const SamplingOptions& opt,
-                                   const std::function<void(std::int32_t)>& on_token) {
-    const int ctx = model.config().max_seq_len, V = model.config().vocab_size;
-    std::vector<std::int32_t> seq = prompt;
-    if (seq.empty()) seq.push_back(eot_id);  // an empty prompt starts a fresh document
-    std::vector<std::int32_t> out;
-    std::vector<std::pair<float, std::int32_t>> scratch;
-    Philox rng(opt.seed, 0x5A3913);
-    for (int i = 0; i < opt.max_new_tokens; ++i) {
-        const int T = std::min<int>(static_cast<int>(seq.size()), ctx);
-        const std::int32_t* window = seq.data() + seq.size() - T;
-        model.forward(params, window, nullptr, 1, T);
-        std::int32_t next = sample_token(model.logits() + static_cast<std::size_t>(T - 1) * V, V,
-                                         opt, rng, scratch);
-        if (opt.stop_at_eot && next == eot_id) break;
-        seq.push_back(next);
-        out.push_back(next);
-        if (on_token) on_token(next);
-    }
-    return out;
 }
 
 }  // namespace meshlm

@@ -1,5 +1,6 @@
-// Next-token sampling from logits: greedy (temperature 0), or temperature-scaled softmax
-// restricted by top-k and top-p (nucleus), drawn with a counter-based RNG.
+// Next-token sampling from logits: an optional repetition penalty, then greedy (temperature 0)
+// or a temperature-scaled softmax restricted by top-k and top-p (nucleus), drawn with a
+// counter-based RNG.
 #pragma once
 
 #include <cstdint>
@@ -12,20 +13,26 @@
 namespace meshlm {
 
 struct SamplingOptions {
-    float temperature = 0.8f;  // 0 = greedy
-    int top_k = 0;             // 0 = no limit
-    float top_p = 1.f;         // 1 = no limit
+    float temperature = 0.8f;        // 0 = greedy
+    int top_k = 0;                   // 0 = no limit
+    float top_p = 1.f;               // 1 = no limit
+    float repetition_penalty = 1.f;  // 1 = none (HF semantics, see apply_repetition_penalty)
     int max_new_tokens = 200;
     std::uint64_t seed = 0;
     bool stop_at_eot = true;
 };
 
+// Hugging Face's repetition penalty: for every id in `seen` (each once), a logit > 0 is divided
+// by `penalty`, any other multiplied by it.
+void apply_repetition_penalty(float* logits, const std::vector<std::int32_t>& seen, float penalty);
+
 // Picks a token from logits[V]. `scratch` is resized once to V and reused.
 std::int32_t sample_token(const float* logits, int V, const SamplingOptions& opt, Philox& rng,
                           std::vector<std::pair<float, std::int32_t>>& scratch);
 
-// Continues `prompt` (cropped to the model's context from the left), calling on_token for
-// each new token; stops after max_new_tokens or at eot_id when stop_at_eot. Returns the new ids.
+// One sample continuing `prompt` (an empty prompt starts a new document: [eot_id]), calling
+// on_token for each new token; stops after max_new_tokens or at eot_id when stop_at_eot.
+// Returns the new ids. Runs over the KV cache (infer/generate.h); `model` gives the config.
 std::vector<std::int32_t> generate(GPT2& model, const float* params,
                                    const std::vector<std::int32_t>& prompt, std::int32_t eot_id,
                                    const SamplingOptions& opt,

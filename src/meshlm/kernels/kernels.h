@@ -68,6 +68,26 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
 void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
                            int ldv, float dlogits_scale);
 
+// --- Decoding (inference only) ---
+
+// out[i] = in[i] rounded to bf16 (nearest, ties to even), as its 16 bits.
+void to_bf16(std::uint16_t* out, const float* in, std::size_t n);
+// y[M,O] = x[M,I] W[O,I]^T + bias[O] (bias may be null) for few rows M (one per sequence
+// being decoded): reads W once per 4 rows of x. A row's result does not depend on M or the
+// thread count (bitwise), so batching sequences never changes them.
+void linear_decode(float* y, const float* x, const float* W, const float* bias, int M, int I,
+                   int O);
+// The same with W in bf16 (to_bf16); products and sums in fp32.
+void linear_decode_bf16(float* y, const float* x, const std::uint16_t* W, const float* bias, int M,
+                        int I, int O);
+
+// One query per row over a KV cache. q[M, ldq] (head h at columns h*D..h*D+D); caches
+// [S, H, Tmax, D], row m attends to positions 0..T-1 of sequence seq[m] (null: m).
+// out[M,C] = softmax(q K^T / sqrt(D)) V per head.
+void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
+                      const float* v_cache, const int32_t* seq, int M, int T, int Tmax, int C,
+                      int H);
+
 // sum of squares of x[0..n): float sums over blocks of 1024, block sums in double;
 // deterministic for a fixed thread count.
 double sum_squares(const float* x, std::size_t n);

@@ -13,9 +13,14 @@
 
 namespace meshlm::kernels {
 
+namespace {
+constexpr long kSerialBelow = 1 << 15;  // elements
+}
+
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
                        const float* b, int N, int C, float eps) {
-#pragma omp parallel for schedule(static)
+    // A few rows (decoding) cost less than waking the other threads; the result is the same.
+#pragma omp parallel for schedule(static) if (static_cast <long>(N) * C >= kSerialBelow)
     for (int n = 0; n < N; ++n) {
         const float* xr = x + static_cast<std::size_t>(n) * C;
         float* yr = out + static_cast<std::size_t>(n) * C;

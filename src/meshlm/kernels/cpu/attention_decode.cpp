@@ -1,0 +1,87 @@
+// Single-query attention over a KV cache, for decoding one new position per sequence.
+// Per (row m, head h), with q the row's query, K, V the sequence's cached [T, D] keys and
+// values of that head and s = 1/sqrt(D):  out = softmax(s q K^T) V  (every cached position is
+// in the past, so no mask). Keys are visited in blocks with an online softmax (running max
+// and sum, the partial output rescaled when the max grows): stack memory only, any T.
+#include <cmath>
+
+#include "meshlm/core/error.h"
+#include "meshlm/kernels/cpu/vec_math.h"
+#include "meshlm/kernels/kernels.h"
+
+namespace meshlm::kernels {
+namespace {
+
+constexpr int kBlock = 256;  // keys per block
+constexpr int kMaxHeadDim = 256;
+
+inline float dot(const float* a, const float* b, int D) {
+    __m256 acc = _mm256_setzero_ps();
+    int d = 0;
+    for (; d + 8 <= D; d += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc);
+    float s = cpu::hsum256(acc);
+    for (; d < D; ++d) s += a[d] * b[d];
+    return s;
+}
+
+// p[j] = exp(p[j] - shift) for j < n; returns the sum.
+inline float exp_inplace(float* p, int n, float shift) {
+    __m256 acc = _mm256_setzero_ps(), vs = _mm256_set1_ps(shift);
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 e = cpu::exp256(_mm256_sub_ps(_mm256_loadu_ps(p + j), vs));
+        _mm256_storeu_ps(p + j, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float sum = cpu::hsum256(acc);
+    for (; j < n; ++j) sum += (p[j] = cpu::exp_scalar(p[j] - shift));
+    return sum;
+}
+
+}  // namespace
+
+void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
+                      const float* v_cache, const std::int32_t* seq, int M, int T, int Tmax, int C,
+                      int H) {
+    const int D = C / H;
+    const float scale = 1.f / std::sqrt(static_cast<float>(D));
+    MESHLM_CHECK(D <= kMaxHeadDim, "head dim ", D, " exceeds ", kMaxHeadDim);
+    MESHLM_CHECK(T >= 1 && T <= Tmax, "attending to ", T, " positions of a ", Tmax, " cache");
+#pragma omp parallel for schedule(static)
+    for (int mh = 0; mh < M * H; ++mh) {
+        const int m = mh / H, h = mh % H;
+        const int s = seq ? seq[m] : m;
+        const float* qh = q + static_cast<std::size_t>(m) * ldq + h * D;
+        const std::size_t base = (static_cast<std::size_t>(s) * H + h) * Tmax * D;
+        const float* K = k_cache + base;
+        const float* V = v_cache + base;
+        alignas(32) float p[kBlock];
+        alignas(32) float acc[kMaxHeadDim] = {};
+        float mx = -INFINITY, l = 0.f;
+        for (int t0 = 0; t0 < T; t0 += kBlock) {
+            const int n = T - t0 < kBlock ? T - t0 : kBlock;
+            float bm = -INFINITY;
+            for (int j = 0; j < n; ++j) {
+                p[j] = scale * dot(qh, K + static_cast<std::size_t>(t0 + j) * D, D);
+                bm = p[j] > bm ? p[j] : bm;
+            }
+            const float mnew = bm > mx ? bm : mx;
+            const float corr = cpu::exp_scalar(mx - mnew);  // 0 on the first block
+            l = l * corr + exp_inplace(p, n, mnew);
+            mx = mnew;
+            for (int d = 0; d < D; ++d) acc[d] *= corr;
+            for (int j = 0; j < n; ++j) {
+                const float* v = V + static_cast<std::size_t>(t0 + j) * D;
+                const float pj = p[j];
+#pragma omp simd
+                for (int d = 0; d < D; ++d) acc[d] += pj * v[d];
+            }
+        }
+        float* o = out + static_cast<std::size_t>(m) * C + h * D;
+        const float inv = 1.f / l;
+        for (int d = 0; d < D; ++d) o[d] = acc[d] * inv;
+    }
+}
+
+}  // namespace meshlm::kernels
