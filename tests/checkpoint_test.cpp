@@ -128,6 +128,37 @@ TEST_F(Checkpoint, RotationKeepsTheNewestAndEveryKth) {
     EXPECT_EQ(names, (std::vector<std::string>{"latest", "step_10", "step_4", "step_8"}));
 }
 
+TEST_F(Checkpoint, OnlyBetterWritesWhenValidationImproves) {
+    // A learning rate far too high makes validation worse at some checkpoint steps.
+    const std::string a = dir_ + "/a";
+    auto r = train(
+        "--config.train.steps=24 --config.checkpoint.interval=2"
+        " --config.checkpoint.keep_last=100 --config.checkpoint.only_better=true"
+        " --config.optim.lr=0.05 --config.optim.warmup_steps=0"
+        " --config.log.dir=" +
+        a);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::regex best_re("\"best_val_loss\": ([0-9.eE+-]+)");
+    double previous = 1e30;
+    int written = 0;
+    for (int step = 2; step <= 24; step += 2) {
+        const std::string trainer =
+            test::read_file(a + "/checkpoints/step_" + std::to_string(step) + "/trainer.json");
+        const bool skipped =
+            r.output.find("step " + std::string(step < 10 ? "     " : "    ") +
+                          std::to_string(step) + "/24 | no checkpoint") != std::string::npos;
+        EXPECT_EQ(trainer.empty(), skipped) << "step " << step << "\n" << r.output;
+        if (trainer.empty()) continue;
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(trainer, m, best_re)) << trainer;
+        EXPECT_LT(std::stod(m[1]), previous) << "step " << step;  // strictly improving
+        previous = std::stod(m[1]);
+        ++written;
+    }
+    EXPECT_GE(written, 1);
+    EXPECT_LT(written, 12) << "validation never got worse: the test proves nothing";
+}
+
 TEST_F(Checkpoint, AutoResumeContinuesTheLatestCheckpoint) {
     const std::string a = dir_ + "/a";
     const std::string common =
