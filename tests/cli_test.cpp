@@ -129,7 +129,8 @@ TEST_F(Cli, SampleIsDeterministicAndGreedyEqualsTopK1) {
     auto bad = test::run_command(test::meshlm_binary() + " sample --checkpoint " + dir_ +
                                  "/nonexistent --prompt x");
     EXPECT_NE(bad.exit_code, 0);
-    EXPECT_NE(bad.output.find("not a run or checkpoint directory"), std::string::npos) << bad.output;
+    EXPECT_NE(bad.output.find("not a run or checkpoint directory"), std::string::npos)
+        << bad.output;
 }
 
 TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {

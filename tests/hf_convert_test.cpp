@@ -391,10 +391,12 @@ TEST(HfConvert, RefusesBadInput) {
         // Bad flags.
         r = convert("--from meshlm --to hf --max-shard-size 5XB " + tmp + "/out " + tmp + "/hf");
         EXPECT_NE(r.exit_code, 0);
-        EXPECT_NE(r.output.find("--max-shard-size '5XB' is not a size"), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find("--max-shard-size '5XB' is not a size"), std::string::npos)
+            << r.output;
         r = convert("--from meshlm --to hf " + src + " " + tmp + "/hf");
         EXPECT_NE(r.exit_code, 0);
-        EXPECT_NE(r.output.find("is not a run or checkpoint directory"), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find("is not a run or checkpoint directory"), std::string::npos)
+            << r.output;
         r = convert("--from hf --to meshlm --dtype bf16 " + src + " " + tmp + "/x");
         EXPECT_NE(r.exit_code, 0);
         EXPECT_NE(r.output.find("meshlm run directories hold f32 weights"), std::string::npos)
