@@ -173,6 +173,7 @@ void GPT2::backward(const float* params, float* grads) {
         k::linear_backward(dln_, bg.qkv_w, bg.qkv_b, dqkv_, a.ln1, bw.qkv_w, N, C, 3 * C);
         k::layernorm_backward(dres_, bg.ln1_w, bg.ln1_b, dln_, x, bw.ln1_w, a.ln1_mean, a.ln1_rstd,
                               N, C);
+        if (block_hook_) block_hook_(l);
     }
     k::embedding_backward(g.wte, g.wpe, dres_, tokens_, N, T, C);
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "meshlm/core/buffer.h"
@@ -64,6 +65,13 @@ class GPT2 {
     // Accumulates gradients (+=) into grads for the last forward (which had grad_scale != 0).
     void backward(const float* params, float* grads);
 
+    // Called by backward() as soon as block `layer`'s parameter gradients are complete for this
+    // call (layers L-1 down to 0), so data parallelism can start reducing them while earlier
+    // blocks are still being differentiated. The embeddings and ln_f finish only at the end.
+    void set_block_backward_hook(std::function<void(int layer)> hook) {
+        block_hook_ = std::move(hook);
+    }
+
     const float* logits() const { return logits_; }  // (B*T, V) after forward
     const float* losses() const { return losses_; }  // (B*T) per-token losses
 
@@ -95,6 +103,7 @@ class GPT2 {
     const std::int32_t* tokens_ = nullptr;
     int B_ = 0, T_ = 0;
     bool grad_ready_ = false;
+    std::function<void(int)> block_hook_;
 };
 
 }  // namespace meshlm
