@@ -1,7 +1,8 @@
 // Tensor-parallel training through `mpirun ... meshlm train`: TP 2 alone and TP 2 x DP 2 with
 // ZeRO stages 1 and 3 train like one process with the same global batch (losses per step and
 // final weights), and a checkpoint moves between layouts (written at TP 2 x DP 2, resumed by
-// one process, and the other way round), because files always hold the single-process layout.
+// one process, and the other way round), because files always hold the single-process layout;
+// on real text, validation losses match too.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -147,6 +149,56 @@ TEST_F(TensorParallelTraining, CheckpointsMoveBetweenLayouts) {
                              " --config.train.batch_size=2 --config.log.dir=" +
                              many);
     expect_same_training(*ref_, b, "1-process checkpoint resumed at TP 2 x DP 2 stage 3");
+}
+
+// Real text with validation: the model ranks of a replica read the same rows, validation runs
+// through the sharded model (TP 2 x DP 2, ZeRO 2), and the end-of-training sample runs on rank
+// 0 from the gathered weights.
+TEST(TensorParallelText, MatchesOneProcess) {
+    const std::string dir = test::temp_dir("tp_text");
+    {
+        std::ofstream out(dir + "/corpus.txt");
+        for (int i = 0; i < 300; ++i)
+            out << "Document " << i << ": the quick brown fox jumps over the lazy dog " << i % 7
+                << " times.\n%\n";
+    }
+    auto text = [&](const std::string& run_dir, int batch) {
+        return " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+               " --config.model.vocab_size=258 --config.model.max_seq_len=16"
+               " --config.train.seq_len=16 --config.train.steps=12 --config.train.threads=1"
+               " --config.train.peak_gflops=100 --config.log.interval=1"
+               " --config.log.eval_interval=6 --config.train.eval_batches=2"
+               " --config.log.sample_tokens=8 --config.checkpoint.interval=0"
+               " --config.data.path=" +
+               dir + "/corpus.txt --config.data.cache_dir=" + dir +
+               "/cache --config.train.batch_size=" + std::to_string(batch) +
+               " --config.log.dir=" + run_dir;
+    };
+    auto one = run(1, text(dir + "/one", 4));
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    auto tp = run(4, text(dir + "/tp", 2) +
+                         " --config.parallel.data=2 --config.parallel.model=2"
+                         " --config.parallel.zero_stage=2");
+    ASSERT_EQ(tp.exit_code, 0) << tp.output;
+    EXPECT_NE(tp.output.find("sample:"), std::string::npos) << tp.output;
+    auto lines = [](const std::string& path) {
+        std::vector<nlohmann::json> out;
+        std::istringstream in(test::read_file(path));
+        for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+        return out;
+    };
+    auto a = lines(dir + "/one/metrics.jsonl"), b = lines(dir + "/tp/metrics.jsonl");
+    ASSERT_EQ(a.size(), b.size());
+    int vals = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        for (const char* key : {"loss", "val_loss"})
+            if (a[i].contains(key)) {
+                ASSERT_TRUE(b[i].contains(key)) << b[i];
+                const double x = a[i][key], y = b[i][key];
+                EXPECT_LE(std::abs(x - y), 1e-5 * std::abs(x)) << key << " at line " << i;
+                vals += std::string(key) == "val_loss";
+            }
+    EXPECT_EQ(vals, 2);
 }
 
 }  // namespace

@@ -238,17 +238,22 @@ float Learner::clip_gradients() {
     float* g = chunked ? grad_shard_.data() : grads_.data();
     const std::size_t lo = chunked ? plan_.begin() : 0, hi = lo + (chunked ? plan_.chunk : 0);
     double sums[2] = {0, 0};  // sharded, replicated
-    if (!chunked) {
+    if (!tp_) {
+        // One sum over the chunk: bitwise what stage 0 computes on one rank, and a single
+        // double on the wire.
+        sums[0] = kernels::sum_squares(g, plan_.chunk);
+        if (dp_.size() > 1) dp_.all_reduce_sum(sums, 1);
+    } else if (!chunked) {
         sums[0] = tp_sum_squares(layout_, g, mp_);
     } else {
         for (const ParamSlice& s : layout_.slices()) {
             const std::size_t a = std::max(s.offset, lo), b = std::min(s.offset + s.numel, hi);
             if (a < b)
-                sums[tp_ && tp_split_of(s.name) == TpSplit::replicated] +=
+                sums[tp_split_of(s.name) == TpSplit::replicated] +=
                     kernels::sum_squares(g + (a - lo), b - a);
         }
         if (dp_.size() > 1) dp_.all_reduce_sum(sums, 2);
-        if (tp_) mp_.all_reduce_sum(sums, 1);
+        mp_.all_reduce_sum(sums, 1);
     }
     const float norm = static_cast<float>(std::sqrt(sums[0] + sums[1]));
     const float max_norm = optim_cfg_.grad_clip;
