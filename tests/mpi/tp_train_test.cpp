@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -94,6 +95,13 @@ void expect_same_training(const TrainedRun& ref, const TrainedRun& got, const st
                 what.c_str(), worst, diff);
 }
 
+// "params P grads G optimizer O working W" from a trainer or `info` output.
+std::string per_rank_bytes(const std::string& output) {
+    std::smatch m;
+    std::regex re("params [0-9]+ grads [0-9]+ optimizer [0-9]+ working [0-9]+");
+    return std::regex_search(output, m, re) ? m.str() : "";
+}
+
 class TensorParallelTraining : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
@@ -122,6 +130,12 @@ TEST_F(TensorParallelTraining, MatchesOneProcess) {
         expect_same_training(*ref_, got, what);
         EXPECT_NE(got.output.find("tensor parallel: 2 model ranks per replica"), std::string::npos)
             << got.output;
+        // `meshlm info` plans what the trainer allocates per rank (the local shard, chunked).
+        auto info = test::run_command(std::string(MESHLM_BINARY) + " info" +
+                                      flags(dir, 4 / c.data, c.data, c.model, c.stage));
+        EXPECT_EQ(info.exit_code, 0) << info.output;
+        EXPECT_EQ(per_rank_bytes(info.output), per_rank_bytes(got.output)) << what;
+        EXPECT_FALSE(per_rank_bytes(info.output).empty()) << info.output;
     }
 }
 
