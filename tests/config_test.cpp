@@ -160,8 +160,12 @@ TEST(Config, UnknownSection) {
 }
 
 TEST(Config, ParallelSection) {
+    // The default model (4 heads, vocabulary 257) does not split over 3 or 2 model ranks.
+    EXPECT_CONTAINS(override_error({"parallel.model=3"}),
+                    "model.n_head (4) must be divisible by parallel.model (3)");
     EXPECT_CONTAINS(override_error({"parallel.model=2"}),
-                    "tensor parallelism is not available yet");
+                    "model.vocab_size (257) must be divisible by parallel.model (2)");
+    EXPECT_EQ(load_config("", {"parallel.model=2", "model.vocab_size=300"}).parallel.model, 2);
     EXPECT_CONTAINS(override_error({"parallel.zero_stage=4"}), "parallel.zero_stage");
     EXPECT_CONTAINS(override_error({"parallel.data=0"}), "parallel.data");
 }

@@ -6,6 +6,7 @@
 #include "meshlm/cli/config.h"
 #include "meshlm/model/flops.h"
 #include "meshlm/model/gpt2.h"
+#include "meshlm/parallel/tp_layout.h"
 #include "meshlm/parallel/zero_plan.h"
 
 namespace meshlm {
@@ -21,8 +22,10 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         const double P = static_cast<double>(layout.count());
         const double GiB = 1024.0 * 1024 * 1024, MiB = 1024.0 * 1024;
         // Per data-parallel rank, for the ZeRO stage (parallel/zero_plan.h).
-        const int N = cfg.parallel.data, stage = cfg.parallel.zero_stage;
-        const ZeroMemory zm = zero_memory(ZeroPlan(layout.total(), N, 0, stage));
+        // With tensor parallelism a rank holds its shard, which ZeRO chunks further.
+        const int N = cfg.parallel.data, stage = cfg.parallel.zero_stage, M = cfg.parallel.model;
+        const std::size_t local = M > 1 ? tp_local_layout(m, M).total() : layout.total();
+        const ZeroMemory zm = zero_memory(ZeroPlan(local, N, 0, stage));
         const double params = static_cast<double>(zm.params), grads = static_cast<double>(zm.grads),
                      optim = static_cast<double>(zm.optimizer),
                      working = static_cast<double>(zm.working);
@@ -41,11 +44,11 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         std::printf("tokens per step: %d (batch %d x seq %d x accum %d x data-parallel %d)\n",
                     cfg.train.batch_size * cfg.train.seq_len * cfg.train.grad_accum * N,
                     cfg.train.batch_size, cfg.train.seq_len, cfg.train.grad_accum, N);
-        if (N > 1 || stage > 0)
+        if (N > 1 || stage > 0 || M > 1)
             std::printf(
-                "planned memory per rank (fp32, AdamW; %d data-parallel ranks, ZeRO stage "
-                "%d):\n",
-                N, stage);
+                "planned memory per rank (fp32, AdamW; %d data-parallel x %d tensor-parallel "
+                "ranks, ZeRO stage %d; activations as one process):\n",
+                N, M, stage);
         else
             std::printf("planned memory (fp32, AdamW):\n");
         mem("parameters", params);
@@ -57,7 +60,7 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
                       cfg.train.seq_len);
         mem(label, acts);
         mem("total", total);
-        if (N > 1 || stage > 0)
+        if (N > 1 || stage > 0 || M > 1)
             std::printf("per-rank bytes: params %zu grads %zu optimizer %zu working %zu\n",
                         zm.params, zm.grads, zm.optimizer, zm.working);
         return 0;

@@ -23,6 +23,7 @@
 
 #include "meshlm/core/byte_size.h"
 #include "meshlm/core/error.h"
+#include "meshlm/parallel/mesh.h"
 
 namespace meshlm {
 namespace {
@@ -408,7 +409,9 @@ OptionTable build_table() {
         .add("data", &ParallelConfig::data,
              "data-parallel ranks; parallel.data x parallel.model must equal the number of ranks",
              at_least(1))
-        .add("model", &ParallelConfig::model, "tensor-parallel ranks per replica (only 1 for now)",
+        .add("model", &ParallelConfig::model,
+             "tensor-parallel (Megatron) ranks per replica; must divide heads, 4 x d_model and "
+             "vocab",
              at_least(1))
         .add("zero_stage", &ParallelConfig::zero_stage,
              "ZeRO: 0 replicated, 1 shards optimizer state, 2 also gradients, 3 also parameters",
@@ -432,9 +435,15 @@ OptionTable build_table() {
 
     t.cross_checks = {
         [](const Config& c) -> std::optional<std::string> {
-            if (c.parallel.model == 1) return std::nullopt;
-            return "parallel.model is " + std::to_string(c.parallel.model) +
-                   ": tensor parallelism is not available yet; use parallel.model=1";
+            // Tensor parallelism splits heads, the MLP width and the vocabulary evenly; say so
+            // before any rank builds a model.
+            try {
+                check_model_parallel_shapes(c.parallel.model, c.model.n_head, c.model.mlp_width(),
+                                            c.model.vocab_size);
+            } catch (const InvalidInput& e) {
+                return "parallel.model=" + std::to_string(c.parallel.model) + ": " + e.what();
+            }
+            return std::nullopt;
         },
         [](const Config& c) -> std::optional<std::string> {
             const auto& m = c.model;

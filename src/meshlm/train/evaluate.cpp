@@ -23,6 +23,16 @@ std::vector<std::uint32_t> token_byte_lengths(const Tokenizer& tok, int vocab_si
 EvalResult evaluate(GPT2& model, const float* params, DataLoader& loader, int B, int T,
                     long max_batches, const std::vector<std::uint32_t>& token_bytes,
                     std::int32_t* tokens, std::int32_t* targets, int rank, int world) {
+    auto losses = [&](const std::int32_t* tok, const std::int32_t* tgt, int rows, int t) {
+        model.forward(params, tok, tgt, rows, t);
+        return model.losses();
+    };
+    return evaluate(losses, loader, B, T, max_batches, token_bytes, tokens, targets, rank, world);
+}
+
+EvalResult evaluate(const BatchLosses& model, DataLoader& loader, int B, int T, long max_batches,
+                    const std::vector<std::uint32_t>& token_bytes, std::int32_t* tokens,
+                    std::int32_t* targets, int rank, int world) {
     EvalResult r;
     const std::uint64_t start_epoch = loader.epoch();
     for (long b = 0; max_batches == 0 || b < max_batches; ++b) {
@@ -34,8 +44,7 @@ EvalResult evaluate(GPT2& model, const float* params, DataLoader& loader, int B,
         const auto [first, end] = DataLoader::rank_rows(all_rows, rank, world);
         const int rows = end - first;
         if (rows == 0) continue;
-        model.forward(params, tokens, targets, rows, T);
-        const float* losses = model.losses();
+        const float* losses = model(tokens, targets, rows, T);
         for (int n = 0; n < rows * T; ++n) {
             if (targets[n] < 0) continue;
             r.loss_sum += losses[n];

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "meshlm/data/loader.h"
@@ -28,6 +29,13 @@ std::vector<std::uint32_t> token_byte_lengths(const Tokenizer& tok, int vocab_si
 // Data parallel: each of `world` ranks scores its rows of global batches of B * world rows
 // (DataLoader::rank_rows); summing the ranks' results gives the single-process result of
 // batches of B * world rows.
+// The model as evaluate() needs it: per-token losses of (rows, T) ids (a GPT2, or a tensor-
+// parallel one whose model ranks all score the same rows).
+using BatchLosses = std::function<const float*(const std::int32_t* tokens,
+                                               const std::int32_t* targets, int rows, int T)>;
+EvalResult evaluate(const BatchLosses& model, DataLoader& loader, int B, int T, long max_batches,
+                    const std::vector<std::uint32_t>& token_bytes, std::int32_t* tokens,
+                    std::int32_t* targets, int rank = 0, int world = 1);
 EvalResult evaluate(GPT2& model, const float* params, DataLoader& loader, int B, int T,
                     long max_batches, const std::vector<std::uint32_t>& token_bytes,
                     std::int32_t* tokens, std::int32_t* targets, int rank = 0, int world = 1);

@@ -9,6 +9,7 @@
 #include "meshlm/model/key_bias.h"
 #include "meshlm/optim/schedule.h"
 #include "meshlm/parallel/bucketed.h"
+#include "meshlm/parallel/tp_layout.h"
 
 namespace meshlm {
 
@@ -39,37 +40,75 @@ std::vector<ParamGroup> shard_groups(const std::vector<ParamGroup>& groups, std:
     return out;
 }
 
-namespace {
-
-ZeroPlan make_plan(const ParamLayout& layout, Comm& dp, int stage) {
-    return ZeroPlan(layout.total(), dp.size(), dp.rank(), stage);
-}
-
-}  // namespace
-
 Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
-                 long total_steps, Comm* dp, int zero_stage)
+                 long total_steps, Comm* dp, int zero_stage, Comm* mp)
     : model_cfg_(model),
       optim_cfg_(optim),
       batch_(batch),
       seq_(seq),
       total_steps_(total_steps),
       dp_(dp ? *dp : local_),
-      model_(model, batch, seq),
-      plan_(make_plan(model_.layout(), dp_, zero_stage)),
+      mp_(mp ? *mp : local_),
+      gpt2_(mp_.size() > 1 ? nullptr : std::make_unique<GPT2>(model, batch, seq)),
+      tp_(mp_.size() > 1 ? std::make_unique<TensorParallelGPT2>(model, mp_, batch, seq) : nullptr),
+      layout_(tp_ ? tp_->layout() : gpt2_->layout()),
+      full_layout_(gpt2_layout(model)),
+      // ZeRO chunks this rank's local buffer: with TP, each model rank's data group shards its
+      // own slice of the model.
+      plan_(layout_.total(), dp_.size(), dp_.rank(), zero_stage),
       params_(plan_.padded),
       grads_(plan_.padded),
       param_shard_(zero_stage >= 3 ? plan_.chunk : 0),
       grad_shard_(zero_stage >= 2 ? plan_.chunk : 0),
+      // Decay groups from the local layout: it keeps gpt2_layout's names, order and ranks.
       optim_(optim,
-             zero_stage >= 1 ? shard_groups(decay_groups(model_.layout(), optim.decay_mask),
-                                            plan_.begin(), plan_.end())
-                             : decay_groups(model_.layout(), optim.decay_mask),
+             zero_stage >= 1
+                 ? shard_groups(decay_groups(layout_, optim.decay_mask), plan_.begin(), plan_.end())
+                 : decay_groups(layout_, optim.decay_mask),
              zero_stage >= 1 ? plan_.chunk : plan_.padded) {}
 
+GPT2& Learner::model() {
+    if (!gpt2_) MESHLM_INVALID("Learner::model(): this learner is tensor parallel");
+    return *gpt2_;
+}
+
+float Learner::forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,
+                       int B, int T, float grad_scale) {
+    return tp_ ? tp_->forward(params, tokens, targets, B, T, grad_scale)
+               : gpt2_->forward(params, tokens, targets, B, T, grad_scale);
+}
+
+void Learner::backward(const float* params, float* grads) {
+    if (tp_)
+        tp_->backward(params, grads);
+    else
+        gpt2_->backward(params, grads);
+}
+
 void Learner::init_params(std::uint64_t seed) {
-    gpt2_init(model_cfg_, model_.layout(), params_.data(), seed);
+    if (tp_)
+        tp_init_shard(model_cfg_, mp_.size(), mp_.rank(), params_.data(), seed);
+    else
+        gpt2_init(model_cfg_, layout_, params_.data(), seed);
     params_written();
+}
+
+float* Learner::full_params_buffer() {
+    if (!tp_) return params_.data();
+    if (full_.size() == 0) full_ = Buffer<float>(full_layout_.total());
+    return full_.data();
+}
+
+void Learner::full_params_written() {
+    if (tp_) tp_scatter(model_cfg_, mp_.size(), mp_.rank(), full_.data(), params_.data());
+    params_written();
+}
+
+const float* Learner::full_params() {
+    sync_params();
+    if (!tp_) return params_.data();
+    tp_gather(model_cfg_, mp_, params_.data(), full_params_buffer());
+    return full_.data();
 }
 
 void Learner::params_written() {
@@ -87,18 +126,33 @@ void Learner::sync_params() {
 }
 
 std::unique_ptr<AdamW> Learner::make_full_optimizer() const {
-    return std::make_unique<AdamW>(optim_cfg_, decay_groups(model_.layout(), optim_cfg_.decay_mask),
-                                   plan_.padded);
+    return std::make_unique<AdamW>(optim_cfg_, decay_groups(full_layout_, optim_cfg_.decay_mask),
+                                   tp_ ? full_layout_.total() : plan_.padded);
 }
 
 std::unique_ptr<AdamW> Learner::gather_optimizer() {
-    if (plan_.stage == 0) return nullptr;
+    if (plan_.stage == 0 && !tp_) return nullptr;
     auto full = make_full_optimizer();
-    const std::size_t at = plan_.begin(), bytes = plan_.chunk * sizeof(float);
-    std::memcpy(full->m() + at, optim_.m(), bytes);
-    std::memcpy(full->v() + at, optim_.v(), bytes);
-    dp_.all_gather(full->m(), plan_.chunk);
-    dp_.all_gather(full->v(), plan_.chunk);
+    // First this model rank's whole local moments (every data rank's chunk), then with TP
+    // every model rank's shard placed into the full layout.
+    Buffer<float> tm, tv;
+    float *m = full->m(), *v = full->v();
+    if (tp_) {
+        tm = Buffer<float>(plan_.padded), tv = Buffer<float>(plan_.padded);
+        m = tm.data(), v = tv.data();
+    }
+    const std::size_t at = plan_.stage == 0 ? 0 : plan_.begin();
+    const std::size_t n = plan_.stage == 0 ? plan_.padded : plan_.chunk;
+    std::memcpy(m + at, optim_.m(), n * sizeof(float));
+    std::memcpy(v + at, optim_.v(), n * sizeof(float));
+    if (plan_.stage >= 1) {
+        dp_.all_gather(m, plan_.chunk);
+        dp_.all_gather(v, plan_.chunk);
+    }
+    if (tp_) {
+        tp_gather(model_cfg_, mp_, m, full->m());
+        tp_gather(model_cfg_, mp_, v, full->v());
+    }
     full->set_steps_taken(optim_.steps_taken());
     return full;
 }
@@ -107,8 +161,16 @@ void Learner::load_optimizer(AdamW& full) {
     const std::size_t at = plan_.stage == 0 ? 0 : plan_.begin();
     const std::size_t n = plan_.stage == 0 ? plan_.padded : plan_.chunk;
     if (&full != &optim_) {
-        std::memcpy(optim_.m(), full.m() + at, n * sizeof(float));
-        std::memcpy(optim_.v(), full.v() + at, n * sizeof(float));
+        const float *m = full.m(), *v = full.v();
+        Buffer<float> tm, tv;
+        if (tp_) {  // this model rank's shard of the full layout first
+            tm = Buffer<float>(plan_.padded), tv = Buffer<float>(plan_.padded);
+            tp_scatter(model_cfg_, mp_.size(), mp_.rank(), full.m(), tm.data());
+            tp_scatter(model_cfg_, mp_.size(), mp_.rank(), full.v(), tv.data());
+            m = tm.data(), v = tv.data();
+        }
+        std::memcpy(optim_.m(), m + at, n * sizeof(float));
+        std::memcpy(optim_.v(), v + at, n * sizeof(float));
     }
     optim_.set_steps_taken(full.steps_taken());
 }
@@ -141,10 +203,10 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
         std::size_t n = 0;
         for (std::size_t i = 0; i < per; ++i) n += tg[i] >= 0;
         if (n == 0) continue;
-        loss += static_cast<double>(
-                    model_.forward(params_.data(), tokens + m * per, tg, B, T, grad_scale)) *
-                static_cast<double>(n);
-        model_.backward(params_.data(), grads_.data());
+        loss +=
+            static_cast<double>(forward(params_.data(), tokens + m * per, tg, B, T, grad_scale)) *
+            static_cast<double>(n);
+        backward(params_.data(), grads_.data());
     }
     // Exactly zero by softmax's shift invariance; what backward computes is rounding noise that
     // AdamW would turn into lr-sized steps (model/key_bias.h).
@@ -167,13 +229,36 @@ void Learner::reduce_gradients() {
 }
 
 float Learner::clip_gradients() {
-    if (plan_.stage <= 1) return clip_grad_norm(grads_.data(), grads_.size(), optim_cfg_.grad_clip);
-    // The global norm from every rank's chunk (the padding is zero).
-    double sq = kernels::sum_squares(grad_shard_.data(), grad_shard_.size());
-    if (dp_.size() > 1) dp_.all_reduce_sum(&sq, 1);
-    const float norm = static_cast<float>(std::sqrt(sq)), max_norm = optim_cfg_.grad_clip;
-    if (max_norm > 0 && norm > max_norm)
-        kernels::scale(grad_shard_.data(), max_norm / (norm + 1e-6f), grad_shard_.size());
+    if (!tp_ && plan_.stage <= 1)
+        return clip_grad_norm(grads_.data(), grads_.size(), optim_cfg_.grad_clip);
+    // The global norm from what this rank holds: its chunk (stages 2-3, summed over the data
+    // ranks) of its local buffer. With TP, sharded slices are summed over the model ranks and
+    // replicated ones, the same on every model rank, counted once. Padding is zero.
+    const bool chunked = plan_.stage >= 2;
+    float* g = chunked ? grad_shard_.data() : grads_.data();
+    const std::size_t lo = chunked ? plan_.begin() : 0, hi = lo + (chunked ? plan_.chunk : 0);
+    double sums[2] = {0, 0};  // sharded, replicated
+    if (!tp_) {
+        // One sum over the chunk: bitwise what stage 0 computes on one rank, and a single
+        // double on the wire.
+        sums[0] = kernels::sum_squares(g, plan_.chunk);
+        if (dp_.size() > 1) dp_.all_reduce_sum(sums, 1);
+    } else if (!chunked) {
+        sums[0] = tp_sum_squares(layout_, g, mp_);
+    } else {
+        for (const ParamSlice& s : layout_.slices()) {
+            const std::size_t a = std::max(s.offset, lo), b = std::min(s.offset + s.numel, hi);
+            if (a < b)
+                sums[tp_split_of(s.name) == TpSplit::replicated] +=
+                    kernels::sum_squares(g + (a - lo), b - a);
+        }
+        if (dp_.size() > 1) dp_.all_reduce_sum(sums, 2);
+        mp_.all_reduce_sum(sums, 1);
+    }
+    const float norm = static_cast<float>(std::sqrt(sums[0] + sums[1]));
+    const float max_norm = optim_cfg_.grad_clip;
+    const std::size_t n = chunked ? grad_shard_.size() : grads_.size();
+    if (max_norm > 0 && norm > max_norm) kernels::scale(g, max_norm / (norm + 1e-6f), n);
     return norm;
 }
 
@@ -198,7 +283,13 @@ void Learner::update(float lr) {
 }
 
 float Learner::eval_loss(const std::int32_t* tokens, const std::int32_t* targets) {
-    return model_.forward(params_.data(), tokens, targets, batch_, seq_, 0.f);
+    return forward(params_.data(), tokens, targets, batch_, seq_, 0.f);
+}
+
+const float* Learner::eval_losses(const std::int32_t* tokens, const std::int32_t* targets, int B,
+                                  int T) {
+    forward(params_.data(), tokens, targets, B, T, 0.f);
+    return tp_ ? tp_->losses() : gpt2_->losses();
 }
 
 }  // namespace meshlm

@@ -14,6 +14,12 @@
 //   stage 2: gradients reduce-scattered into the rank's chunk; update as stage 1.
 //   stage 3: as stage 2, but the rank keeps only its chunk of the parameters; the whole model
 //            is all-gathered at the start of the next step (or by sync_params()).
+//
+// Tensor parallel (an `mp` communicator of M > 1 ranks): the model is a TensorParallelGPT2 and
+// every buffer above is this model rank's LOCAL shard layout (parallel/tp_layout.h); ZeRO then
+// chunks that local buffer over the data-parallel comm, which joins the ranks holding the same
+// shard. Files keep the single-process layout: full_params() gathers it, load_full_params()
+// scatters it, and the optimizer is gathered / loaded in the full layout likewise.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +31,7 @@
 #include "meshlm/optim/adamw.h"
 #include "meshlm/parallel/comm.h"
 #include "meshlm/parallel/local_comm.h"
+#include "meshlm/parallel/tp_gpt2.h"
 #include "meshlm/parallel/zero_plan.h"
 
 namespace meshlm {
@@ -39,11 +46,18 @@ class Learner {
   public:
     // Plans for micro-batches of (batch, seq) and a schedule of total_steps optimizer steps.
     // `dp` (outliving the learner) is the data-parallel communicator; nullptr = one process.
+    // `mp` is the model-parallel one (DeviceMesh::model_comm()); nullptr or 1 rank = no tensor
+    // parallelism. Throws InvalidInput when the model does not split over mp's ranks.
     Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
-            long total_steps, Comm* dp = nullptr, int zero_stage = 0);
+            long total_steps, Comm* dp = nullptr, int zero_stage = 0, Comm* mp = nullptr);
 
-    GPT2& model() { return model_; }
-    const ParamLayout& layout() const { return model_.layout(); }
+    bool tensor_parallel() const { return tp_ != nullptr; }
+    // The single-process model (tests); throws InvalidInput with tensor parallelism.
+    GPT2& model();
+    // This rank's layout: gpt2_layout, or its tensor-parallel shard.
+    const ParamLayout& layout() const { return layout_; }
+    // The single-process layout that files (checkpoints, model.safetensors) use.
+    const ParamLayout& full_layout() const { return full_layout_; }
     const ZeroPlan& plan() const { return plan_; }
     // The whole parameter buffer. With stage 3 it is current only after sync_params().
     float* params() { return params_.data(); }
@@ -51,18 +65,26 @@ class Learner {
     AdamW& optimizer() { return optim_; }
     long step() const { return optim_.steps_taken(); }
 
+    // Single-process init with `seed` (a TP rank keeps its shard of it).
     void init_params(std::uint64_t seed);
+    // A buffer of full_layout() to fill, then full_params_written() (resume, warm start). Without
+    // TP it is params() itself.
+    float* full_params_buffer();
+    void full_params_written();
+    // The whole model in full_layout() (collective over both axes; every rank gets it).
+    const float* full_params();
     // After the caller wrote the whole of params() (init, resume, warm start): stage 3 keeps
     // its chunk of it.
     void params_written();
     // Stage 3: all-gathers the parameters into params() (collective). Others: nothing.
     void sync_params();
 
-    // The whole optimizer state as one AdamW (padded size; collective with stages 1-3, which
-    // all-gather the moments) for a checkpoint, and back: each rank takes its chunk.
+    // The whole optimizer state as one AdamW over full_layout() (collective with stages 1-3,
+    // which all-gather the moments, and with TP) for a checkpoint, and back: each rank takes its
+    // shard and chunk. nullptr = optimizer() is already whole (stage 0 without TP).
     std::unique_ptr<AdamW> gather_optimizer();
     void load_optimizer(AdamW& full);
-    // An AdamW over the whole (padded) buffer with this run's groups, for gather / load.
+    // An AdamW over the whole full_layout() buffer with this run's groups, for gather / load.
     std::unique_ptr<AdamW> make_full_optimizer() const;
 
     // One optimizer step over `micro` micro-batches of (B, T) rows of this rank; tokens and
@@ -76,6 +98,8 @@ class Learner {
     }
     // Mean loss of one batch without touching gradients (stage 3: after sync_params()).
     float eval_loss(const std::int32_t* tokens, const std::int32_t* targets);
+    // Per-token losses of (B, T) rows, B <= the planned batch (stage 3: after sync_params()).
+    const float* eval_losses(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
 
     // Bytes allocated per rank, by kind (for `info` and memory reports); working = whole-model
     // buffers that stages 2-3 need during the step (see zero_plan.h).
@@ -83,12 +107,17 @@ class Learner {
     std::size_t grad_bytes() const;
     std::size_t optimizer_bytes() const { return optim_.state_bytes(); }
     std::size_t working_bytes() const;
-    std::size_t activation_bytes() const { return model_.activation_bytes(); }
+    std::size_t activation_bytes() const {
+        return tp_ ? tp_->activation_bytes() : gpt2_->activation_bytes();
+    }
 
   private:
     void reduce_gradients();
     float clip_gradients();
     void update(float lr);
+    float forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,
+                  int B, int T, float grad_scale);
+    void backward(const float* params, float* grads);
 
     ModelConfig model_cfg_;
     OptimConfig optim_cfg_;
@@ -96,11 +125,16 @@ class Learner {
     long total_steps_;
     LocalComm local_;
     Comm& dp_;
-    GPT2 model_;
+    Comm& mp_;
+    // Exactly one of the two: the whole model, or this model rank's tensor-parallel shard.
+    std::unique_ptr<GPT2> gpt2_;
+    std::unique_ptr<TensorParallelGPT2> tp_;
+    ParamLayout layout_, full_layout_;
     ZeroPlan plan_;
     Buffer<float> params_, grads_;
     Buffer<float> param_shard_, grad_shard_;  // stage 3 / stages 2-3
     AdamW optim_;
+    Buffer<float> full_;          // TP: the full_layout() staging buffer (allocated on first use)
     bool params_current_ = true;  // stage 3: params_ holds the gathered current parameters
 };
 

@@ -79,8 +79,9 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     LocalComm local;
     Comm& world = job.world ? *job.world : local;
     DeviceMesh mesh(world, job.parallel.data, job.parallel.model);
+    // Data comes by the mesh's data index: the model ranks of one replica train on the same rows.
     Comm& dp = mesh.data_comm();
-    const int W = dp.size(), dp_rank = dp.rank();
+    const int W = dp.size(), dp_rank = dp.rank(), M = mesh.model_size();
     const bool writer = world.rank() == 0;  // prints and owns the run directory
     std::ostream silent(nullptr);
     std::ostream& out = writer ? rank0_out : silent;
@@ -142,16 +143,18 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     }
     const auto token_bytes = token_byte_lengths(*tokenizer, job.model.vocab_size);
 
-    Learner learner(job.model, job.optim, B, T, tc.steps, &dp, job.parallel.zero_stage);
+    Learner learner(job.model, job.optim, B, T, tc.steps, &dp, job.parallel.zero_stage,
+                    &mesh.model_comm());
     long start_step = 0;
     std::uint64_t tokens_seen = 0;
     std::optional<double> best_val;
     if (resume) {
-        load_checkpoint_model(job.resume_from, learner.layout(), learner.params());
-        learner.params_written();
+        // Files hold the single-process layout; a TP rank keeps its shard of it.
+        load_checkpoint_model(job.resume_from, learner.full_layout(), learner.full_params_buffer());
+        learner.full_params_written();
         // Checkpoints hold the whole optimizer state; a ZeRO rank keeps its chunk of it.
         auto full = learner.make_full_optimizer();
-        load_checkpoint_optimizer(job.resume_from, learner.layout(), *full);
+        load_checkpoint_optimizer(job.resume_from, learner.full_layout(), *full);
         learner.load_optimizer(*full);
         if (learner.step() != resume->step)
             MESHLM_INVALID(job.resume_from, ": optimizer step ", learner.step(),
@@ -162,9 +165,9 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         out << "resuming from " << job.resume_from << " (step " << start_step << ", "
             << human_count(static_cast<double>(tokens_seen)) << " tokens seen)\n";
     } else if (!job.model.init_from.empty()) {
-        const std::string from =
-            load_init_weights(job.model.init_from, job.model, learner.layout(), learner.params());
-        learner.params_written();
+        const std::string from = load_init_weights(
+            job.model.init_from, job.model, learner.full_layout(), learner.full_params_buffer());
+        learner.full_params_written();
         out << "initialized weights from " << from << " (fresh optimizer and schedule)\n";
     } else {
         learner.init_params(tc.seed);
@@ -188,8 +191,10 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         LoaderOptions opt = train_opt;
         opt.shuffle = false;
         auto val = DataLoader::open_split(data_dir, "val", opt);
-        EvalResult r = evaluate(learner.model(), learner.params(), *val, B, T, max_batches,
-                                token_bytes, tok, tgt, dp_rank, W);
+        auto losses = [&](const std::int32_t* tk, const std::int32_t* tg, int rows, int t) {
+            return learner.eval_losses(tk, tg, rows, t);
+        };
+        EvalResult r = evaluate(losses, *val, B, T, max_batches, token_bytes, tok, tgt, dp_rank, W);
         if (W > 1) {
             std::int64_t counts[2] = {static_cast<std::int64_t>(r.tokens),
                                       static_cast<std::int64_t>(r.bytes)};
@@ -200,19 +205,23 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         }
         return r;
     };
-    const double flops_per_token = train_flops_per_token(job.model, learner.layout(), T);
+    const double flops_per_token = train_flops_per_token(job.model, learner.full_layout(), T);
     const double peak = tc.peak_gflops > 0 ? tc.peak_gflops : kernels::measure_peak_gflops(threads);
-    out << "model: " << human_count(static_cast<double>(learner.layout().count()))
+    out << "model: " << human_count(static_cast<double>(learner.full_layout().count()))
         << " parameters ("
-        << human_count(static_cast<double>(nonembedding_params(learner.layout())))
+        << human_count(static_cast<double>(nonembedding_params(learner.full_layout())))
         << " non-embedding), " << human_count(flops_per_token) << " training FLOPs/token\n"
-        << "memory" << (W > 1 ? " per rank" : "") << ": parameters "
+        << "memory" << (world.size() > 1 ? " per rank" : "") << ": parameters "
         << human_bytes(learner.param_bytes()) << ", gradients " << human_bytes(learner.grad_bytes())
         << ", optimizer " << human_bytes(learner.optimizer_bytes()) << ", activations "
         << human_bytes(learner.activation_bytes());
     if (learner.working_bytes() > 0)
         out << ", whole-model working buffers " << human_bytes(learner.working_bytes());
     out << "\n";
+    if (M > 1)
+        out << "tensor parallel: " << M << " model ranks per replica, " << W
+            << " replicas; each rank holds " << learner.layout().count() << " of "
+            << learner.full_layout().count() << " parameters\n";
     if (world.size() > 1) {
         // Exact bytes, for tests and for comparing with `meshlm info`.
         out << "data parallel: " << W << " ranks, ZeRO stage " << job.parallel.zero_stage
@@ -246,12 +255,13 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         st.best_val = best_val;
         st.config_yaml = job.resolved_yaml;
         const auto t0 = Clock::now();
-        // Every rank gathers (collective); rank 0 writes. ZeRO state is gathered whole for now.
-        learner.sync_params();
+        // Every rank gathers (collective) the single-process layout; rank 0 writes. ZeRO and TP
+        // state is gathered whole for now.
+        const float* params = learner.full_params();
         auto gathered = learner.gather_optimizer();
         if (writer)
             result.last_checkpoint =
-                write_checkpoint(job.run_dir, st, learner.layout(), learner.params(),
+                write_checkpoint(job.run_dir, st, learner.full_layout(), params,
                                  gathered ? *gathered : learner.optimizer(), job.checkpoint);
         if (world.size() > 1) world.barrier();  // no rank ends before the checkpoint exists
         char line[64];
@@ -313,8 +323,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             double tps = interval_tokens / secs;
             m.loss = st.loss, m.lr = st.lr, m.grad_norm = st.grad_norm;
             m.tokens_per_s = tps;
-            m.mfu = tps * flops_per_token / (peak * 1e9 * W);
-            if (W > 1) m.comm_bytes = step_bytes;
+            m.mfu = tps * flops_per_token / (peak * 1e9 * world.size());
+            if (world.size() > 1) m.comm_bytes = step_bytes;
             char line[320];
             std::snprintf(
                 line, sizeof line,
@@ -322,7 +332,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                 done, static_cast<long>(tc.steps), st.loss, st.lr, st.grad_norm,
                 human_count(tps).c_str(), 100 * *m.mfu);
             out << line;
-            if (W > 1) out << " | sent " << human_bytes(static_cast<double>(step_bytes)) << "/rank";
+            if (world.size() > 1)
+                out << " | sent " << human_bytes(static_cast<double>(step_bytes)) << "/rank";
             out << "\n";
         }
         std::optional<double> val_now;
@@ -378,12 +389,12 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         }
     }
 
-    learner.sync_params();
+    const float* final_params = learner.full_params();  // collective: gathers TP shards
     if (writer) {
-        save_weights(job.run_dir + "/model.safetensors", learner.layout(), learner.params(),
+        save_weights(job.run_dir + "/model.safetensors", learner.full_layout(), final_params,
                      {{"format", "meshlm"}, {"step", std::to_string(tc.steps)}});
         out << "saved " << job.run_dir << "/model.safetensors\n";
-        if (job.on_finish) job.on_finish(learner.params(), *tokenizer);
+        if (job.on_finish) job.on_finish(final_params, *tokenizer);
     }
     if (world.size() > 1) world.barrier();
     return result;
