@@ -1,7 +1,7 @@
 // Gradient all-reduce in buckets: every bucket's non-blocking all-reduce is started before the
 // first is waited on, so MPI moves several messages at once and the per-message latency
-// overlaps. (The model's backward is monolithic, so the buckets start right after it rather
-// than during it.)
+// overlaps. Used after backward where the model gives no per-block hook (tensor parallelism);
+// GradReducer (grad_reducer.h) starts the buckets during backward instead.
 #pragma once
 
 #include <cstddef>

@@ -65,7 +65,16 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
              zero_stage >= 1
                  ? shard_groups(decay_groups(layout_, optim.decay_mask), plan_.begin(), plan_.end())
                  : decay_groups(layout_, optim.decay_mask),
-             zero_stage >= 1 ? plan_.chunk : plan_.padded) {}
+             zero_stage >= 1 ? plan_.chunk : plan_.padded),
+      reducer_(dp_, kGradBucketFloats) {
+    block_ranges_.assign(model.n_layer, {layout_.total(), 0});
+    for (const ParamSlice& s : layout_.slices())
+        if (s.layer >= 0) {
+            auto& [lo, hi] = block_ranges_[s.layer];
+            lo = std::min(lo, s.offset);
+            hi = std::max(hi, s.offset + s.numel);
+        }
+}
 
 GPT2& Learner::model() {
     if (!gpt2_) MESHLM_INVALID("Learner::model(): this learner is tensor parallel");
@@ -198,6 +207,8 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     if (distributed) dp_.all_reduce_sum(&scored, 1);
     const float grad_scale = scored ? 1.f / static_cast<float>(scored) : 0.f;
     double loss = 0;
+    const bool overlap = distributed && gpt2_ && plan_.stage <= 1;
+    if (overlap) reducer_.begin(grads_.data(), grads_.size());
     for (int m = 0; m < micro; ++m) {
         const std::int32_t* tg = targets + m * per;
         std::size_t n = 0;
@@ -206,15 +217,22 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
         loss +=
             static_cast<double>(forward(params_.data(), tokens + m * per, tg, B, T, grad_scale)) *
             static_cast<double>(n);
+        // On the last micro-batch each block's gradients are final when its backward ends.
+        if (overlap && m == micro - 1)
+            gpt2_->set_block_backward_hook([this](int layer) {
+                reducer_.ready(block_ranges_[layer].first, block_ranges_[layer].second);
+            });
         backward(params_.data(), grads_.data());
+        if (overlap) gpt2_->set_block_backward_hook({});
     }
+    if (overlap) reducer_.finish();
     // Exactly zero by softmax's shift invariance; what backward computes is rounding noise that
     // AdamW would turn into lr-sized steps (model/key_bias.h).
     zero_key_bias_grads(layout(), grads_.data());
     if (distributed) dp_.all_reduce_sum(&loss, 1);
     StepStats st;
     st.loss = scored ? static_cast<float>(loss / static_cast<double>(scored)) : 0.f;
-    reduce_gradients();
+    if (!overlap) reduce_gradients();
     st.grad_norm = clip_gradients();
     st.lr = lr_at(optim_cfg_, optim_.steps_taken(), total_steps_);
     update(st.lr);

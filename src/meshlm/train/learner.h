@@ -30,6 +30,7 @@
 #include "meshlm/model/gpt2.h"
 #include "meshlm/optim/adamw.h"
 #include "meshlm/parallel/comm.h"
+#include "meshlm/parallel/grad_reducer.h"
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/tp_gpt2.h"
 #include "meshlm/parallel/zero_plan.h"
@@ -136,6 +137,9 @@ class Learner {
     AdamW optim_;
     Buffer<float> full_;          // TP: the full_layout() staging buffer (allocated on first use)
     bool params_current_ = true;  // stage 3: params_ holds the gathered current parameters
+    // Stages 0-1 without TP: the gradient all-reduce starts block by block during backward.
+    GradReducer reducer_;
+    std::vector<std::pair<std::size_t, std::size_t>> block_ranges_;  // [lo, hi) per block
 };
 
 // AdamW groups from the registry: decay on matrices, everything, or nothing (optim.decay_mask).
