@@ -25,15 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string make_corpus(const std::string& dir) {
-    std::string path = dir + "/corpus.txt";
-    std::ofstream out(path);
-    for (int i = 0; i < 300; ++i)
-        out << "Document " << i << ": the quick brown fox jumps over the lazy dog " << i % 7
-            << " times.\n%\n";
-    return path;
-}
-
 // A tiny model on real text (so the data loader's state matters), gradient accumulation on.
 std::string tiny_flags(const std::string& corpus, const std::string& cache) {
     return " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
@@ -66,7 +57,7 @@ class Checkpoint : public ::testing::Test {
   protected:
     void SetUp() override {
         dir_ = test::temp_dir("ckpt");
-        flags_ = tiny_flags(make_corpus(dir_), dir_ + "/cache");
+        flags_ = tiny_flags(test::write_test_corpus(dir_), dir_ + "/cache");
     }
     test::CommandResult train(const std::string& extra) {
         return test::run_command(test::meshlm_binary() + " train" + flags_ + " " + extra);

@@ -15,18 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A small corpus of `%`-separated documents with some structure to learn.
-std::string make_corpus(const std::string& dir) {
-    std::string path = dir + "/corpus.txt";
-    std::ofstream out(path);
-    for (int i = 0; i < 300; ++i) {
-        out << "Document " << i << ": the quick brown fox jumps over the lazy dog " << i % 7
-            << " times.\n";
-        out << "%\n";
-    }
-    return path;
-}
-
 // Flags for a quick run of a tiny model.
 std::string tiny_run(const std::string& corpus, const std::string& run_dir, int steps) {
     std::ostringstream s;
@@ -51,7 +39,7 @@ class Cli : public ::testing::Test {
   protected:
     void SetUp() override {
         dir_ = test::temp_dir("cli");
-        corpus_ = make_corpus(dir_);
+        corpus_ = test::write_test_corpus(dir_);
     }
     std::string dir_, corpus_;
 };

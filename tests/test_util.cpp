@@ -64,6 +64,15 @@ std::vector<std::string> read_documents(const std::string& path, const std::stri
     return docs;
 }
 
+std::string write_test_corpus(const std::string& dir) {
+    std::string text;
+    for (int i = 0; i < 300; ++i)
+        text += "Document " + std::to_string(i) + ": the quick brown fox jumps over the lazy dog " +
+                std::to_string(i % 7) + " times.\n%\n";
+    write_file(dir + "/corpus.txt", text);
+    return dir + "/corpus.txt";
+}
+
 CommandResult run_command(const std::string& cmd) {
     std::string full = cmd + " 2>&1";
     FILE* pipe = popen(full.c_str(), "r");

@@ -15,6 +15,9 @@ std::string temp_dir(const std::string& tag);
 // Whole file as bytes ("" if it cannot be read); writes a file, creating its directory.
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& data);
+// A small corpus of 300 `%`-separated documents with some structure to learn, written to
+// DIR/corpus.txt; returns its path.
+std::string write_test_corpus(const std::string& dir);
 // Documents of a text file split at lines equal to `separator` (data/corpus_reader.h).
 std::vector<std::string> read_documents(const std::string& path, const std::string& separator);
 

@@ -17,6 +17,7 @@
 #include "meshlm/io/weights.h"
 #include "meshlm/model/gpt2.h"
 #include "test_util.h"
+#include "train_runs.h"
 
 namespace meshlm {
 namespace {
@@ -42,48 +43,12 @@ std::string flags(const std::string& dir, int batch, int accum) {
            dir;
 }
 
-test::CommandResult run(int np, const std::string& args, const std::string& env = "") {
-    const std::string launch =
-        np == 1 ? std::string(MESHLM_BINARY)
-                : std::string(MESHLM_MPIRUN) + " -np " + std::to_string(np) + " " + MESHLM_BINARY;
-    return test::run_command("env OMP_WAIT_POLICY=PASSIVE MESHLM_COMM_TIMEOUT=60 " + env +
-                             " timeout -s KILL 120 " + launch + " train" + args);
-}
-
-struct TrainedRun {
-    std::vector<nlohmann::json> steps;  // metrics.jsonl lines
-    std::vector<float> weights;
-    std::string output;
-};
+using test::expect_same_training;
+using test::run_train;
+using test::TrainedRun;
 
 TrainedRun train(int np, const std::string& dir, const std::string& args) {
-    auto r = run(np, args);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    TrainedRun out;
-    out.output = r.output;
-    std::istringstream in(test::read_file(dir + "/metrics.jsonl"));
-    for (std::string line; std::getline(in, line);)
-        out.steps.push_back(nlohmann::json::parse(line));
-    const ModelConfig m = tiny_model();
-    const ParamLayout layout = gpt2_layout(m);
-    out.weights.assign(layout.total(), 0.f);
-    load_weights(dir + "/model.safetensors", layout, out.weights.data());
-    return out;
-}
-
-void expect_same_training(const TrainedRun& ref, const TrainedRun& got, const std::string& what) {
-    ASSERT_EQ(got.steps.size(), static_cast<std::size_t>(kSteps)) << what << "\n" << got.output;
-    ASSERT_EQ(ref.steps.size(), got.steps.size()) << what;
-    for (int s = 0; s < kSteps; ++s) {
-        const double a = ref.steps[s]["loss"], b = got.steps[s]["loss"];
-        EXPECT_LE(std::abs(a - b), 1e-5 * std::abs(a)) << what << " step " << s + 1;
-    }
-    // Every weight within 1e-5 (the attention key biases too: their gradient, exactly zero, is
-    // zeroed after backward, see model/key_bias.h).
-    float diff = 0;
-    for (std::size_t i = 0; i < ref.weights.size(); ++i)
-        diff = std::max(diff, std::abs(ref.weights[i] - got.weights[i]));
-    EXPECT_LE(diff, 1e-5f) << what << ": max |weight difference|";
+    return test::train_run(np, dir, args, tiny_model());
 }
 
 class DataParallel : public ::testing::Test {
@@ -131,7 +96,7 @@ TEST_F(DataParallel, EveryStageMatchesOneProcess) {
                 train(np, dir,
                       flags(dir, 4 / np, 1) + " --config.parallel.data=" + std::to_string(np) +
                           " --config.parallel.zero_stage=" + std::to_string(stage));
-            expect_same_training(*ref_, got, what);
+            expect_same_training(*ref_, got, kSteps, what);
 
             // Allocations per rank follow the ZeRO paper (fp32 + AdamW, Ψ padded floats).
             const std::size_t psi = padded_floats(np), shard = psi / np;
@@ -174,7 +139,8 @@ TEST_F(DataParallel, TwoRanksTimesAccumTwoMatchAccumFour) {
             2, dir,
             flags(dir, 1, 2) +
                 " --config.parallel.data=2 --config.parallel.zero_stage=" + std::to_string(stage));
-        expect_same_training(*ref_accum_, got, "np 2 accum 2 stage " + std::to_string(stage));
+        expect_same_training(*ref_accum_, got, kSteps,
+                             "np 2 accum 2 stage " + std::to_string(stage));
     }
 }
 
@@ -184,11 +150,12 @@ TEST_F(DataParallel, CheckpointResumeWithShardedOptimizer) {
     const std::string dir = *dir_ + "/resume";
     const std::string dp = " --config.parallel.data=2 --config.parallel.zero_stage=2";
     const std::string dir2 = *dir_ + "/resume2";
-    auto full = run(2, flags(dir2, 2, 1) + dp +
-                           " --config.checkpoint.interval=10 --config.checkpoint.keep_last=5");
+    auto full =
+        run_train(2, flags(dir2, 2, 1) + dp +
+                         " --config.checkpoint.interval=10 --config.checkpoint.keep_last=5");
     ASSERT_EQ(full.exit_code, 0) << full.output;
-    auto again = run(2, " --resume " + dir2 + "/checkpoints/step_10 --config.log.dir=" + dir +
-                            "_resumed --config.checkpoint.interval=0");
+    auto again = run_train(2, " --resume " + dir2 + "/checkpoints/step_10 --config.log.dir=" + dir +
+                                  "_resumed --config.checkpoint.interval=0");
     ASSERT_EQ(again.exit_code, 0) << again.output;
     const ParamLayout layout = gpt2_layout(tiny_model());
     std::vector<float> a(layout.total()), b(layout.total());
@@ -201,12 +168,7 @@ TEST_F(DataParallel, CheckpointResumeWithShardedOptimizer) {
 // prepares the corpus while the others wait, and every rank evaluates alike.
 TEST(DataParallelText, MatchesOneProcess) {
     const std::string dir = test::temp_dir("dp_text");
-    {
-        std::ofstream out(dir + "/corpus.txt");
-        for (int i = 0; i < 300; ++i)
-            out << "Document " << i << ": the quick brown fox jumps over the lazy dog " << i % 7
-                << " times.\n%\n";
-    }
+    test::write_test_corpus(dir);
     auto text = [&](const std::string& run_dir, int batch) {
         return " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
                " --config.model.max_seq_len=16 --config.train.seq_len=16 --config.train.steps=12"
@@ -219,10 +181,10 @@ TEST(DataParallelText, MatchesOneProcess) {
                "/cache --config.train.batch_size=" + std::to_string(batch) +
                " --config.log.dir=" + run_dir;
     };
-    auto one = run(1, text(dir + "/one", 4));
+    auto one = run_train(1, text(dir + "/one", 4));
     ASSERT_EQ(one.exit_code, 0) << one.output;
-    auto two =
-        run(2, text(dir + "/two", 2) + " --config.parallel.data=2 --config.parallel.zero_stage=1");
+    auto two = run_train(
+        2, text(dir + "/two", 2) + " --config.parallel.data=2 --config.parallel.zero_stage=1");
     ASSERT_EQ(two.exit_code, 0) << two.output;
     auto lines = [](const std::string& path) {
         std::vector<nlohmann::json> out;
@@ -253,8 +215,8 @@ int count_of(const std::string& text, const std::string& what) {
 TEST(DataParallelFailure, AFailingRankEndsTheJob) {
     const std::string dir = test::temp_dir("dp_fail");
     for (int np : {2, 4}) {
-        auto r = run(np, flags(dir, 1, 1) + " --config.parallel.data=" + std::to_string(np),
-                     "MESHLM_FAULT_RANK=1 MESHLM_FAULT_AT=train_step:3");
+        auto r = run_train(np, flags(dir, 1, 1) + " --config.parallel.data=" + std::to_string(np),
+                           "MESHLM_FAULT_RANK=1 MESHLM_FAULT_AT=train_step:3");
         EXPECT_NE(r.exit_code, 0) << r.output;
         EXPECT_NE(r.exit_code, 137) << "killed by the timeout: the job hung\n" << r.output;
         EXPECT_EQ(count_of(r.output, "injected fault at train_step:3 on rank 1"), 1) << r.output;
@@ -265,11 +227,12 @@ TEST(DataParallelFailure, AFailingRankEndsTheJob) {
 
 TEST(DataParallelFailure, AMeshThatDoesNotFitIsReportedOnce) {
     const std::string dir = test::temp_dir("dp_mesh");
-    auto r = run(2, flags(dir, 1, 1) + " --config.parallel.data=3");
+    auto r = run_train(2, flags(dir, 1, 1) + " --config.parallel.data=3");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_EQ(count_of(r.output, "parallel.data (3) x parallel.model (1) = 3"), 1) << r.output;
     // A vocabulary that does not split over the model ranks: one clear error, before training.
-    auto tp = run(2, flags(dir, 1, 1) + " --config.parallel.model=2 --config.model.vocab_size=301");
+    auto tp =
+        run_train(2, flags(dir, 1, 1) + " --config.parallel.model=2 --config.model.vocab_size=301");
     EXPECT_NE(tp.exit_code, 0) << tp.output;
     EXPECT_EQ(count_of(tp.output, "model.vocab_size (301) must be divisible by parallel.model (2)"),
               1)

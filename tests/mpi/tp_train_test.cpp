@@ -19,6 +19,7 @@
 #include "meshlm/io/weights.h"
 #include "meshlm/model/gpt2.h"
 #include "test_util.h"
+#include "train_runs.h"
 
 namespace meshlm {
 namespace {
@@ -45,54 +46,12 @@ std::string flags(const std::string& dir, int batch, int data, int model, int st
            " --config.parallel.zero_stage=" + std::to_string(stage) + " --config.log.dir=" + dir;
 }
 
-test::CommandResult run(int np, const std::string& args) {
-    const std::string launch =
-        np == 1 ? std::string(MESHLM_BINARY)
-                : std::string(MESHLM_MPIRUN) + " -np " + std::to_string(np) + " " + MESHLM_BINARY;
-    return test::run_command(
-        "env OMP_WAIT_POLICY=PASSIVE MESHLM_COMM_TIMEOUT=60 timeout -s KILL "
-        "120 " +
-        launch + " train" + args);
-}
-
-struct TrainedRun {
-    std::vector<double> losses;  // by step, from metrics.jsonl (resumed runs: the later steps)
-    std::vector<float> weights;  // model.safetensors in the single-process layout
-    std::string output;
-};
+using test::expect_same_training;
+using test::run_train;
+using test::TrainedRun;
 
 TrainedRun train(int np, const std::string& dir, const std::string& args) {
-    auto r = run(np, args);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    TrainedRun out;
-    out.output = r.output;
-    std::istringstream in(test::read_file(dir + "/metrics.jsonl"));
-    for (std::string line; std::getline(in, line);)
-        out.losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
-    const ParamLayout layout = gpt2_layout(tiny_model());
-    out.weights.assign(layout.total(), 0.f);
-    load_weights(dir + "/model.safetensors", layout, out.weights.data());
-    return out;
-}
-
-// `got` holds the last got.losses.size() steps of the run.
-void expect_same_training(const TrainedRun& ref, const TrainedRun& got, const std::string& what) {
-    ASSERT_FALSE(got.losses.empty()) << what << "\n" << got.output;
-    ASSERT_LE(got.losses.size(), ref.losses.size()) << what;
-    const std::size_t skip = ref.losses.size() - got.losses.size();
-    double worst = 0;
-    for (std::size_t s = 0; s < got.losses.size(); ++s) {
-        const double a = ref.losses[skip + s], b = got.losses[s];
-        worst = std::max(worst, std::abs(a - b) / std::abs(a));
-        EXPECT_LE(std::abs(a - b), 1e-5 * std::abs(a)) << what << " step " << skip + s + 1;
-    }
-    float diff = 0;
-    for (std::size_t i = 0; i < ref.weights.size(); ++i)
-        diff = std::max(diff, std::abs(ref.weights[i] - got.weights[i]));
-    EXPECT_LE(diff, 1e-5f) << what << ": max |weight difference|";
-    // The margins, for the README.
-    std::printf("%s: max relative loss difference %.2e, max |weight difference| %.2e\n",
-                what.c_str(), worst, diff);
+    return test::train_run(np, dir, args, tiny_model());
 }
 
 // "params P grads G optimizer O working W" from a trainer or `info` output.
@@ -115,7 +74,7 @@ std::string* TensorParallelTraining::dir_ = nullptr;
 TrainedRun* TensorParallelTraining::ref_ = nullptr;
 
 TEST_F(TensorParallelTraining, MatchesOneProcess) {
-    ASSERT_EQ(ref_->losses.size(), static_cast<std::size_t>(kSteps)) << ref_->output;
+    ASSERT_EQ(ref_->steps.size(), static_cast<std::size_t>(kSteps)) << ref_->output;
     struct Case {
         int data, model, stage;
     };
@@ -126,8 +85,7 @@ TEST_F(TensorParallelTraining, MatchesOneProcess) {
                                 std::to_string(c.data) + "_z" + std::to_string(c.stage);
         TrainedRun got =
             train(c.data * c.model, dir, flags(dir, 4 / c.data, c.data, c.model, c.stage));
-        ASSERT_EQ(got.losses.size(), static_cast<std::size_t>(kSteps)) << what << got.output;
-        expect_same_training(*ref_, got, what);
+        expect_same_training(*ref_, got, kSteps, what);
         EXPECT_NE(got.output.find("tensor parallel: 2 model ranks per replica"), std::string::npos)
             << got.output;
         // `meshlm info` plans what the trainer allocates per rank (the local shard, chunked).
@@ -153,7 +111,7 @@ TEST_F(TensorParallelTraining, CheckpointsMoveBetweenLayouts) {
                              " --config.parallel.zero_stage=0 --config.train.batch_size=4"
                              " --config.log.dir=" +
                              one);
-    expect_same_training(*ref_, a, "TP 2 x DP 2 checkpoint resumed on 1 process");
+    expect_same_training(*ref_, a, kSteps - 10, "TP 2 x DP 2 checkpoint resumed on 1 process");
 
     const std::string many = *dir_ + "/resume_tp";
     TrainedRun b = train(4, many,
@@ -162,7 +120,8 @@ TEST_F(TensorParallelTraining, CheckpointsMoveBetweenLayouts) {
                              " --config.parallel.model=2 --config.parallel.zero_stage=3"
                              " --config.train.batch_size=2 --config.log.dir=" +
                              many);
-    expect_same_training(*ref_, b, "1-process checkpoint resumed at TP 2 x DP 2 stage 3");
+    expect_same_training(*ref_, b, kSteps - 10,
+                         "1-process checkpoint resumed at TP 2 x DP 2 stage 3");
 }
 
 // Real text with validation: the model ranks of a replica read the same rows, validation runs
@@ -170,12 +129,7 @@ TEST_F(TensorParallelTraining, CheckpointsMoveBetweenLayouts) {
 // 0 from the gathered weights.
 TEST(TensorParallelText, MatchesOneProcess) {
     const std::string dir = test::temp_dir("tp_text");
-    {
-        std::ofstream out(dir + "/corpus.txt");
-        for (int i = 0; i < 300; ++i)
-            out << "Document " << i << ": the quick brown fox jumps over the lazy dog " << i % 7
-                << " times.\n%\n";
-    }
+    test::write_test_corpus(dir);
     auto text = [&](const std::string& run_dir, int batch) {
         return " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
                " --config.model.vocab_size=258 --config.model.max_seq_len=16"
@@ -188,11 +142,11 @@ TEST(TensorParallelText, MatchesOneProcess) {
                "/cache --config.train.batch_size=" + std::to_string(batch) +
                " --config.log.dir=" + run_dir;
     };
-    auto one = run(1, text(dir + "/one", 4));
+    auto one = run_train(1, text(dir + "/one", 4));
     ASSERT_EQ(one.exit_code, 0) << one.output;
-    auto tp = run(4, text(dir + "/tp", 2) +
-                         " --config.parallel.data=2 --config.parallel.model=2"
-                         " --config.parallel.zero_stage=2");
+    auto tp = run_train(4, text(dir + "/tp", 2) +
+                               " --config.parallel.data=2 --config.parallel.model=2"
+                               " --config.parallel.zero_stage=2");
     ASSERT_EQ(tp.exit_code, 0) << tp.output;
     EXPECT_NE(tp.output.find("sample:"), std::string::npos) << tp.output;
     auto lines = [](const std::string& path) {

@@ -1,0 +1,35 @@
+// Shared by the tests that launch `meshlm train` under mpirun and compare with one process:
+// launching, reading a run back (metrics.jsonl and the final weights), comparing two runs.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "meshlm/model/model_config.h"
+#include "test_util.h"
+
+namespace meshlm::test {
+
+// `meshlm train ARGS` on np processes (np 1: no launcher), killed after 120 s.
+CommandResult run_train(int np, const std::string& args, const std::string& env = "");
+
+struct TrainedRun {
+    std::vector<nlohmann::json> steps;  // metrics.jsonl lines (resumed runs: the later steps)
+    std::vector<float> weights;         // model.safetensors in the single-process layout
+    std::string output;
+};
+
+// Trains and reads the run in `dir` back; the weights are laid out for `model`.
+TrainedRun train_run(int np, const std::string& dir, const std::string& args,
+                     const ModelConfig& model);
+
+// `got` must hold the last `steps` steps of `ref`'s run: their losses within 1e-5 relative and
+// every final weight within 1e-5 absolute (the attention key biases too: their gradient, exactly
+// zero, is zeroed after backward, see model/key_bias.h). Prints the margins.
+void expect_same_training(const TrainedRun& ref, const TrainedRun& got, std::size_t steps,
+                          const std::string& what);
+
+}  // namespace meshlm::test
