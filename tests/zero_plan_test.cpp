@@ -2,12 +2,16 @@
 // side of the sharded learner: on one rank every stage trains bitwise like stage 0.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "meshlm/core/rng.h"
 #include "meshlm/data/synthetic.h"
 #include "meshlm/kernels/kernels.h"
+#include "meshlm/model/gpt2.h"
+#include "meshlm/parallel/fsdp.h"
+#include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/zero_plan.h"
 #include "meshlm/train/learner.h"
 
@@ -29,11 +33,20 @@ TEST(ZeroPlan, ChunksAreEqualAlignedAndCoverTheBuffer) {
     EXPECT_THROW(ZeroPlan(1000, 2, 0, 4), InvalidInput);
 }
 
+ModelConfig small_model() {
+    ModelConfig m;
+    m.n_layer = 3, m.d_model = 32, m.n_head = 2, m.vocab_size = 61, m.max_seq_len = 16;
+    return m;
+}
+
 TEST(ZeroPlan, MemoryFollowsTheZeroPaper) {
-    const std::size_t psi = 4096;  // divides evenly: Ψ = padded
+    const ParamLayout layout = gpt2_layout(small_model());
     for (int n : {2, 4}) {
-        const std::size_t shard = psi / n;
-        auto m = [&](int stage) { return zero_memory(ZeroPlan(psi, n, 0, stage)); };
+        const ZeroPlan plan(layout.total(), n, 0, 0);
+        const std::size_t psi = plan.padded, shard = plan.chunk;
+        auto m = [&](int stage) {
+            return zero_memory(ZeroPlan(layout.total(), n, 0, stage), layout);
+        };
         auto state = [&](int stage) {
             return m(stage).params + m(stage).grads + m(stage).optimizer;
         };
@@ -43,8 +56,69 @@ TEST(ZeroPlan, MemoryFollowsTheZeroPaper) {
         EXPECT_EQ(state(3), 16 * shard);
         EXPECT_EQ(m(0).working, 0u);
         EXPECT_EQ(m(2).working, 4 * psi);
-        EXPECT_EQ(m(3).working, 8 * psi);
+
+        // FSDP: the embeddings and ln_f (parameters + gradients) and two block slots (parameters,
+        // gradients, and the largest part of any block that one rank's chunk holds), from the
+        // registry's layer tags.
+        const int L = small_model().n_layer;
+        std::vector<std::size_t> lo(L, layout.total()), hi(L, 0);
+        std::size_t end = 0;
+        for (const ParamSlice& s : layout.slices()) {
+            end = std::max(end, s.offset + s.numel);
+            if (s.layer < 0) continue;
+            lo[s.layer] = std::min(lo[s.layer], s.offset);
+            hi[s.layer] = std::max(hi[s.layer], s.offset + s.numel);
+        }
+        std::size_t block = 0, receive = 0;
+        for (int l = 0; l < L; ++l) block = std::max(block, hi[l] - lo[l]);
+        for (int l = 0; l < L; ++l)
+            for (int r = 0; r < n; ++r) {
+                const std::size_t a = lo[l], b = hi[l];
+                const std::size_t x = std::max(a, r * shard), y = std::min(b, (r + 1) * shard);
+                if (x < y) receive = std::max(receive, y - x);
+            }
+        const std::size_t root = lo[0] + (end - hi[L - 1]);
+        EXPECT_EQ(m(3).working, 4 * (2 * root + 2 * (2 * block + receive))) << n << " ranks";
     }
+    // GPT-2 small over 8 ranks: FSDP's buffers are well under the two whole-model buffers
+    // (parameters and gradients) that a gather-everything stage 3 needs.
+    ModelConfig small;
+    small.n_layer = 12, small.d_model = 768, small.n_head = 12, small.vocab_size = 50257;
+    small.max_seq_len = 1024;
+    const ParamLayout gpt2 = gpt2_layout(small);
+    const ZeroMemory z = zero_memory(ZeroPlan(gpt2.total(), 8, 0, 3), gpt2);
+    EXPECT_LT(z.working, 4 * gpt2.total()) << "under one whole buffer";
+    // One rank has nothing to shard: stage 3 keeps whole buffers.
+    EXPECT_EQ(zero_memory(ZeroPlan(layout.total(), 1, 0, 3), layout).working, 8 * layout.total());
+}
+
+// FSDP's stream on one rank hands the model the same parameters and collects the same
+// gradients as the flat buffers: loss and every gradient bitwise equal.
+TEST(Fsdp, StreamOnOneRankEqualsFlatBuffers) {
+    kernels::set_threads(1);
+    const ModelConfig m = small_model();
+    const int B = 2, T = 16;
+    GPT2 flat(m, B, T), streamed(m, B, T);
+    const ParamLayout& layout = flat.layout();
+    std::vector<float> params(layout.total()), grads(layout.total(), 0.f);
+    gpt2_init(m, layout, params.data(), 7);
+    Philox rng(1, 2);
+    std::vector<std::int32_t> tokens(B * T), targets(B * T);
+    random_tokens(B, T, m.vocab_size, rng, tokens.data(), targets.data());
+    const float loss = flat.forward(params.data(), tokens.data(), targets.data(), B, T, 0.01f);
+    flat.backward(params.data(), grads.data());
+
+    LocalComm one;
+    const ZeroPlan plan(layout.total(), 1, 0, 3);
+    std::vector<float> grad_chunk(plan.chunk, 0.f);
+    FsdpStream stream(one, plan, layout, params.data(), grad_chunk.data());
+    streamed.set_param_stream(&stream);
+    stream.begin(true);
+    const float loss2 = streamed.forward(nullptr, tokens.data(), targets.data(), B, T, 0.01f);
+    streamed.backward(nullptr, nullptr);
+    stream.end();
+    EXPECT_EQ(loss, loss2);
+    EXPECT_EQ(std::memcmp(grads.data(), grad_chunk.data(), grads.size() * sizeof(float)), 0);
 }
 
 TEST(ZeroPlan, ShardGroupsIntersectAndKeepDecay) {

@@ -74,6 +74,32 @@ std::size_t padded_floats(int n) {
     return chunk * n;
 }
 
+// Rank 0's bytes per FSDP step with `accum` micro-batches (parallel/fsdp.h), derived from the
+// registry's layer tags: a unit is the embeddings (everything before block 0), a block, or
+// ln_f (everything after the last block); rank 0 owns the part of it inside [0, chunk). The
+// embeddings and ln_f are gathered and reduce-scattered once per step, every block gathered
+// twice and reduce-scattered once per micro-batch; each costs (unit - own part) floats.
+std::size_t fsdp_step_bytes(int n, int accum) {
+    const ParamLayout layout = gpt2_layout(tiny_model());
+    const std::size_t chunk = padded_floats(n) / n;
+    const int L = tiny_model().n_layer;
+    std::vector<std::size_t> lo(L, layout.total()), hi(L, 0);
+    std::size_t end = 0;
+    for (const ParamSlice& s : layout.slices()) {
+        end = std::max(end, s.offset + s.numel);
+        if (s.layer < 0) continue;
+        lo[s.layer] = std::min(lo[s.layer], s.offset);
+        hi[s.layer] = std::max(hi[s.layer], s.offset + s.numel);
+    }
+    auto others = [&](std::size_t a, std::size_t b) {  // floats of [a, b) not on rank 0
+        return (b - a) - (std::min(b, chunk) > a ? std::min(b, chunk) - a : 0);
+    };
+    std::size_t floats = 2 * (others(0, lo[0]) + others(hi[L - 1], end));
+    for (int l = 0; l < L; ++l)
+        floats += 3 * static_cast<std::size_t>(accum) * others(lo[l], hi[l]);
+    return floats * sizeof(float);
+}
+
 std::map<std::string, std::size_t> allocated(const std::string& output) {
     std::smatch m;
     std::regex re("params ([0-9]+) grads ([0-9]+) optimizer ([0-9]+) working ([0-9]+)");
@@ -113,10 +139,12 @@ TEST_F(DataParallel, EveryStageMatchesOneProcess) {
 
             // Rank 0's bytes per step: the ring convention (rank 0 owns the one element of the
             // small loss / count all-reduces, so they add nothing). Stage 0 all-reduces the
-            // gradients: 2Ψ(N-1)/N floats; stage 1 adds the parameter all-gather; stages 2-3
-            // reduce-scatter and all-gather: 2Ψ(N-1)/N.
+            // gradients: 2Ψ(N-1)/N floats; stage 1 adds the parameter all-gather; stage 2
+            // reduce-scatters and all-gathers: 2Ψ(N-1)/N; stage 3 streams units (FSDP).
             const std::size_t ring = (psi - shard) * sizeof(float);
-            const std::size_t expect = stage == 1 ? 3 * ring : 2 * ring;
+            const std::size_t expect = stage == 1   ? 3 * ring
+                                       : stage == 3 ? fsdp_step_bytes(np, 1)
+                                                    : 2 * ring;
             for (const auto& s : got.steps) EXPECT_EQ(s["comm_bytes"], expect) << what;
 
             // `meshlm info` plans the same bytes.
@@ -133,7 +161,7 @@ TEST_F(DataParallel, EveryStageMatchesOneProcess) {
 }
 
 TEST_F(DataParallel, TwoRanksTimesAccumTwoMatchAccumFour) {
-    for (int stage : {0, 2}) {
+    for (int stage : {0, 2, 3}) {
         const std::string dir = *dir_ + "/acc_z" + std::to_string(stage);
         TrainedRun got = train(
             2, dir,
@@ -141,6 +169,8 @@ TEST_F(DataParallel, TwoRanksTimesAccumTwoMatchAccumFour) {
                 " --config.parallel.data=2 --config.parallel.zero_stage=" + std::to_string(stage));
         expect_same_training(*ref_accum_, got, kSteps,
                              "np 2 accum 2 stage " + std::to_string(stage));
+        if (stage == 3)  // FSDP gathers and reduces the blocks once per micro-batch
+            for (const auto& s : got.steps) EXPECT_EQ(s["comm_bytes"], fsdp_step_bytes(2, 2));
     }
 }
 
@@ -184,7 +214,7 @@ TEST(DataParallelText, MatchesOneProcess) {
     auto one = run_train(1, text(dir + "/one", 4));
     ASSERT_EQ(one.exit_code, 0) << one.output;
     auto two = run_train(
-        2, text(dir + "/two", 2) + " --config.parallel.data=2 --config.parallel.zero_stage=1");
+        2, text(dir + "/two", 2) + " --config.parallel.data=2 --config.parallel.zero_stage=3");
     ASSERT_EQ(two.exit_code, 0) << two.output;
     auto lines = [](const std::string& path) {
         std::vector<nlohmann::json> out;

@@ -24,8 +24,8 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         // Per data-parallel rank, for the ZeRO stage (parallel/zero_plan.h).
         // With tensor parallelism a rank holds its shard, which ZeRO chunks further.
         const int N = cfg.parallel.data, stage = cfg.parallel.zero_stage, M = cfg.parallel.model;
-        const std::size_t local = M > 1 ? tp_local_layout(m, M).total() : layout.total();
-        const ZeroMemory zm = zero_memory(ZeroPlan(local, N, 0, stage));
+        const ParamLayout local = M > 1 ? tp_local_layout(m, M) : layout;
+        const ZeroMemory zm = zero_memory(ZeroPlan(local.total(), N, 0, stage), local);
         const double params = static_cast<double>(zm.params), grads = static_cast<double>(zm.grads),
                      optim = static_cast<double>(zm.optimizer),
                      working = static_cast<double>(zm.working);
@@ -54,7 +54,8 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         mem("parameters", params);
         mem("gradients", grads);
         mem("optimizer state (m, v)", optim);
-        if (working > 0) mem("whole-model working", working);
+        if (working > 0)
+            mem(stage >= 3 && N > 1 ? "FSDP unit buffers" : "whole-model working", working);
         char label[64];
         std::snprintf(label, sizeof label, "activations (B=%d, T=%d)", cfg.train.batch_size,
                       cfg.train.seq_len);

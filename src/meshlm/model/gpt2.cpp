@@ -54,7 +54,8 @@ GPT2::GPT2(const ModelConfig& cfg, int max_batch, int max_seq)
       layout_(gpt2_layout(cfg)),
       max_batch_(max_batch),
       max_seq_(max_seq),
-      acts_(gpt2_activation_floats(cfg, max_batch, max_seq)) {
+      acts_(gpt2_activation_floats(cfg, max_batch, max_seq)),
+      views_(layout_, cfg.n_layer) {
     MESHLM_CHECK(max_seq <= cfg.max_seq_len, "sequence length ", max_seq, " exceeds max_seq_len ",
                  cfg.max_seq_len);
     const std::size_t N = static_cast<std::size_t>(max_batch) * max_seq, C = cfg.d_model,
@@ -62,8 +63,6 @@ GPT2::GPT2(const ModelConfig& cfg, int max_batch, int max_seq)
     Planner p{&acts_};
     embed_ = p.take(N * C);
     blocks_.resize(cfg.n_layer);
-    w_.blocks.resize(cfg.n_layer);
-    g_.blocks.resize(cfg.n_layer);
     for (auto& b : blocks_) {
         b.ln1 = p.take(N * C);
         b.ln1_mean = p.take(N);
@@ -103,12 +102,14 @@ float GPT2::forward(const float* params, const std::int32_t* tokens, const std::
     const int N = B * T, C = cfg_.d_model, F = cfg_.mlp_width(), V = cfg_.vocab_size,
               H = cfg_.n_head;
     const float eps = cfg_.ln_eps;
-    bind_weights(layout_, const_cast<float*>(params), w_);
-    const GPT2Weights& w = w_;
+    using Pass = ParamStream::Pass;
+    views_.begin(params, nullptr, Pass::forward);
+    const GPT2Weights& w = views_.w;
 
     k::embedding_forward(embed_, tokens, w.wte, w.wpe, N, T, C);
     const float* x = embed_;
     for (int l = 0; l < cfg_.n_layer; ++l) {
+        views_.begin_block(l, Pass::forward);
         const BlockWeights& bw = w.blocks[l];
         BlockActs& a = blocks_[l];
         k::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, bw.ln1_w, bw.ln1_b, N, C, eps);
@@ -122,6 +123,7 @@ float GPT2::forward(const float* params, const std::int32_t* tokens, const std::
         k::gelu_forward(a.fch_gelu, a.fch, static_cast<std::size_t>(N) * F);
         k::linear_forward(a.res_out, a.fch_gelu, bw.mlp_proj_w, bw.mlp_proj_b, N, F, C);
         k::residual_forward(a.res_out, a.res_out, a.res_mid, static_cast<std::size_t>(N) * C);
+        views_.end_block(l, Pass::forward);
         x = a.res_out;
     }
     k::layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x, w.lnf_w, w.lnf_b, N, C, eps);
@@ -147,16 +149,18 @@ void GPT2::backward(const float* params, float* grads) {
     const int B = B_, T = T_, N = B * T, C = cfg_.d_model, F = cfg_.mlp_width(),
               V = cfg_.vocab_size, H = cfg_.n_head;
     const std::size_t NC = static_cast<std::size_t>(N) * C;
-    bind_weights(layout_, const_cast<float*>(params), w_);
-    bind_weights(layout_, grads, g_);
-    const GPT2Weights &w = w_, &g = g_;
+    using Pass = ParamStream::Pass;
+    views_.begin(params, grads, Pass::backward);
+    const GPT2Weights &w = views_.w, &g = views_.g;
 
     k::linear_backward(dln_, g.wte, nullptr, logits_, lnf_, w.wte, N, C, V);
     std::memset(dres_, 0, NC * sizeof(float));
     const float* x_last = cfg_.n_layer ? blocks_.back().res_out : embed_;
     k::layernorm_backward(dres_, g.lnf_w, g.lnf_b, dln_, x_last, w.lnf_w, lnf_mean_, lnf_rstd_, N,
                           C);
+    views_.head_done();
     for (int l = cfg_.n_layer - 1; l >= 0; --l) {
+        views_.begin_block(l, Pass::backward);
         const BlockWeights& bw = w.blocks[l];
         const BlockWeights& bg = g.blocks[l];
         const BlockActs& a = blocks_[l];
@@ -173,9 +177,11 @@ void GPT2::backward(const float* params, float* grads) {
         k::linear_backward(dln_, bg.qkv_w, bg.qkv_b, dqkv_, a.ln1, bw.qkv_w, N, C, 3 * C);
         k::layernorm_backward(dres_, bg.ln1_w, bg.ln1_b, dln_, x, bw.ln1_w, a.ln1_mean, a.ln1_rstd,
                               N, C);
+        views_.end_block(l, Pass::backward);
         if (block_hook_) block_hook_(l);
     }
     k::embedding_backward(g.wte, g.wpe, dres_, tokens_, N, T, C);
+    views_.embeddings_done();
 }
 
 }  // namespace meshlm

@@ -4,7 +4,8 @@
 //
 // The model owns only its activations, planned for at most (max_batch, max_seq) when it is
 // built; parameters and gradients are flat buffers handed in by the caller (laid out by
-// layout()), so sharding strategies can hand it gathered views.
+// layout()), or arrive block by block from a ParamStream (model/param_stream.h), so sharding
+// strategies can hand it gathered views.
 #pragma once
 
 #include <cstdint>
@@ -12,33 +13,12 @@
 #include <vector>
 
 #include "meshlm/core/buffer.h"
+#include "meshlm/model/gpt2_weights.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/param_layout.h"
+#include "meshlm/model/param_stream.h"
 
 namespace meshlm {
-
-// Pointers to one block's tensors inside a flat buffer (parameters or gradients).
-struct BlockWeights {
-    float *ln1_w, *ln1_b;              // (C)
-    float *qkv_w, *qkv_b;              // (3C, C), (3C)
-    float *attn_proj_w, *attn_proj_b;  // (C, C), (C)
-    float *ln2_w, *ln2_b;              // (C)
-    float *fc_w, *fc_b;                // (4C, C), (4C)
-    float *mlp_proj_w, *mlp_proj_b;    // (C, 4C), (C)
-};
-
-struct GPT2Weights {
-    float* wte;  // (V, C)
-    float* wpe;  // (P, C)
-    std::vector<BlockWeights> blocks;
-    float *lnf_w, *lnf_b;  // (C)
-};
-
-// The GPT-2 parameter registry for a config.
-ParamLayout gpt2_layout(const ModelConfig& cfg);
-// Points `w` (its blocks already sized to n_layer) at the tensors of a flat buffer laid out by
-// gpt2_layout. Uses slice positions, not names, and allocates nothing: it runs every step.
-void bind_weights(const ParamLayout& layout, float* base, GPT2Weights& w);
 
 // Fills params (layout of gpt2_layout) with GPT-2's init: N(0, std) weights, residual output
 // projections N(0, std / sqrt(2L)), zero biases, unit LayerNorm gains. Seeded, thread-free.
@@ -64,6 +44,10 @@ class GPT2 {
                   int B, int T, float grad_scale = 0.f);
     // Accumulates gradients (+=) into grads for the last forward (which had grad_scale != 0).
     void backward(const float* params, float* grads);
+
+    // With a stream (nullptr = none), forward and backward take parameters and put gradients a
+    // unit at a time through it (FSDP) and ignore their params / grads arguments.
+    void set_param_stream(ParamStream* stream) { views_.set_stream(stream); }
 
     // Called by backward() as soon as block `layer`'s parameter gradients are complete for this
     // call (layers L-1 down to 0), so data parallelism can start reducing them while earlier
@@ -98,7 +82,7 @@ class GPT2 {
     // Backward scratch, shared by all blocks.
     float *dres_, *dln_, *datty_, *dqkv_, *dfch_, *dfch_gelu_;
     // Views of the parameters and gradients of the current call (rebound each call).
-    GPT2Weights w_, g_;
+    WeightViews views_;
     // The last forward's inputs, for backward.
     const std::int32_t* tokens_ = nullptr;
     int B_ = 0, T_ = 0;

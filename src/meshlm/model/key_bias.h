@@ -6,6 +6,8 @@
 // apart -- without changing any output. Zeroing that gradient after backward makes it exact.
 #pragma once
 
+#include <cstddef>
+
 #include "meshlm/model/param_layout.h"
 
 namespace meshlm {
@@ -14,5 +16,9 @@ namespace meshlm {
 // keep q | k | v thirds (gpt2_layout and the tensor-parallel shards). Returns the largest
 // magnitude removed.
 float zero_key_bias_grads(const ParamLayout& layout, float* grads);
+// The same on the flat range [begin, end) only, `grads` pointing at element `begin` (a ZeRO
+// chunk of the gradients).
+float zero_key_bias_grads(const ParamLayout& layout, float* grads, std::size_t begin,
+                          std::size_t end);
 
 }  // namespace meshlm

@@ -57,7 +57,8 @@ TensorParallelGPT2::TensorParallelGPT2(const ModelConfig& cfg, Comm& comm, int m
       layout_(tp_local_layout(cfg, M_)),  // checks that every split divides
       max_batch_(max_batch),
       max_seq_(max_seq),
-      acts_(0) {
+      acts_(0),
+      views_(layout_, cfg.n_layer) {
     MESHLM_CHECK(max_seq <= cfg.max_seq_len, "sequence length ", max_seq, " exceeds max_seq_len ",
                  cfg.max_seq_len);
     const std::size_t N = static_cast<std::size_t>(max_batch) * max_seq, C = cfg.d_model;
@@ -99,8 +100,6 @@ TensorParallelGPT2::TensorParallelGPT2(const ModelConfig& cfg, Comm& comm, int m
     acts_ = Arena(count.floats);
     Planner take{&acts_};
     plan(take);
-    w_.blocks.resize(cfg.n_layer);
-    g_.blocks.resize(cfg.n_layer);
 }
 
 void TensorParallelGPT2::close_row_parallel(float* out, const float* bias, const float* residual,
@@ -125,8 +124,9 @@ float TensorParallelGPT2::forward(const float* params, const std::int32_t* token
     const int N = B * T, C = cfg_.d_model;
     const std::size_t NC = static_cast<std::size_t>(N) * C;
     const float eps = cfg_.ln_eps;
-    bind_weights(layout_, const_cast<float*>(params), w_);
-    const GPT2Weights& w = w_;
+    using Pass = ParamStream::Pass;
+    views_.begin(params, nullptr, Pass::forward);
+    const GPT2Weights& w = views_.w;
 
     // Vocabulary-parallel embedding: one rank holds each token's row, the others add zeros.
     k::embedding_forward_vocab_range(embed_, tokens, w.wte, v0_, Vl_, N, C);
@@ -134,6 +134,7 @@ float TensorParallelGPT2::forward(const float* params, const std::int32_t* token
     k::position_embedding_forward(embed_, w.wpe, N, T, C);
     const float* x = embed_;
     for (int l = 0; l < cfg_.n_layer; ++l) {
+        views_.begin_block(l, Pass::forward);
         const BlockWeights& bw = w.blocks[l];
         BlockActs& a = blocks_[l];
         k::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, bw.ln1_w, bw.ln1_b, N, C, eps);
@@ -147,6 +148,7 @@ float TensorParallelGPT2::forward(const float* params, const std::int32_t* token
         k::gelu_forward(a.fch_gelu, a.fch, static_cast<std::size_t>(N) * Fl_);
         k::linear_forward(a.res_out, a.fch_gelu, bw.mlp_proj_w, nullptr, N, Fl_, C);
         close_row_parallel(a.res_out, bw.mlp_proj_b, a.res_mid, N);
+        views_.end_block(l, Pass::forward);
         x = a.res_out;
     }
     k::layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x, w.lnf_w, w.lnf_b, N, C, eps);
@@ -176,9 +178,9 @@ void TensorParallelGPT2::backward(const float* params, float* grads) {
     grad_ready_ = false;
     const int B = B_, T = T_, N = B * T, C = cfg_.d_model;
     const std::size_t NC = static_cast<std::size_t>(N) * C;
-    bind_weights(layout_, const_cast<float*>(params), w_);
-    bind_weights(layout_, grads, g_);
-    const GPT2Weights &w = w_, &g = g_;
+    using Pass = ParamStream::Pass;
+    views_.begin(params, grads, Pass::backward);
+    const GPT2Weights &w = views_.w, &g = views_.g;
 
     // The head is column-parallel over the vocabulary: its input gradient is all-reduced.
     k::linear_backward(dln_, g.wte, nullptr, logits_, lnf_, w.wte, N, C, Vl_);
@@ -187,7 +189,9 @@ void TensorParallelGPT2::backward(const float* params, float* grads) {
     const float* x_last = cfg_.n_layer ? blocks_.back().res_out : embed_;
     k::layernorm_backward(dres_, g.lnf_w, g.lnf_b, dln_, x_last, w.lnf_w, lnf_mean_, lnf_rstd_, N,
                           C);
+    views_.head_done();
     for (int l = cfg_.n_layer - 1; l >= 0; --l) {
+        views_.begin_block(l, Pass::backward);
         const BlockWeights& bw = w.blocks[l];
         const BlockWeights& bg = g.blocks[l];
         const BlockActs& a = blocks_[l];
@@ -206,10 +210,12 @@ void TensorParallelGPT2::backward(const float* params, float* grads) {
         comm_.all_reduce_sum(dln_, NC);
         k::layernorm_backward(dres_, bg.ln1_w, bg.ln1_b, dln_, x, bw.ln1_w, a.ln1_mean, a.ln1_rstd,
                               N, C);
+        views_.end_block(l, Pass::backward);
     }
     // Embedding backward: wpe from the replicated dres, wte only for this rank's tokens.
     k::embedding_backward_vocab_range(g.wte, dres_, tokens_, v0_, Vl_, N, C);
     k::position_embedding_backward(g.wpe, dres_, N, T, C);
+    views_.embeddings_done();
 }
 
 }  // namespace meshlm

@@ -26,6 +26,7 @@
 #include "meshlm/model/gpt2.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/param_layout.h"
+#include "meshlm/model/param_stream.h"
 #include "meshlm/parallel/comm.h"
 
 namespace meshlm {
@@ -53,6 +54,8 @@ class TensorParallelGPT2 {
                   int B, int T, float grad_scale = 0.f);
     // Accumulates (+=) this rank's local gradients for the last forward. Collective.
     void backward(const float* params, float* grads);
+    // As GPT2::set_param_stream: parameters and gradients of the local shard unit by unit.
+    void set_param_stream(ParamStream* stream) { views_.set_stream(stream); }
 
     const float* logits() const { return logits_; }  // (B*T, V/M): this rank's columns
     const float* losses() const { return losses_; }  // (B*T) per-token losses
@@ -83,7 +86,7 @@ class TensorParallelGPT2 {
     float* losses_;                       // (N)
     float *row_max_, *ce_stats_;          // (N) (2N)
     float *dres_, *dln_, *datty_, *dqkv_, *dfch_, *dfch_gelu_;
-    GPT2Weights w_, g_;
+    WeightViews views_;
     const std::int32_t* tokens_ = nullptr;
     int B_ = 0, T_ = 0;
     bool grad_ready_ = false;

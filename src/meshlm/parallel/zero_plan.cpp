@@ -1,6 +1,7 @@
 #include "meshlm/parallel/zero_plan.h"
 
 #include "meshlm/core/error.h"
+#include "meshlm/parallel/fsdp.h"
 
 namespace meshlm {
 
@@ -13,13 +14,16 @@ ZeroPlan::ZeroPlan(std::size_t total_floats, int ranks_, int rank_, int stage_)
     padded = chunk * n;
 }
 
-ZeroMemory zero_memory(const ZeroPlan& p) {
+ZeroMemory zero_memory(const ZeroPlan& p, const ParamLayout& layout) {
     const std::size_t full = p.padded * sizeof(float), shard = p.chunk * sizeof(float);
     ZeroMemory m{};
     m.params = p.stage >= 3 ? shard : full;
     m.grads = p.stage >= 2 ? shard : full;
     m.optimizer = 2 * (p.stage >= 1 ? shard : full);
-    m.working = (p.stage >= 2 ? full : 0) + (p.stage >= 3 ? full : 0);
+    if (p.stage >= 3 && p.ranks > 1)
+        m.working = fsdp_sizes(layout, p).working() * sizeof(float);
+    else
+        m.working = (p.stage >= 2 ? full : 0) + (p.stage >= 3 ? full : 0);
     return m;
 }
 

@@ -9,12 +9,14 @@
 // Per-rank bytes of persistent training state with fp32 AdamW (Ψ = padded floats), as in the
 // ZeRO paper: stage 0: 4Ψ params + 4Ψ grads + 8Ψ moments = 16Ψ; stage 1: 4Ψ + 4Ψ + 8Ψ/N;
 // stage 2: 4Ψ + 4Ψ/N + 8Ψ/N; stage 3: 16Ψ/N.
-// Working buffers: the model's backward writes whole-model gradients (it has no per-block
-// hook), so stages 2-3 also keep a full gradient buffer for the step, and stage 3 a full
-// parameter buffer gathered for forward and backward.
+// Working buffers during a step: stage 2 keeps a whole-model gradient buffer (backward writes
+// it whole; it is reduce-scattered after), stage 3 on N > 1 ranks only FSDP's unit buffers
+// (parallel/fsdp.h: embeddings, ln_f, two block slots), stage 3 on one rank whole buffers.
 #pragma once
 
 #include <cstddef>
+
+#include "meshlm/model/param_layout.h"
 
 namespace meshlm {
 
@@ -35,7 +37,8 @@ struct ZeroMemory {
     std::size_t total() const { return params + grads + optimizer + working; }
 };
 
-// What a rank of `plan` allocates (fp32 params and grads, AdamW m and v).
-ZeroMemory zero_memory(const ZeroPlan& plan);
+// What a rank of `plan` allocates (fp32 params and grads, AdamW m and v) for `layout`, the
+// buffer the plan chunks (gpt2_layout or a tensor-parallel shard).
+ZeroMemory zero_memory(const ZeroPlan& plan, const ParamLayout& layout);
 
 }  // namespace meshlm

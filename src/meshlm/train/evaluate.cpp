@@ -24,6 +24,7 @@ EvalResult evaluate(GPT2& model, const float* params, DataLoader& loader, int B,
                     long max_batches, const std::vector<std::uint32_t>& token_bytes,
                     std::int32_t* tokens, std::int32_t* targets, int rank, int world) {
     auto losses = [&](const std::int32_t* tok, const std::int32_t* tgt, int rows, int t) {
+        if (rows == 0) return static_cast<const float*>(nullptr);
         model.forward(params, tok, tgt, rows, t);
         return model.losses();
     };
@@ -43,7 +44,6 @@ EvalResult evaluate(const BatchLosses& model, DataLoader& loader, int B, int T, 
         loader.next_batch(all_rows, T, tokens, targets, rank, world);
         const auto [first, end] = DataLoader::rank_rows(all_rows, rank, world);
         const int rows = end - first;
-        if (rows == 0) continue;
         const float* losses = model(tokens, targets, rows, T);
         for (int n = 0; n < rows * T; ++n) {
             if (targets[n] < 0) continue;

@@ -56,8 +56,9 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
       // ZeRO chunks this rank's local buffer: with TP, each model rank's data group shards its
       // own slice of the model.
       plan_(layout_.total(), dp_.size(), dp_.rank(), zero_stage),
-      params_(plan_.padded),
-      grads_(plan_.padded),
+      fsdp_(zero_stage >= 3 && dp_.size() > 1),
+      params_(fsdp_ ? 0 : plan_.padded),
+      grads_(fsdp_ ? 0 : plan_.padded),
       param_shard_(zero_stage >= 3 ? plan_.chunk : 0),
       grad_shard_(zero_stage >= 2 ? plan_.chunk : 0),
       // Decay groups from the local layout: it keeps gpt2_layout's names, order and ranks.
@@ -74,6 +75,14 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
             lo = std::min(lo, s.offset);
             hi = std::max(hi, s.offset + s.numel);
         }
+    if (fsdp_) {
+        stream_ = std::make_unique<FsdpStream>(dp_, plan_, layout_, param_shard_.data(),
+                                               grad_shard_.data());
+        if (tp_)
+            tp_->set_param_stream(stream_.get());
+        else
+            gpt2_->set_param_stream(stream_.get());
+    }
 }
 
 GPT2& Learner::model() {
@@ -94,22 +103,27 @@ void Learner::backward(const float* params, float* grads) {
         gpt2_->backward(params, grads);
 }
 
+float* Learner::whole_params() {
+    if (params_.size() == 0) params_ = Buffer<float>(plan_.padded);
+    return params_.data();
+}
+
 void Learner::init_params(std::uint64_t seed) {
     if (tp_)
-        tp_init_shard(model_cfg_, mp_.size(), mp_.rank(), params_.data(), seed);
+        tp_init_shard(model_cfg_, mp_.size(), mp_.rank(), whole_params(), seed);
     else
-        gpt2_init(model_cfg_, layout_, params_.data(), seed);
+        gpt2_init(model_cfg_, layout_, whole_params(), seed);
     params_written();
 }
 
 float* Learner::full_params_buffer() {
-    if (!tp_) return params_.data();
+    if (!tp_) return whole_params();
     if (full_.size() == 0) full_ = Buffer<float>(full_layout_.total());
     return full_.data();
 }
 
 void Learner::full_params_written() {
-    if (tp_) tp_scatter(model_cfg_, mp_.size(), mp_.rank(), full_.data(), params_.data());
+    if (tp_) tp_scatter(model_cfg_, mp_.size(), mp_.rank(), full_.data(), whole_params());
     params_written();
 }
 
@@ -123,13 +137,14 @@ const float* Learner::full_params() {
 void Learner::params_written() {
     if (plan_.stage < 3) return;
     std::memcpy(param_shard_.data(), params_.data() + plan_.begin(), param_shard_.bytes());
-    // Only the shard counts from now on: every step gathers the whole model alike.
+    // Only the shard counts from now on: every step gathers the model alike.
     params_current_ = false;
+    if (fsdp_) params_ = Buffer<float>();
 }
 
 void Learner::sync_params() {
     if (plan_.stage < 3 || params_current_) return;
-    std::memcpy(params_.data() + plan_.begin(), param_shard_.data(), param_shard_.bytes());
+    std::memcpy(whole_params() + plan_.begin(), param_shard_.data(), param_shard_.bytes());
     dp_.all_gather(params_.data(), plan_.chunk);
     params_current_ = true;
 }
@@ -191,15 +206,23 @@ std::size_t Learner::grad_bytes() const {
     return plan_.stage >= 2 ? grad_shard_.bytes() : grads_.bytes();
 }
 std::size_t Learner::working_bytes() const {
+    if (fsdp_) return stream_->buffer_bytes();
     return (plan_.stage >= 2 ? grads_.bytes() : 0) + (plan_.stage >= 3 ? params_.bytes() : 0);
 }
 
 StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* targets, int micro,
                               int B, int T) {
-    sync_params();
+    if (fsdp_) {
+        params_ = Buffer<float>();  // a whole copy gathered for a checkpoint or the final weights
+        params_current_ = false;
+        std::memset(grad_shard_.data(), 0, grad_shard_.bytes());
+        stream_->begin(true);
+    } else {
+        sync_params();
+        std::memset(grads_.data(), 0, grads_.bytes());
+    }
     const bool distributed = dp_.size() > 1;
     const std::size_t per = static_cast<std::size_t>(B) * T;
-    std::memset(grads_.data(), 0, grads_.bytes());
     // The gradient of the mean over all scored targets of the step: every micro-batch's
     // per-token gradients are scaled by 1 / (scored targets of the whole step, all ranks).
     std::int64_t scored = 0;
@@ -213,7 +236,8 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
         const std::int32_t* tg = targets + m * per;
         std::size_t n = 0;
         for (std::size_t i = 0; i < per; ++i) n += tg[i] >= 0;
-        if (n == 0) continue;
+        // FSDP's gathers are collective: every rank runs every micro-batch, scored or not.
+        if (n == 0 && !fsdp_) continue;
         loss +=
             static_cast<double>(forward(params_.data(), tokens + m * per, tg, B, T, grad_scale)) *
             static_cast<double>(n);
@@ -226,13 +250,17 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
         if (overlap) gpt2_->set_block_backward_hook({});
     }
     if (overlap) reducer_.finish();
+    if (fsdp_) stream_->end();
     // Exactly zero by softmax's shift invariance; what backward computes is rounding noise that
     // AdamW would turn into lr-sized steps (model/key_bias.h).
-    zero_key_bias_grads(layout(), grads_.data());
+    if (fsdp_)
+        zero_key_bias_grads(layout(), grad_shard_.data(), plan_.begin(), plan_.end());
+    else
+        zero_key_bias_grads(layout(), grads_.data());
     if (distributed) dp_.all_reduce_sum(&loss, 1);
     StepStats st;
     st.loss = scored ? static_cast<float>(loss / static_cast<double>(scored)) : 0.f;
-    if (!overlap) reduce_gradients();
+    if (!overlap && !fsdp_) reduce_gradients();
     st.grad_norm = clip_gradients();
     st.lr = lr_at(optim_cfg_, optim_.steps_taken(), total_steps_);
     update(st.lr);
@@ -300,13 +328,24 @@ void Learner::update(float lr) {
     if (dp_.size() > 1) dp_.all_gather(params_.data(), plan_.chunk);
 }
 
+float Learner::eval_forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int T) {
+    if (fsdp_) {
+        stream_->begin(false);
+        const float loss = forward(nullptr, tokens, targets, B, T, 0.f);
+        stream_->end();
+        return loss;
+    }
+    sync_params();
+    return forward(params_.data(), tokens, targets, B, T, 0.f);
+}
+
 float Learner::eval_loss(const std::int32_t* tokens, const std::int32_t* targets) {
-    return forward(params_.data(), tokens, targets, batch_, seq_, 0.f);
+    return eval_forward(tokens, targets, batch_, seq_);
 }
 
 const float* Learner::eval_losses(const std::int32_t* tokens, const std::int32_t* targets, int B,
                                   int T) {
-    forward(params_.data(), tokens, targets, B, T, 0.f);
+    eval_forward(tokens, targets, B, T);
     return tp_ ? tp_->losses() : gpt2_->losses();
 }
 

@@ -12,8 +12,10 @@
 //   stage 1: gradients all-reduced; each rank updates its chunk of the flat buffer with its
 //            shard of the moments, then the parameters are all-gathered.
 //   stage 2: gradients reduce-scattered into the rank's chunk; update as stage 1.
-//   stage 3: as stage 2, but the rank keeps only its chunk of the parameters; the whole model
-//            is all-gathered at the start of the next step (or by sync_params()).
+//   stage 3: FSDP (parallel/fsdp.h): the rank keeps only its chunks of the parameters and
+//            gradients; the model all-gathers each block just before its forward and again
+//            before its backward, and each block's gradients are reduce-scattered as soon as
+//            they are final. On one rank, stage 3 keeps the whole buffers (nothing to shard).
 //
 // Tensor parallel (an `mp` communicator of M > 1 ranks): the model is a TensorParallelGPT2 and
 // every buffer above is this model rank's LOCAL shard layout (parallel/tp_layout.h); ZeRO then
@@ -30,6 +32,7 @@
 #include "meshlm/model/gpt2.h"
 #include "meshlm/optim/adamw.h"
 #include "meshlm/parallel/comm.h"
+#include "meshlm/parallel/fsdp.h"
 #include "meshlm/parallel/grad_reducer.h"
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/tp_gpt2.h"
@@ -60,8 +63,10 @@ class Learner {
     // The single-process layout that files (checkpoints, model.safetensors) use.
     const ParamLayout& full_layout() const { return full_layout_; }
     const ZeroPlan& plan() const { return plan_; }
-    // The whole parameter buffer. With stage 3 it is current only after sync_params().
+    // The whole parameter buffer. With stage 3 it is current (FSDP: allocated) only after
+    // sync_params(), until the next step.
     float* params() { return params_.data(); }
+    // The whole gradient buffer of the last step (not with FSDP, which keeps only its chunk).
     float* grads() { return grads_.data(); }
     AdamW& optimizer() { return optim_; }
     long step() const { return optim_.steps_taken(); }
@@ -77,7 +82,8 @@ class Learner {
     // After the caller wrote the whole of params() (init, resume, warm start): stage 3 keeps
     // its chunk of it.
     void params_written();
-    // Stage 3: all-gathers the parameters into params() (collective). Others: nothing.
+    // Stage 3: all-gathers the whole model into params() (collective; FSDP allocates the buffer
+    // for it, released by the next step). Others: nothing.
     void sync_params();
 
     // The whole optimizer state as one AdamW over full_layout() (collective with stages 1-3,
@@ -97,13 +103,13 @@ class Learner {
     StepStats train_step(const std::int32_t* tokens, const std::int32_t* targets, int micro) {
         return train_step(tokens, targets, micro, batch_, seq_);
     }
-    // Mean loss of one batch without touching gradients (stage 3: after sync_params()).
+    // Mean loss of one batch without touching gradients (collective with stage 3).
     float eval_loss(const std::int32_t* tokens, const std::int32_t* targets);
-    // Per-token losses of (B, T) rows, B <= the planned batch (stage 3: after sync_params()).
+    // Per-token losses of (B, T) rows, B <= the planned batch (collective with stage 3).
     const float* eval_losses(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
 
-    // Bytes allocated per rank, by kind (for `info` and memory reports); working = whole-model
-    // buffers that stages 2-3 need during the step (see zero_plan.h).
+    // Bytes allocated per rank, by kind (for `info` and memory reports); working = the buffers
+    // stages 2-3 need during the step beyond their chunks (see zero_plan.h).
     std::size_t param_bytes() const;
     std::size_t grad_bytes() const;
     std::size_t optimizer_bytes() const { return optim_.state_bytes(); }
@@ -119,6 +125,10 @@ class Learner {
     float forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,
                   int B, int T, float grad_scale);
     void backward(const float* params, float* grads);
+    // The whole parameter buffer (FSDP: allocated on demand, for init, loading and gathering).
+    float* whole_params();
+    // Forward without gradients (FSDP: streamed between begin(false) and end()).
+    float eval_forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
 
     ModelConfig model_cfg_;
     OptimConfig optim_cfg_;
@@ -132,9 +142,11 @@ class Learner {
     std::unique_ptr<TensorParallelGPT2> tp_;
     ParamLayout layout_, full_layout_;
     ZeroPlan plan_;
-    Buffer<float> params_, grads_;
+    bool fsdp_;                               // stage 3 over more than one data rank
+    Buffer<float> params_, grads_;            // whole buffers (FSDP: none, params_ on demand)
     Buffer<float> param_shard_, grad_shard_;  // stage 3 / stages 2-3
     AdamW optim_;
+    std::unique_ptr<FsdpStream> stream_;
     Buffer<float> full_;          // TP: the full_layout() staging buffer (allocated on first use)
     bool params_current_ = true;  // stage 3: params_ holds the gathered current parameters
     // Stages 0-1 without TP: the gradient all-reduce starts block by block during backward.

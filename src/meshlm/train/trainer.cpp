@@ -187,12 +187,18 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     // A fresh, unshuffled loader per evaluation: every pass scores the same rows. Data-parallel
     // ranks score their rows of each global batch and sum the results.
     auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt) {
-        learner.sync_params();
         LoaderOptions opt = train_opt;
         opt.shuffle = false;
         auto val = DataLoader::open_split(data_dir, "val", opt);
-        auto losses = [&](const std::int32_t* tk, const std::int32_t* tg, int rows, int t) {
-            return learner.eval_losses(tk, tg, rows, t);
+        auto losses = [&](const std::int32_t* tk, const std::int32_t* tg, int rows,
+                          int t) -> const float* {
+            if (rows > 0) return learner.eval_losses(tk, tg, rows, t);
+            // None of this batch's rows are ours; FSDP's forward is collective all the same:
+            // run one fully masked row.
+            std::fill_n(tok, t, 0);
+            std::fill_n(tgt, t, -1);
+            learner.eval_losses(tok, tgt, 1, t);
+            return nullptr;
         };
         EvalResult r = evaluate(losses, *val, B, T, max_batches, token_bytes, tok, tgt, dp_rank, W);
         if (W > 1) {

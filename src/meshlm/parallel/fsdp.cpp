@@ -1,0 +1,185 @@
+#include "meshlm/parallel/fsdp.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "meshlm/core/error.h"
+#include "meshlm/kernels/kernels.h"
+
+namespace meshlm {
+namespace {
+
+// The part of [lo, hi) inside rank r's chunk, as [a, b) (a == b when empty).
+std::pair<std::size_t, std::size_t> part_of(const ZeroPlan& p, int r, std::size_t lo,
+                                            std::size_t hi) {
+    const std::size_t c0 = p.chunk * static_cast<std::size_t>(r), c1 = c0 + p.chunk;
+    const std::size_t a = std::max(lo, c0), b = std::min(hi, c1);
+    return a < b ? std::pair{a, b} : std::pair{a, a};
+}
+
+}  // namespace
+
+FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan) {
+    const int units = static_cast<int>((layout.slices().size() - 4) / 12) + 2;
+    FsdpSizes s{0, 0, 0};
+    for (int u = 0; u < units; ++u) {
+        const auto [lo, hi] = gpt2_unit_range(layout, u);
+        if (u == 0 || u == units - 1) {
+            s.root += hi - lo;
+            continue;
+        }
+        s.block = std::max(s.block, hi - lo);
+        for (int r = 0; r < plan.ranks; ++r) {
+            const auto [a, b] = part_of(plan, r, lo, hi);
+            s.receive = std::max(s.receive, b - a);
+        }
+    }
+    return s;
+}
+
+FsdpStream::FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layout,
+                       const float* params, float* grads)
+    : comm_(comm),
+      plan_(plan),
+      params_(params),
+      grads_(grads),
+      n_units_(static_cast<int>((layout.slices().size() - 4) / 12) + 2),
+      sizes_(fsdp_sizes(layout, plan)),
+      root_params_(sizes_.root),
+      root_grads_(sizes_.root) {
+    MESHLM_CHECK(comm.size() == plan.ranks && comm.rank() == plan.rank, "FSDP plan for rank ",
+                 plan.rank, " of ", plan.ranks, " on rank ", comm.rank(), " of ", comm.size());
+    for (int u = 0; u < n_units_; ++u) {
+        units_.push_back(gpt2_unit_range(layout, u));
+        std::vector<std::size_t> counts;
+        for (int r = 0; r < plan.ranks; ++r) {
+            const auto [a, b] = part_of(plan, r, units_[u].first, units_[u].second);
+            counts.push_back(b - a);
+        }
+        counts_.push_back(std::move(counts));
+    }
+    for (Slot& s : slots_) {
+        s.params = Buffer<float>(sizes_.block);
+        s.grads = Buffer<float>(sizes_.block);
+        s.receive = Buffer<float>(sizes_.receive);
+    }
+}
+
+float* FsdpStream::root_at(Buffer<float>& buf, int unit) {
+    return unit == 0 ? buf.data() : buf.data() + (units_[0].second - units_[0].first);
+}
+
+CommRequest FsdpStream::start_gather(int unit, float* dst) {
+    const auto [lo, hi] = units_[unit];
+    const auto [a, b] = part_of(plan_, plan_.rank, lo, hi);
+    if (a < b) std::memcpy(dst + (a - lo), params_ + (a - plan_.begin()), (b - a) * sizeof(float));
+    return comm_.iall_gather(dst, std::span<const std::size_t>(counts_[unit]));
+}
+
+void FsdpStream::accumulate(int unit, const float* receive) {
+    const auto [a, b] = part_of(plan_, plan_.rank, units_[unit].first, units_[unit].second);
+    float* g = grads_ + (a - plan_.begin());
+    kernels::residual_forward(g, g, receive, b - a);
+}
+
+void FsdpStream::finish_reduce(Slot& s) {
+    if (s.reducing < 0) return;
+    s.reduce.wait();
+    accumulate(s.reducing, s.receive.data());
+    s.reducing = -1;
+}
+
+void FsdpStream::begin(bool gradients) {
+    gradients_ = gradients;
+    CommRequest first = start_gather(0, root_at(root_params_, 0));
+    CommRequest last = start_gather(n_units_ - 1, root_at(root_params_, n_units_ - 1));
+    first.wait();
+    last.wait();
+    if (gradients) std::memset(root_grads_.data(), 0, root_grads_.bytes());
+}
+
+void FsdpStream::end() {
+    for (Slot& s : slots_) finish_reduce(s);
+    for (Slot& s : slots_) {
+        s.gather.wait();  // a prefetch nobody acquired (the last forward block's successor)
+        s.unit = -1;
+        s.held = false;
+    }
+    if (!gradients_) return;
+    // Units 0 and L + 1 are reduced once per step, so their sums go straight into their
+    // (otherwise untouched, zeroed) parts of the gradient chunk: no receive buffer.
+    CommRequest reduce[2];
+    for (int i : {0, 1}) {
+        const int u = i ? n_units_ - 1 : 0;
+        const std::size_t a = part_of(plan_, plan_.rank, units_[u].first, units_[u].second).first;
+        reduce[i] = comm_.ireduce_scatter_sum(root_at(root_grads_, u), grads_ + (a - plan_.begin()),
+                                              std::span<const std::size_t>(counts_[u]));
+    }
+    for (CommRequest& r : reduce) r.wait();
+    gradients_ = false;
+}
+
+const float* FsdpStream::acquire(int unit, Pass pass) {
+    if (!is_block(unit)) return root_at(root_params_, unit);
+    Slot* slot = nullptr;
+    for (Slot& s : slots_)
+        if (s.unit == unit) slot = &s;
+    if (!slot) {
+        for (Slot& s : slots_)
+            if (!s.held && !slot) slot = &s;
+        MESHLM_CHECK(slot, "FSDP: no free slot for unit ", unit);
+        slot->gather.wait();
+        slot->unit = unit;
+        slot->gather = start_gather(unit, slot->params.data());
+    }
+    slot->gather.wait();
+    slot->held = true;
+    // Prefetch the next block of this pass into the other slot.
+    const int next = pass == Pass::forward ? unit + 1 : unit - 1;
+    Slot& other = slots_[slot == &slots_[0] ? 1 : 0];
+    if (is_block(next) && !other.held && other.unit != next) {
+        other.gather.wait();
+        other.unit = next;
+        other.gather = start_gather(next, other.params.data());
+    }
+    return slot->params.data();
+}
+
+void FsdpStream::release(int unit) {
+    if (!is_block(unit)) return;
+    for (Slot& s : slots_)
+        if (s.unit == unit && s.held) {
+            s.held = false;
+            s.unit = -1;
+        }
+}
+
+float* FsdpStream::grads(int unit) {
+    if (!is_block(unit)) return root_at(root_grads_, unit);
+    for (Slot& s : slots_)
+        if (s.unit == unit && s.held) {
+            finish_reduce(s);  // the buffer's previous block
+            const auto [lo, hi] = units_[unit];
+            std::memset(s.grads.data(), 0, (hi - lo) * sizeof(float));
+            s.grads_of = unit;
+            return s.grads.data();
+        }
+    MESHLM_CHECK(false, "FSDP: gradients of unit ", unit, " asked before acquire()");
+    return nullptr;
+}
+
+void FsdpStream::grads_done(int unit) {
+    if (!is_block(unit)) return;  // units 0 and L + 1 accumulate until end()
+    // release() ran first (WeightViews::end_block): the slot is found by its gradients' unit.
+    for (Slot& s : slots_)
+        if (s.grads_of == unit) {
+            s.reduce = comm_.ireduce_scatter_sum(s.grads.data(), s.receive.data(),
+                                                 std::span<const std::size_t>(counts_[unit]));
+            s.reducing = unit;
+            s.grads_of = -1;
+            return;
+        }
+    MESHLM_CHECK(false, "FSDP: grads_done(", unit, ") without grads()");
+}
+
+}  // namespace meshlm

@@ -1,0 +1,99 @@
+// FSDP: ZeRO stage 3 that streams the model block by block (model/param_stream.h). Each rank
+// keeps only its ZeRO chunk of the parameters and gradients (zero_plan.h); a unit of the flat
+// layout -- a block, or the embeddings / ln_f -- is the contiguous range [lo, hi), of which rank
+// r owns the part inside its chunk, so the unit is an uneven all-gather away (chunks are in rank
+// order) and its gradients an uneven reduce-scatter away.
+//
+//   step start   all-gather units 0 (wte, wpe) and L + 1 (ln_f); they stay for the whole step
+//                and their gradients accumulate over its micro-batches
+//   forward      block l: wait for its all-gather (started when block l - 1 was acquired),
+//                start block l + 1's, compute, free
+//   backward     block l: gathered again (prefetching l - 1), gradients computed into a
+//                block buffer, reduce-scattered (non-blocking) and added into the chunk
+//   step end     reduce-scatter units 0 and L + 1's gradients; wait for everything
+//
+// Working memory: units 0 and L + 1 (parameters and gradients: like PyTorch's root FSDP unit,
+// they are needed at both ends of forward and backward, and hold the tied embedding / head) and
+// two block slots (one in use, one prefetching or reducing), each with a parameter and a
+// gradient buffer and a receive buffer for its reduce-scatter, whose sum is added into the
+// chunk (blocks are reduced once per micro-batch) -- fsdp_sizes() says how many floats. Bytes sent
+// per step per rank (parallel/traffic.h convention): gathers of units 0 and L + 1 once, of every
+// block twice per micro-batch, reduce-scatters of every block once per micro-batch and of units 0
+// and L + 1 once: each (unit floats - this rank's part) * 4.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "meshlm/core/buffer.h"
+#include "meshlm/model/param_stream.h"
+#include "meshlm/parallel/comm.h"
+#include "meshlm/parallel/zero_plan.h"
+
+namespace meshlm {
+
+struct FsdpSizes {
+    std::size_t root;     // floats of units 0 and L + 1 together
+    std::size_t block;    // floats of the largest block unit
+    std::size_t receive;  // largest part of any block inside one rank's chunk
+    std::size_t working() const { return 2 * root + 2 * (2 * block + receive); }  // floats
+};
+
+// The units of `layout` (gpt2_unit_range) and what a rank of `plan` buffers for them.
+FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan);
+
+class FsdpStream final : public ParamStream {
+  public:
+    // params / grads: this rank's chunks (plan.chunk floats each) of the flat parameter and
+    // gradient buffers of `layout`; they, comm and layout outlive the stream.
+    FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layout, const float* params,
+               float* grads);
+
+    // Gathers units 0 and L + 1 (kept until end()); with gradients, zeroes their accumulators.
+    // Collective.
+    void begin(bool gradients);
+    // Finishes every block's reduce-scatter and, after a begin(true), reduce-scatters units 0
+    // and L + 1's gradients; the chunk of gradients is then complete. Collective.
+    void end();
+
+    const float* acquire(int unit, Pass pass) override;
+    void release(int unit) override;
+    float* grads(int unit) override;
+    void grads_done(int unit) override;
+
+    std::size_t buffer_bytes() const { return sizes_.working() * sizeof(float); }
+
+  private:
+    struct Slot {
+        Buffer<float> params, grads, receive;
+        int unit = -1;      // whose parameters it holds or is gathering
+        bool held = false;  // acquired and not released yet
+        CommRequest gather;
+        int grads_of = -1;  // whose gradients backward is accumulating into `grads`
+        int reducing = -1;  // whose gradients its reduce-scatter is summing
+        CommRequest reduce;
+    };
+    bool is_block(int unit) const { return unit >= 1 && unit <= n_units_ - 2; }
+    float* root_at(Buffer<float>& buf, int unit);
+    // Copies this rank's part of `unit` into dst (the unit's layout) and starts its all-gather.
+    CommRequest start_gather(int unit, float* dst);
+    // Adds a finished reduce-scatter's part of `unit` (in `receive`) into the gradient chunk.
+    void accumulate(int unit, const float* receive);
+    void finish_reduce(Slot& s);
+
+    Comm& comm_;
+    ZeroPlan plan_;
+    const float* params_;
+    float* grads_;
+    int n_units_;
+    std::vector<std::pair<std::size_t, std::size_t>> units_;  // [lo, hi) per unit
+    std::vector<std::vector<std::size_t>> counts_;            // per unit, per rank
+    FsdpSizes sizes_;
+    Buffer<float> root_params_, root_grads_;
+    std::array<Slot, 2> slots_;
+    bool gradients_ = false;
+};
+
+}  // namespace meshlm
