@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -62,6 +63,19 @@ std::vector<std::string> read_documents(const std::string& path, const std::stri
     std::vector<std::string> docs;
     for (std::string d; reader.next(d);) docs.push_back(std::move(d));
     return docs;
+}
+
+BlockSpans block_spans(const ParamLayout& layout, int n_layer) {
+    BlockSpans b;
+    b.lo.assign(n_layer, layout.total());
+    b.hi.assign(n_layer, 0);
+    for (const ParamSlice& s : layout.slices()) {
+        b.end = std::max(b.end, s.offset + s.numel);
+        if (s.layer < 0) continue;
+        b.lo[s.layer] = std::min(b.lo[s.layer], s.offset);
+        b.hi[s.layer] = std::max(b.hi[s.layer], s.offset + s.numel);
+    }
+    return b;
 }
 
 std::string write_test_corpus(const std::string& dir) {

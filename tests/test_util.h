@@ -1,10 +1,21 @@
 // Helpers shared by the test suites: paths to fixtures and the built binary, running a command.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
+#include "meshlm/model/param_layout.h"
+
 namespace meshlm::test {
+
+// Each block's flat range [lo[l], hi[l]) from the registry's layer tags, and the end of the last
+// slice: an independent view of FSDP's units (embeddings [0, lo[0]), blocks, ln_f [hi[L-1], end)).
+struct BlockSpans {
+    std::vector<std::size_t> lo, hi;
+    std::size_t end = 0;
+};
+BlockSpans block_spans(const ParamLayout& layout, int n_layer);
 
 std::string source_dir();                      // repository root
 std::string meshlm_binary();                   // build/meshlm

@@ -14,6 +14,7 @@
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/zero_plan.h"
 #include "meshlm/train/learner.h"
+#include "test_util.h"
 
 namespace meshlm {
 namespace {
@@ -61,14 +62,7 @@ TEST(ZeroPlan, MemoryFollowsTheZeroPaper) {
         // gradients, and the largest part of any block that one rank's chunk holds), from the
         // registry's layer tags.
         const int L = small_model().n_layer;
-        std::vector<std::size_t> lo(L, layout.total()), hi(L, 0);
-        std::size_t end = 0;
-        for (const ParamSlice& s : layout.slices()) {
-            end = std::max(end, s.offset + s.numel);
-            if (s.layer < 0) continue;
-            lo[s.layer] = std::min(lo[s.layer], s.offset);
-            hi[s.layer] = std::max(hi[s.layer], s.offset + s.numel);
-        }
+        const auto [lo, hi, end] = test::block_spans(layout, L);
         std::size_t block = 0, receive = 0;
         for (int l = 0; l < L; ++l) block = std::max(block, hi[l] - lo[l]);
         for (int l = 0; l < L; ++l)
@@ -90,6 +84,28 @@ TEST(ZeroPlan, MemoryFollowsTheZeroPaper) {
     EXPECT_LT(z.working, 4 * gpt2.total()) << "under one whole buffer";
     // One rank has nothing to shard: stage 3 keeps whole buffers.
     EXPECT_EQ(zero_memory(ZeroPlan(layout.total(), 1, 0, 3), layout).working, 8 * layout.total());
+}
+
+// A rank initializes only its chunk (gpt2_init_range), with the values of the whole init.
+TEST(Fsdp, ChunkInitEqualsThatPartOfTheWholeInit) {
+    const ModelConfig m = small_model();
+    const ParamLayout layout = gpt2_layout(m);
+    std::vector<float> whole(layout.total());
+    gpt2_init(m, layout, whole.data(), 11);
+    for (int n : {2, 3, 7}) {
+        const ZeroPlan plan(layout.total(), n, 0, 3);
+        for (int r = 0; r < n; ++r) {
+            const std::size_t begin = plan.chunk * r,
+                              end = std::min(begin + plan.chunk, layout.total());
+            std::vector<float> chunk(end - begin, -7.f);
+            gpt2_init_range(m, layout, chunk.data(), 11, begin, end);
+            for (std::size_t i = begin; i < end; ++i) {
+                // Alignment gaps between slices are not the init's: the whole buffer has 0.
+                if (chunk[i - begin] == -7.f && whole[i] == 0.f) continue;
+                ASSERT_EQ(chunk[i - begin], whole[i]) << n << " ranks, element " << i;
+            }
+        }
+    }
 }
 
 // FSDP's stream on one rank hands the model the same parameters and collects the same

@@ -83,14 +83,7 @@ std::size_t fsdp_step_bytes(int n, int accum) {
     const ParamLayout layout = gpt2_layout(tiny_model());
     const std::size_t chunk = padded_floats(n) / n;
     const int L = tiny_model().n_layer;
-    std::vector<std::size_t> lo(L, layout.total()), hi(L, 0);
-    std::size_t end = 0;
-    for (const ParamSlice& s : layout.slices()) {
-        end = std::max(end, s.offset + s.numel);
-        if (s.layer < 0) continue;
-        lo[s.layer] = std::min(lo[s.layer], s.offset);
-        hi[s.layer] = std::max(hi[s.layer], s.offset + s.numel);
-    }
+    const auto [lo, hi, end] = test::block_spans(layout, L);
     auto others = [&](std::size_t a, std::size_t b) {  // floats of [a, b) not on rank 0
         return (b - a) - (std::min(b, chunk) > a ? std::min(b, chunk) - a : 0);
     };

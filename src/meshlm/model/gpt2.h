@@ -24,6 +24,10 @@ namespace meshlm {
 // projections N(0, std / sqrt(2L)), zero biases, unit LayerNorm gains. Seeded, thread-free.
 void gpt2_init(const ModelConfig& cfg, const ParamLayout& layout, float* params,
                std::uint64_t seed);
+// The same values on the flat range [begin, end) only, `params` pointing at element `begin` (a
+// ZeRO chunk, so a sharded model is initialized without ever holding it whole).
+void gpt2_init_range(const ModelConfig& cfg, const ParamLayout& layout, float* params,
+                     std::uint64_t seed, std::size_t begin, std::size_t end);
 
 // Floats of activations the model plans for a (B, T) batch; info reports it without building.
 std::size_t gpt2_activation_floats(const ModelConfig& cfg, int B, int T);

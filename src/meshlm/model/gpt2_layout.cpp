@@ -1,4 +1,5 @@
 // GPT-2 parameter registry, views into flat buffers, and initialization.
+#include <algorithm>
 #include <cmath>
 
 #include "meshlm/core/error.h"
@@ -58,22 +59,33 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 void gpt2_init(const ModelConfig& cfg, const ParamLayout& layout, float* params,
                std::uint64_t seed) {
+    gpt2_init_range(cfg, layout, params, seed, 0, layout.total());
+}
+
+void gpt2_init_range(const ModelConfig& cfg, const ParamLayout& layout, float* params,
+                     std::uint64_t seed, std::size_t begin, std::size_t end) {
     const float residual_std = cfg.init_std / std::sqrt(2.f * cfg.n_layer);
     const auto& slices = layout.slices();
     for (std::size_t i = 0; i < slices.size(); ++i) {
         const ParamSlice& s = slices[i];
-        float* p = params + s.offset;
+        const std::size_t lo = std::max(begin, s.offset), hi = std::min(end, s.offset + s.numel);
+        if (lo >= hi) continue;
+        float* p = params + (s.offset - begin);  // element j of the slice is p[j]
         if (s.is_matrix()) {
-            // One RNG stream per parameter: init does not depend on layout order or threads.
+            // One RNG stream per parameter: init does not depend on layout order, threads or
+            // sharding (a range draws the stream from the start and keeps its part).
             Philox rng(seed, 0x1000 + i);
             const float std = ends_with(s.name, "c_proj.weight") ? residual_std : cfg.init_std;
-            for (std::size_t j = 0; j < s.numel; ++j) p[j] = std * rng.normal();
+            for (std::size_t j = 0; j < hi - s.offset; ++j) {
+                const float v = std * rng.normal();
+                if (j >= lo - s.offset) p[j] = v;
+            }
         } else {
             const float v = ends_with(s.name, "ln_1.weight") || ends_with(s.name, "ln_2.weight") ||
                                     s.name == "ln_f.weight"
                                 ? 1.f
                                 : 0.f;
-            for (std::size_t j = 0; j < s.numel; ++j) p[j] = v;
+            for (std::size_t j = lo - s.offset; j < hi - s.offset; ++j) p[j] = v;
         }
     }
 }

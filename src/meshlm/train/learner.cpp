@@ -109,6 +109,13 @@ float* Learner::whole_params() {
 }
 
 void Learner::init_params(std::uint64_t seed) {
+    if (fsdp_ && !tp_) {  // straight into the chunk: the model is never whole on a rank
+        std::memset(param_shard_.data(), 0, param_shard_.bytes());
+        gpt2_init_range(model_cfg_, layout_, param_shard_.data(), seed, plan_.begin(),
+                        std::min(plan_.end(), layout_.total()));
+        params_current_ = false;
+        return;
+    }
     if (tp_)
         tp_init_shard(model_cfg_, mp_.size(), mp_.rank(), whole_params(), seed);
     else

@@ -14,6 +14,7 @@
 
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
+#include "meshlm/core/memory_usage.h"
 #include "meshlm/core/rng.h"
 #include "meshlm/data/data_source.h"
 #include "meshlm/data/loader.h"
@@ -222,7 +223,9 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         << ", optimizer " << human_bytes(learner.optimizer_bytes()) << ", activations "
         << human_bytes(learner.activation_bytes());
     if (learner.working_bytes() > 0)
-        out << ", whole-model working buffers " << human_bytes(learner.working_bytes());
+        out << (job.parallel.zero_stage >= 3 && W > 1 ? ", FSDP unit buffers "
+                                                      : ", whole-model working buffers ")
+            << human_bytes(learner.working_bytes());
     out << "\n";
     if (M > 1)
         out << "tensor parallel: " << M << " model ranks per replica, " << W
@@ -395,6 +398,13 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         }
     }
 
+    // Before the final weights are gathered: what the training steps needed.
+    std::int64_t rss = static_cast<std::int64_t>(peak_rss_bytes());
+    if (world.size() > 1) world.all_reduce_max(&rss, 1);
+    char rss_line[96];
+    std::snprintf(rss_line, sizeof rss_line, "peak RSS during training%s: %.0f MiB\n",
+                  world.size() > 1 ? " (largest rank)" : "", static_cast<double>(rss) / 1048576);
+    out << rss_line;
     const float* final_params = learner.full_params();  // collective: gathers TP shards
     if (writer) {
         save_weights(job.run_dir + "/model.safetensors", learner.full_layout(), final_params,
