@@ -56,11 +56,10 @@ TEST(ZeroPlan, MemoryFollowsTheZeroPaper) {
         EXPECT_EQ(state(2), 4 * psi + 12 * shard);
         EXPECT_EQ(state(3), 16 * shard);
         EXPECT_EQ(m(0).working, 0u);
-        EXPECT_EQ(m(2).working, 4 * psi);
 
         // FSDP: the embeddings and ln_f (parameters + gradients) and two block slots (parameters,
         // gradients, and the largest part of any block that one rank's chunk holds), from the
-        // registry's layer tags.
+        // registry's layer tags; stage 2 only the gradient buffers.
         const int L = small_model().n_layer;
         const auto [lo, hi, end] = test::block_spans(layout, L);
         std::size_t block = 0, receive = 0;
@@ -72,6 +71,8 @@ TEST(ZeroPlan, MemoryFollowsTheZeroPaper) {
                 if (x < y) receive = std::max(receive, y - x);
             }
         const std::size_t root = lo[0] + (end - hi[L - 1]);
+        // Stage 2 streams only gradients: the units' gradient buffers.
+        EXPECT_EQ(m(2).working, 4 * (root + 2 * (block + receive))) << n << " ranks";
         EXPECT_EQ(m(3).working, 4 * (2 * root + 2 * (2 * block + receive))) << n << " ranks";
     }
     // GPT-2 small over 8 ranks: FSDP's buffers are well under the two whole-model buffers
@@ -82,7 +83,8 @@ TEST(ZeroPlan, MemoryFollowsTheZeroPaper) {
     const ParamLayout gpt2 = gpt2_layout(small);
     const ZeroMemory z = zero_memory(ZeroPlan(gpt2.total(), 8, 0, 3), gpt2);
     EXPECT_LT(z.working, 4 * gpt2.total()) << "under one whole buffer";
-    // One rank has nothing to shard: stage 3 keeps whole buffers.
+    // One rank has nothing to shard: stages 2 and 3 keep whole buffers.
+    EXPECT_EQ(zero_memory(ZeroPlan(layout.total(), 1, 0, 2), layout).working, 4 * layout.total());
     EXPECT_EQ(zero_memory(ZeroPlan(layout.total(), 1, 0, 3), layout).working, 8 * layout.total());
 }
 

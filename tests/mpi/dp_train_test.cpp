@@ -74,12 +74,14 @@ std::size_t padded_floats(int n) {
     return chunk * n;
 }
 
-// Rank 0's bytes per FSDP step with `accum` micro-batches (parallel/fsdp.h), derived from the
-// registry's layer tags: a unit is the embeddings (everything before block 0), a block, or
-// ln_f (everything after the last block); rank 0 owns the part of it inside [0, chunk). The
-// embeddings and ln_f are gathered and reduce-scattered once per step, every block gathered
-// twice and reduce-scattered once per micro-batch; each costs (unit - own part) floats.
-std::size_t fsdp_step_bytes(int n, int accum) {
+// Rank 0's bytes per step at stage 2 or 3 with `accum` micro-batches (parallel/fsdp.h),
+// derived from the registry's layer tags: a unit is the embeddings (everything before block 0),
+// a block, or ln_f (everything after the last block); rank 0 owns the part of it inside
+// [0, chunk). Each collective on a unit costs (unit - own part) floats. Stage 3 gathers the
+// embeddings and ln_f once per step and every block twice per micro-batch; both stages
+// reduce-scatter the blocks once per micro-batch and the embeddings and ln_f once per step;
+// stage 2 then all-gathers the updated parameters: (Ψ - chunk) floats.
+std::size_t streamed_step_bytes(int n, int accum, int stage) {
     const ParamLayout layout = gpt2_layout(tiny_model());
     const std::size_t chunk = padded_floats(n) / n;
     const int L = tiny_model().n_layer;
@@ -87,9 +89,11 @@ std::size_t fsdp_step_bytes(int n, int accum) {
     auto others = [&](std::size_t a, std::size_t b) {  // floats of [a, b) not on rank 0
         return (b - a) - (std::min(b, chunk) > a ? std::min(b, chunk) - a : 0);
     };
-    std::size_t floats = 2 * (others(0, lo[0]) + others(hi[L - 1], end));
+    const std::size_t per_block = stage == 3 ? 3 : 1, root = stage == 3 ? 2 : 1;
+    std::size_t floats = root * (others(0, lo[0]) + others(hi[L - 1], end));
     for (int l = 0; l < L; ++l)
-        floats += 3 * static_cast<std::size_t>(accum) * others(lo[l], hi[l]);
+        floats += per_block * static_cast<std::size_t>(accum) * others(lo[l], hi[l]);
+    if (stage == 2) floats += padded_floats(n) - chunk;
     return floats * sizeof(float);
 }
 
@@ -132,12 +136,12 @@ TEST_F(DataParallel, EveryStageMatchesOneProcess) {
 
             // Rank 0's bytes per step: the ring convention (rank 0 owns the one element of the
             // small loss / count all-reduces, so they add nothing). Stage 0 all-reduces the
-            // gradients: 2Ψ(N-1)/N floats; stage 1 adds the parameter all-gather; stage 2
-            // reduce-scatters and all-gathers: 2Ψ(N-1)/N; stage 3 streams units (FSDP).
+            // gradients: 2Ψ(N-1)/N floats; stage 1 adds the parameter all-gather; stages 2-3
+            // reduce-scatter unit by unit (3 also gathers them): ≈ 2Ψ(N-1)/N and 3Ψ(N-1)/N.
             const std::size_t ring = (psi - shard) * sizeof(float);
-            const std::size_t expect = stage == 1   ? 3 * ring
-                                       : stage == 3 ? fsdp_step_bytes(np, 1)
-                                                    : 2 * ring;
+            const std::size_t expect = stage == 0   ? 2 * ring
+                                       : stage == 1 ? 3 * ring
+                                                    : streamed_step_bytes(np, 1, stage);
             for (const auto& s : got.steps) EXPECT_EQ(s["comm_bytes"], expect) << what;
 
             // `meshlm info` plans the same bytes.
@@ -162,8 +166,9 @@ TEST_F(DataParallel, TwoRanksTimesAccumTwoMatchAccumFour) {
                 " --config.parallel.data=2 --config.parallel.zero_stage=" + std::to_string(stage));
         expect_same_training(*ref_accum_, got, kSteps,
                              "np 2 accum 2 stage " + std::to_string(stage));
-        if (stage == 3)  // FSDP gathers and reduces the blocks once per micro-batch
-            for (const auto& s : got.steps) EXPECT_EQ(s["comm_bytes"], fsdp_step_bytes(2, 2));
+        if (stage >= 2)  // blocks are gathered (3) and reduced once per micro-batch
+            for (const auto& s : got.steps)
+                EXPECT_EQ(s["comm_bytes"], streamed_step_bytes(2, 2, stage));
     }
 }
 

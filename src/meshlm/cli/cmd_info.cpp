@@ -54,8 +54,7 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         mem("parameters", params);
         mem("gradients", grads);
         mem("optimizer state (m, v)", optim);
-        if (working > 0)
-            mem(stage >= 3 && N > 1 ? "FSDP unit buffers" : "whole-model working", working);
+        if (working > 0) mem(zero_working_label(ZeroPlan(local.total(), N, 0, stage)), working);
         char label[64];
         std::snprintf(label, sizeof label, "activations (B=%d, T=%d)", cfg.train.batch_size,
                       cfg.train.seq_len);

@@ -19,9 +19,9 @@ std::pair<std::size_t, std::size_t> part_of(const ZeroPlan& p, int r, std::size_
 
 }  // namespace
 
-FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan) {
+FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gather_params) {
     const int units = static_cast<int>((layout.slices().size() - 4) / 12) + 2;
-    FsdpSizes s{0, 0, 0};
+    FsdpSizes s{gather_params, 0, 0, 0};
     for (int u = 0; u < units; ++u) {
         const auto [lo, hi] = gpt2_unit_range(layout, u);
         if (u == 0 || u == units - 1) {
@@ -38,14 +38,14 @@ FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan) {
 }
 
 FsdpStream::FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layout,
-                       const float* params, float* grads)
+                       const float* params, float* grads, bool gather_params)
     : comm_(comm),
       plan_(plan),
       params_(params),
       grads_(grads),
       n_units_(static_cast<int>((layout.slices().size() - 4) / 12) + 2),
-      sizes_(fsdp_sizes(layout, plan)),
-      root_params_(sizes_.root),
+      sizes_(fsdp_sizes(layout, plan, gather_params)),
+      root_params_(gather_params ? sizes_.root : 0),
       root_grads_(sizes_.root) {
     MESHLM_CHECK(comm.size() == plan.ranks && comm.rank() == plan.rank, "FSDP plan for rank ",
                  plan.rank, " of ", plan.ranks, " on rank ", comm.rank(), " of ", comm.size());
@@ -59,7 +59,7 @@ FsdpStream::FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layo
         counts_.push_back(std::move(counts));
     }
     for (Slot& s : slots_) {
-        s.params = Buffer<float>(sizes_.block);
+        if (gather_params) s.params = Buffer<float>(sizes_.block);
         s.grads = Buffer<float>(sizes_.block);
         s.receive = Buffer<float>(sizes_.receive);
     }
@@ -91,11 +91,12 @@ void FsdpStream::finish_reduce(Slot& s) {
 
 void FsdpStream::begin(bool gradients) {
     gradients_ = gradients;
+    if (gradients) std::memset(root_grads_.data(), 0, root_grads_.bytes());
+    if (!sizes_.gather) return;
     CommRequest first = start_gather(0, root_at(root_params_, 0));
     CommRequest last = start_gather(n_units_ - 1, root_at(root_params_, n_units_ - 1));
     first.wait();
     last.wait();
-    if (gradients) std::memset(root_grads_.data(), 0, root_grads_.bytes());
 }
 
 void FsdpStream::end() {
@@ -120,6 +121,7 @@ void FsdpStream::end() {
 }
 
 const float* FsdpStream::acquire(int unit, Pass pass) {
+    if (!sizes_.gather) return params_ + units_[unit].first;
     if (!is_block(unit)) return root_at(root_params_, unit);
     Slot* slot = nullptr;
     for (Slot& s : slots_)
@@ -156,21 +158,16 @@ void FsdpStream::release(int unit) {
 
 float* FsdpStream::grads(int unit) {
     if (!is_block(unit)) return root_at(root_grads_, unit);
-    for (Slot& s : slots_)
-        if (s.unit == unit && s.held) {
-            finish_reduce(s);  // the buffer's previous block
-            const auto [lo, hi] = units_[unit];
-            std::memset(s.grads.data(), 0, (hi - lo) * sizeof(float));
-            s.grads_of = unit;
-            return s.grads.data();
-        }
-    MESHLM_CHECK(false, "FSDP: gradients of unit ", unit, " asked before acquire()");
-    return nullptr;
+    Slot& s = slots_[next_grads_++ % 2];
+    finish_reduce(s);  // the buffer's previous block
+    const auto [lo, hi] = units_[unit];
+    std::memset(s.grads.data(), 0, (hi - lo) * sizeof(float));
+    s.grads_of = unit;
+    return s.grads.data();
 }
 
 void FsdpStream::grads_done(int unit) {
     if (!is_block(unit)) return;  // units 0 and L + 1 accumulate until end()
-    // release() ran first (WeightViews::end_block): the slot is found by its gradients' unit.
     for (Slot& s : slots_)
         if (s.grads_of == unit) {
             s.reduce = comm_.ireduce_scatter_sum(s.grads.data(), s.receive.data(),

@@ -1,4 +1,5 @@
-// FSDP: ZeRO stage 3 that streams the model block by block (model/param_stream.h). Each rank
+// FSDP: ZeRO stage 3 that streams the model block by block (model/param_stream.h); stage 2
+// streams only the gradients the same way (parameters stay whole, nothing is gathered). Each rank
 // keeps only its ZeRO chunk of the parameters and gradients (zero_plan.h); a unit of the flat
 // layout -- a block, or the embeddings / ln_f -- is the contiguous range [lo, hi), of which rank
 // r owns the part inside its chunk, so the unit is an uneven all-gather away (chunks are in rank
@@ -35,21 +36,25 @@
 namespace meshlm {
 
 struct FsdpSizes {
+    bool gather;          // parameters sharded (stage 3) or whole (stage 2: gradients only)
     std::size_t root;     // floats of units 0 and L + 1 together
     std::size_t block;    // floats of the largest block unit
     std::size_t receive;  // largest part of any block inside one rank's chunk
-    std::size_t working() const { return 2 * root + 2 * (2 * block + receive); }  // floats
+    std::size_t working() const {  // floats: gradient buffers, and with `gather` parameter ones
+        return root + 2 * (block + receive) + (gather ? root + 2 * block : 0);
+    }
 };
 
 // The units of `layout` (gpt2_unit_range) and what a rank of `plan` buffers for them.
-FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan);
+FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gather_params);
 
 class FsdpStream final : public ParamStream {
   public:
-    // params / grads: this rank's chunks (plan.chunk floats each) of the flat parameter and
-    // gradient buffers of `layout`; they, comm and layout outlive the stream.
+    // grads: this rank's chunk (plan.chunk floats) of the flat gradient buffer of `layout`;
+    // params: its chunk of the parameters when gather_params (stage 3), else the whole buffer
+    // (stage 2: only gradients are streamed). They, comm and layout outlive the stream.
     FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layout, const float* params,
-               float* grads);
+               float* grads, bool gather_params = true);
 
     // Gathers units 0 and L + 1 (kept until end()); with gradients, zeroes their accumulators.
     // Collective.
@@ -93,6 +98,7 @@ class FsdpStream final : public ParamStream {
     FsdpSizes sizes_;
     Buffer<float> root_params_, root_grads_;
     std::array<Slot, 2> slots_;
+    unsigned next_grads_ = 0;  // blocks' gradients alternate between the two slots
     bool gradients_ = false;
 };
 

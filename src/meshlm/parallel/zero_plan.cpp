@@ -20,11 +20,16 @@ ZeroMemory zero_memory(const ZeroPlan& p, const ParamLayout& layout) {
     m.params = p.stage >= 3 ? shard : full;
     m.grads = p.stage >= 2 ? shard : full;
     m.optimizer = 2 * (p.stage >= 1 ? shard : full);
-    if (p.stage >= 3 && p.ranks > 1)
-        m.working = fsdp_sizes(layout, p).working() * sizeof(float);
+    if (p.stage >= 2 && p.ranks > 1)
+        m.working = fsdp_sizes(layout, p, p.stage >= 3).working() * sizeof(float);
     else
         m.working = (p.stage >= 2 ? full : 0) + (p.stage >= 3 ? full : 0);
     return m;
+}
+
+const char* zero_working_label(const ZeroPlan& p) {
+    if (p.ranks == 1) return "whole-model working buffers";
+    return p.stage >= 3 ? "FSDP unit buffers" : "gradient unit buffers";
 }
 
 }  // namespace meshlm

@@ -9,9 +9,10 @@
 // Per-rank bytes of persistent training state with fp32 AdamW (Ψ = padded floats), as in the
 // ZeRO paper: stage 0: 4Ψ params + 4Ψ grads + 8Ψ moments = 16Ψ; stage 1: 4Ψ + 4Ψ + 8Ψ/N;
 // stage 2: 4Ψ + 4Ψ/N + 8Ψ/N; stage 3: 16Ψ/N.
-// Working buffers during a step: stage 2 keeps a whole-model gradient buffer (backward writes
-// it whole; it is reduce-scattered after), stage 3 on N > 1 ranks only FSDP's unit buffers
-// (parallel/fsdp.h: embeddings, ln_f, two block slots), stage 3 on one rank whole buffers.
+// Working buffers during a step, on N > 1 ranks: stage 2 streams the gradients unit by unit
+// (parallel/fsdp.h: the embeddings' and ln_f's, two block slots), stage 3 the parameters too.
+// On one rank there is nothing to shard: stage 2 keeps whole gradients, stage 3 whole
+// gradients and parameters.
 #pragma once
 
 #include <cstddef>
@@ -40,5 +41,8 @@ struct ZeroMemory {
 // What a rank of `plan` allocates (fp32 params and grads, AdamW m and v) for `layout`, the
 // buffer the plan chunks (gpt2_layout or a tensor-parallel shard).
 ZeroMemory zero_memory(const ZeroPlan& plan, const ParamLayout& layout);
+// What the working bytes of `plan` hold, for reports: "FSDP unit buffers" (stage 3),
+// "gradient unit buffers" (stage 2), "whole-model working" (one rank).
+const char* zero_working_label(const ZeroPlan& plan);
 
 }  // namespace meshlm

@@ -57,8 +57,9 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
       // own slice of the model.
       plan_(layout_.total(), dp_.size(), dp_.rank(), zero_stage),
       fsdp_(zero_stage >= 3 && dp_.size() > 1),
+      streamed_(zero_stage >= 2 && dp_.size() > 1),
       params_(fsdp_ ? 0 : plan_.padded),
-      grads_(fsdp_ ? 0 : plan_.padded),
+      grads_(streamed_ ? 0 : plan_.padded),
       param_shard_(zero_stage >= 3 ? plan_.chunk : 0),
       grad_shard_(zero_stage >= 2 ? plan_.chunk : 0),
       // Decay groups from the local layout: it keeps gpt2_layout's names, order and ranks.
@@ -75,9 +76,10 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
             lo = std::min(lo, s.offset);
             hi = std::max(hi, s.offset + s.numel);
         }
-    if (fsdp_) {
-        stream_ = std::make_unique<FsdpStream>(dp_, plan_, layout_, param_shard_.data(),
-                                               grad_shard_.data());
+    if (streamed_) {
+        stream_ = std::make_unique<FsdpStream>(dp_, plan_, layout_,
+                                               fsdp_ ? param_shard_.data() : params_.data(),
+                                               grad_shard_.data(), fsdp_);
         if (tp_)
             tp_->set_param_stream(stream_.get());
         else
@@ -213,7 +215,7 @@ std::size_t Learner::grad_bytes() const {
     return plan_.stage >= 2 ? grad_shard_.bytes() : grads_.bytes();
 }
 std::size_t Learner::working_bytes() const {
-    if (fsdp_) return stream_->buffer_bytes();
+    if (streamed_) return stream_->buffer_bytes();
     return (plan_.stage >= 2 ? grads_.bytes() : 0) + (plan_.stage >= 3 ? params_.bytes() : 0);
 }
 
@@ -222,10 +224,13 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     if (fsdp_) {
         params_ = Buffer<float>();  // a whole copy gathered for a checkpoint or the final weights
         params_current_ = false;
+    } else {
+        sync_params();
+    }
+    if (streamed_) {
         std::memset(grad_shard_.data(), 0, grad_shard_.bytes());
         stream_->begin(true);
     } else {
-        sync_params();
         std::memset(grads_.data(), 0, grads_.bytes());
     }
     const bool distributed = dp_.size() > 1;
@@ -243,8 +248,8 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
         const std::int32_t* tg = targets + m * per;
         std::size_t n = 0;
         for (std::size_t i = 0; i < per; ++i) n += tg[i] >= 0;
-        // FSDP's gathers are collective: every rank runs every micro-batch, scored or not.
-        if (n == 0 && !fsdp_) continue;
+        // Streamed gathers and reductions are collective: every rank runs every micro-batch.
+        if (n == 0 && !streamed_) continue;
         loss +=
             static_cast<double>(forward(params_.data(), tokens + m * per, tg, B, T, grad_scale)) *
             static_cast<double>(n);
@@ -257,17 +262,17 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
         if (overlap) gpt2_->set_block_backward_hook({});
     }
     if (overlap) reducer_.finish();
-    if (fsdp_) stream_->end();
+    if (streamed_) stream_->end();
     // Exactly zero by softmax's shift invariance; what backward computes is rounding noise that
     // AdamW would turn into lr-sized steps (model/key_bias.h).
-    if (fsdp_)
+    if (streamed_)
         zero_key_bias_grads(layout(), grad_shard_.data(), plan_.begin(), plan_.end());
     else
         zero_key_bias_grads(layout(), grads_.data());
     if (distributed) dp_.all_reduce_sum(&loss, 1);
     StepStats st;
     st.loss = scored ? static_cast<float>(loss / static_cast<double>(scored)) : 0.f;
-    if (!overlap && !fsdp_) reduce_gradients();
+    if (!overlap && !streamed_) reduce_gradients();
     st.grad_norm = clip_gradients();
     st.lr = lr_at(optim_cfg_, optim_.steps_taken(), total_steps_);
     update(st.lr);

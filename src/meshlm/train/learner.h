@@ -11,7 +11,8 @@
 //   stage 0: gradients all-reduced in buckets; every rank runs the whole AdamW update.
 //   stage 1: gradients all-reduced; each rank updates its chunk of the flat buffer with its
 //            shard of the moments, then the parameters are all-gathered.
-//   stage 2: gradients reduce-scattered into the rank's chunk; update as stage 1.
+//   stage 2: gradients reduce-scattered into the rank's chunk block by block as the backward
+//            finishes each (parallel/fsdp.h, parameters whole); update as stage 1.
 //   stage 3: FSDP (parallel/fsdp.h): the rank keeps only its chunks of the parameters and
 //            gradients; the model all-gathers each block just before its forward and again
 //            before its backward, and each block's gradients are reduce-scattered as soon as
@@ -66,7 +67,8 @@ class Learner {
     // The whole parameter buffer. With stage 3 it is current (FSDP: allocated) only after
     // sync_params(), until the next step.
     float* params() { return params_.data(); }
-    // The whole gradient buffer of the last step (not with FSDP, which keeps only its chunk).
+    // The whole gradient buffer of the last step (not on several ranks at stages 2-3, which
+    // keep only their chunk).
     float* grads() { return grads_.data(); }
     AdamW& optimizer() { return optim_; }
     long step() const { return optim_.steps_taken(); }
@@ -142,7 +144,8 @@ class Learner {
     std::unique_ptr<TensorParallelGPT2> tp_;
     ParamLayout layout_, full_layout_;
     ZeroPlan plan_;
-    bool fsdp_;                               // stage 3 over more than one data rank
+    bool fsdp_;      // stage 3 over more than one data rank: parameters and gradients streamed
+    bool streamed_;  // stage 2 or 3 over more than one data rank: gradients streamed
     Buffer<float> params_, grads_;            // whole buffers (FSDP: none, params_ on demand)
     Buffer<float> param_shard_, grad_shard_;  // stage 3 / stages 2-3
     AdamW optim_;

@@ -223,8 +223,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         << ", optimizer " << human_bytes(learner.optimizer_bytes()) << ", activations "
         << human_bytes(learner.activation_bytes());
     if (learner.working_bytes() > 0)
-        out << (job.parallel.zero_stage >= 3 && W > 1 ? ", FSDP unit buffers "
-                                                      : ", whole-model working buffers ")
+        out << ", " << zero_working_label(learner.plan()) << " "
             << human_bytes(learner.working_bytes());
     out << "\n";
     if (M > 1)
