@@ -103,7 +103,7 @@ std::string write_sharded_checkpoint(const DeviceMesh& mesh, Learner& learner,
     return root ? final_dir : run_dir + "/checkpoints/step_" + std::to_string(state.step);
 }
 
-void load_learner_checkpoint(const std::string& dir, const TrainerState& state,
+bool load_learner_checkpoint(const std::string& dir, const TrainerState& state,
                              const ModelConfig& model, Learner& learner, const DeviceMesh& mesh) {
     if (state.sharded() && state.layout.at("data") == mesh.data_size() &&
         state.layout.at("model") == mesh.model_size()) {
@@ -119,7 +119,7 @@ void load_learner_checkpoint(const std::string& dir, const TrainerState& state,
         });
         throw_if_any_failed(mesh.world(), err, true);
         learner.load_local_chunk(c.params.data(), c.m.data(), c.v.data(), c.step);
-        return;
+        return true;
     }
     // Another layout or the single-file format: the single-process layout, of which each rank
     // keeps its shard and chunk.
@@ -129,6 +129,7 @@ void load_learner_checkpoint(const std::string& dir, const TrainerState& state,
     learner.full_params_written();
     full->set_steps_taken(step);
     learner.load_optimizer(*full);
+    return false;
 }
 
 std::string write_checkpoint_for_layout(const std::string& run_dir, const TrainerState& state,

@@ -27,8 +27,9 @@ std::string write_sharded_checkpoint(const DeviceMesh& mesh, Learner& learner,
 // Loads checkpoint `dir` (`state` = read_checkpoint(dir)) into `learner` (collective over the
 // mesh): a sharded checkpoint of this very (data, model) mesh from each rank's own shard (any
 // ZeRO stage), anything else through the single-process layout, of which each rank keeps its
-// part. Every file is validated before anything is loaded; errors name the file.
-void load_learner_checkpoint(const std::string& dir, const TrainerState& state,
+// part. Every file is validated before anything is loaded; errors name the file. Returns true
+// when each rank read only its own shard.
+bool load_learner_checkpoint(const std::string& dir, const TrainerState& state,
                              const ModelConfig& model, Learner& learner, const DeviceMesh& mesh);
 
 // One process writes `full` as the checkpoint a run at (data, model, zero_stage) would have

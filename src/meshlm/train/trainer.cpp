@@ -152,7 +152,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     if (resume) {
         // A sharded checkpoint of this mesh: each rank reads its own shard; anything else goes
         // through the single-process layout.
-        load_learner_checkpoint(job.resume_from, *resume, job.model, learner, mesh);
+        const bool own_shards =
+            load_learner_checkpoint(job.resume_from, *resume, job.model, learner, mesh);
         if (learner.step() != resume->step)
             MESHLM_INVALID(job.resume_from, ": optimizer step ", learner.step(),
                            " differs from trainer.json's step ", resume->step);
@@ -160,7 +161,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         tokens_seen = resume->tokens_seen;
         best_val = resume->best_val;
         out << "resuming from " << job.resume_from << " (step " << start_step << ", "
-            << human_count(static_cast<double>(tokens_seen)) << " tokens seen)\n";
+            << human_count(static_cast<double>(tokens_seen)) << " tokens seen"
+            << (own_shards ? "; each rank read its own shard" : "") << ")\n";
     } else if (!job.model.init_from.empty()) {
         const std::string from = load_init_weights(
             job.model.init_from, job.model, learner.full_layout(), learner.full_params_buffer());
