@@ -14,6 +14,7 @@
 #include "meshlm/io/safetensors.h"
 #include "meshlm/model/gpt2.h"
 #include "meshlm/train/checkpoint.h"
+#include "meshlm/train/init_from.h"
 #include "meshlm/train/learner.h"
 #include "meshlm/train/shard_format.h"
 #include "meshlm/train/sharded_checkpoint.h"
@@ -133,6 +134,12 @@ TEST_F(ShardedCheckpoint, EachRankHoldsItsChunkAndTheWholeReassemblesBitwise) {
     std::vector<float> weights(full.total());
     load_checkpoint_model(ck, cfg_, weights.data());
     EXPECT_TRUE(bitwise_equal(weights, full_.params));
+    // model.init_from takes the checkpoint or its run directory alike.
+    for (const std::string& from : {ck, dir_ + "/a"}) {
+        std::vector<float> init(full.total(), 0.f);
+        EXPECT_EQ(load_init_weights(from, cfg_, full, init.data()), ck);
+        EXPECT_TRUE(bitwise_equal(init, full_.params)) << from;
+    }
 }
 
 TEST_F(ShardedCheckpoint, ReshardChainIsBitwiseStable) {

@@ -160,12 +160,30 @@ TEST_F(ShardedCheckpointTraining, AShardWriteFailureFailsEveryRank) {
     auto r = test::run_train(4, flags(dir, 2, 2, 2, 3),
                              "MESHLM_FAULT_RANK=1 MESHLM_FAULT_AT=checkpoint_shard:10");
     EXPECT_NE(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find("injected fault at checkpoint_shard:10 on rank 1"), std::string::npos)
+    EXPECT_NE(r.output.find("writing the checkpoint of step 10 failed on rank 1: injected fault at "
+                            "checkpoint_shard:10 on rank 1"),
+              std::string::npos)
         << r.output;
     EXPECT_FALSE(fs::exists(dir + "/checkpoints/step_10"));
     EXPECT_FALSE(fs::exists(dir + "/checkpoints/latest"));
     for (const auto& e : fs::directory_iterator(dir + "/checkpoints"))
         ADD_FAILURE() << "left behind: " << e.path();
+}
+
+// A damaged shard is refused at the same mesh too, where only its own rank reads it: every
+// rank stops with the message naming the file (exit 2) before training.
+TEST_F(ShardedCheckpointTraining, ADamagedShardIsRefusedAtTheSameMesh) {
+    const std::string copy = *dir_ + "/damaged/checkpoints/step_10";
+    fs::create_directories(copy);
+    fs::copy(ckpt(), copy);
+    const std::string shard = copy + "/shard-d1-m1.safetensors";
+    std::string bytes = test::read_file(shard);
+    bytes[bytes.size() / 2] ^= 0x20;
+    test::write_file(shard, bytes);
+    auto r = test::run_train(4, " --resume " + copy + " --config.log.dir=" + *dir_ + "/damaged");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("shard-d1-m1.safetensors has CRC-32"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("step     11"), std::string::npos) << r.output;
 }
 
 // On real text: eval and sample open a sharded checkpoint; its weights (the last step's) score
@@ -174,14 +192,15 @@ TEST(ShardedCheckpointText, EvalAndSampleOpenIt) {
     const std::string dir = test::temp_dir("ckpt_shard_text");
     test::write_test_corpus(dir);
     auto r = test::run_train(
-        4, " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
-           " --config.model.vocab_size=258 --config.model.max_seq_len=16"
-           " --config.train.seq_len=16 --config.train.steps=4 --config.train.threads=1"
-           " --config.train.peak_gflops=100 --config.train.batch_size=2"
-           " --config.log.sample_tokens=0 --config.checkpoint.interval=4"
-           " --config.data.path=" +
-               dir + "/corpus.txt --config.data.cache_dir=" + dir + "/cache" + mesh(2, 2, 2) +
-               " --config.log.dir=" + dir + "/run");
+        4,
+        " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+        " --config.model.vocab_size=258 --config.model.max_seq_len=16"
+        " --config.train.seq_len=16 --config.train.steps=4 --config.train.threads=1"
+        " --config.train.peak_gflops=100 --config.train.batch_size=2"
+        " --config.log.sample_tokens=0 --config.checkpoint.interval=4"
+        " --config.data.path=" +
+            dir + "/corpus.txt --config.data.cache_dir=" + dir + "/cache" + mesh(2, 2, 2) +
+            " --config.log.dir=" + dir + "/run");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const std::string ck = dir + "/run/checkpoints/step_4";
     ASSERT_TRUE(fs::exists(ck + "/shard-d1-m1.safetensors"));

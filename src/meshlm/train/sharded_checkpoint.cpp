@@ -26,11 +26,12 @@ std::optional<std::string> capture(const std::function<void()>& f) {
     }
 }
 
-// Collective: when any rank's `err` is set, every rank runs `cleanup` (if given) and throws the
-// lowest failing rank's message, so the whole job fails alike with the real cause (an
-// InvalidInput, reported once by rank 0, or an Error). Otherwise returns on every rank.
-void throw_if_any_failed(Comm& world, const std::optional<std::string>& err, bool invalid_input,
-                         const std::function<void()>& cleanup = {}) {
+// Collective: when any rank's `err` is set, every rank throws the lowest failing rank's
+// message, so the whole job fails alike with the real cause: an InvalidInput (reported once,
+// by rank 0) when `context` is empty, else an Error "<context> failed on rank R: <message>".
+// `cleanup` runs first, and no rank throws (and so aborts the job) before it is done.
+void throw_if_any_failed(Comm& world, const std::optional<std::string>& err,
+                         const std::string& context, const std::function<void()>& cleanup = {}) {
     std::int32_t first = err ? world.rank() : world.size();
     world.all_reduce_min(&first, 1);
     if (first == world.size()) return;
@@ -39,9 +40,12 @@ void throw_if_any_failed(Comm& world, const std::optional<std::string>& err, boo
     std::string msg(static_cast<std::size_t>(n), ' ');
     if (world.rank() == first) msg = *err;
     if (n > 0) world.broadcast_bytes(msg.data(), msg.size(), first);
-    if (cleanup) cleanup();
-    if (invalid_input) throw InvalidInput(msg);
-    throw Error(detail::concat("rank ", first, ": ", msg));
+    if (cleanup) {
+        cleanup();
+        world.barrier();
+    }
+    if (context.empty()) throw InvalidInput(msg);
+    throw Error(detail::concat(context, " failed on rank ", first, ": ", msg));
 }
 
 }  // namespace
@@ -58,10 +62,11 @@ std::string write_sharded_checkpoint(const DeviceMesh& mesh, Learner& learner,
         std::error_code ec;
         if (root) fs::remove_all(tmp, ec);
     };
+    const std::string what = "writing the checkpoint of step " + std::to_string(state.step);
     std::optional<std::string> err;
     if (root) err = capture([&] { stage_checkpoint(run_dir, state.step); });
     // Also the barrier after which the staging directory exists for every rank.
-    throw_if_any_failed(world, err, false);
+    throw_if_any_failed(world, err, what);
 
     const ShardGeometry g(model, mesh.data_size(), mesh.model_size(), zero_stage);
     ShardFile mine;
@@ -73,7 +78,7 @@ std::string write_sharded_checkpoint(const DeviceMesh& mesh, Learner& learner,
                      ", +", g.count(d), ")");
         mine = write_shard_file(tmp, g, d, m, c.params, c.m, c.v, learner.step());
     });
-    throw_if_any_failed(world, err, false, remove_staging);
+    throw_if_any_failed(world, err, what, remove_staging);
 
     // Rank 0 learns every file's size and CRC-32 (world rank = d * model + m).
     std::vector<std::int64_t> rec(static_cast<std::size_t>(world.size()) * 2);
@@ -99,7 +104,7 @@ std::string write_sharded_checkpoint(const DeviceMesh& mesh, Learner& learner,
                                            layout, cfg);
         });
     // No rank goes on before the checkpoint exists (or the job fails).
-    throw_if_any_failed(world, err, false, remove_staging);
+    throw_if_any_failed(world, err, what, remove_staging);
     return root ? final_dir : run_dir + "/checkpoints/step_" + std::to_string(state.step);
 }
 
@@ -117,7 +122,7 @@ bool load_learner_checkpoint(const std::string& dir, const TrainerState& state,
                          "the manifest's layout differs from the learner's");
             c = read_shard_file(dir, man, mesh.data_index(), mesh.model_index());
         });
-        throw_if_any_failed(mesh.world(), err, true);
+        throw_if_any_failed(mesh.world(), err, "");
         learner.load_local_chunk(c.params.data(), c.m.data(), c.v.data(), c.step);
         return true;
     }
