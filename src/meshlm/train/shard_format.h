@@ -60,7 +60,7 @@ nlohmann::json write_shard_manifest(const std::string& dir, const ModelConfig& c
 
 struct ShardManifest {
     ShardGeometry geometry;
-    std::vector<ShardFile> files;  // index d * model + m... ordered by (d, m)
+    std::vector<ShardFile> files;  // in world-rank order: index d * model + m
     const ShardFile& file(int d, int m) const {
         return files[static_cast<std::size_t>(d) * geometry.model + m];
     }
