@@ -3,8 +3,6 @@
 //
 // OUT is built in a hidden sibling directory and renamed into place at the end, so a failure
 // leaves nothing half-written; an existing non-empty OUT is replaced only with --force.
-#include <unistd.h>
-
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -12,7 +10,9 @@
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/config.h"
+#include "meshlm/cli/hf_export.h"
 #include "meshlm/cli/run_dir.h"
+#include "meshlm/cli/staging_dir.h"
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/byte_size.h"
@@ -31,36 +31,6 @@ namespace {
 struct ConvertArgs {
     std::string from, to, in, out, dtype = "f32", max_shard_size = "5GB", tokenizer;
     bool force = false;
-};
-
-// A hidden sibling of OUT to build into; removed unless publish() moved it into place.
-class StagingDir {
-  public:
-    StagingDir(const std::string& out, bool force) : out_(fs::absolute(out).lexically_normal()) {
-        if (out_.filename().empty()) out_ = out_.parent_path();
-        if (fs::exists(out_) && !(fs::is_directory(out_) && fs::is_empty(out_)) && !force)
-            MESHLM_INVALID(out, " exists and is not empty; pass --force to replace it");
-        fs::create_directories(out_.parent_path());
-        tmp_ = out_.parent_path() /
-               ("." + out_.filename().string() + ".convert." + std::to_string(getpid()));
-        fs::remove_all(tmp_);
-        fs::create_directories(tmp_);
-    }
-    ~StagingDir() {
-        std::error_code ec;
-        if (!published_) fs::remove_all(tmp_, ec);
-    }
-    std::string path() const { return tmp_.string(); }
-    std::string final_path() const { return out_.string(); }
-    void publish() {
-        if (fs::exists(out_)) fs::remove_all(out_);
-        fs::rename(tmp_, out_);
-        published_ = true;
-    }
-
-  private:
-    fs::path out_, tmp_;
-    bool published_ = false;
 };
 
 // Which tokenizer the imported run uses: --tokenizer, else IN/tokenizer.json, else byte.
@@ -92,7 +62,7 @@ int convert_hf_to_meshlm(const ConvertArgs& a) {
     read_hf_gpt2_weights(a.in, hf, layout, params.data());
     const std::string tok_spec = choose_tokenizer(a, hf.model);
 
-    StagingDir out(a.out, a.force);
+    StagingDir out(a.out, a.force, "convert");
     Config c;
     c.name = fs::path(out.final_path()).filename().string();
     c.model = hf.model;
@@ -127,24 +97,13 @@ int convert_meshlm_to_hf(const ConvertArgs& a) {
         MESHLM_INVALID("--dtype ", a.dtype, ": expected f32 or bf16");
     opt.max_shard_bytes = parse_byte_size(a.max_shard_size, "--max-shard-size");
     RunDir run = open_run_dir(a.in);
-    const ModelConfig& m = run.config.model;
-    const ParamLayout layout = gpt2_layout(m);
+    const ParamLayout layout = gpt2_layout(run.config.model);
     Buffer<float> params(layout.total());
     load_run_weights(run, layout, params.data());
-    opt.eot_id = run.tokenizer->eot_id();
 
-    StagingDir out(a.out, a.force);
-    auto files = write_hf_gpt2(out.path(), m, layout, params.data(), opt);
+    StagingDir out(a.out, a.force, "convert");
     std::string tok_note;
-    const std::string spec = run.tokenizer_spec;
-    if (spec.size() >= 5 && spec.compare(spec.size() - 5, 5, ".json") == 0) {
-        fs::copy_file(spec, out.path() + "/tokenizer.json");
-        tok_note = "tokenizer.json copied";
-    } else {
-        tok_note = "no Hugging Face tokenizer file written (the run's tokenizer is " +
-                   (spec == "byte" ? std::string("the built-in byte tokenizer") : spec) +
-                   "; token ids are the same, give transformers a matching tokenizer yourself)";
-    }
+    auto files = export_hf_dir(out.path(), run, params.data(), opt, tok_note);
     out.publish();
     std::printf(
         "exported %s to %s: config.json, generation_config.json, %zu weight file%s (%s, "

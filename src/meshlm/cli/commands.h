@@ -23,5 +23,6 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
 CommandRunner add_tokenize_command(CLI::App& app);
 CommandRunner add_train_tokenizer_command(CLI::App& app);
 CommandRunner add_convert_command(CLI::App& app);
+CommandRunner add_reshard_command(CLI::App& app);
 
 }  // namespace meshlm

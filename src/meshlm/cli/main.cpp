@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
         add(meshlm::add_tokenize_command(app));
         add(meshlm::add_train_tokenizer_command(app));
         add(meshlm::add_convert_command(app));
+        add(meshlm::add_reshard_command(app));
         std::vector<const char*> args;
         for (const auto& a : split.args) args.push_back(a.c_str());
         try {

@@ -42,7 +42,11 @@ RunDir open_run_dir(const std::string& path) {
 }
 
 void load_run_weights(const RunDir& run, const ParamLayout& layout, float* params) {
-    load_weights(run.path, layout, params);
+    // A checkpoint of either format (single-file or sharded), else the run's final weights.
+    if (fs::exists(run.path + "/trainer.json"))
+        load_checkpoint_model(run.path, run.config.model, params);
+    else
+        load_weights(run.path, layout, params);
 }
 
 }  // namespace meshlm

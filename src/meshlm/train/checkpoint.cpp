@@ -15,6 +15,8 @@
 #include "meshlm/io/safetensors.h"
 #include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
+#include "meshlm/model/gpt2.h"
+#include "meshlm/train/shard_format.h"
 
 namespace fs = std::filesystem;
 
@@ -22,7 +24,6 @@ namespace meshlm {
 namespace {
 
 constexpr const char* kFormat = "meshlm-checkpoint";
-constexpr int kVersion = 1;
 
 std::string checkpoints_root(const std::string& run_dir) {
     return run_dir + "/checkpoints";
@@ -39,18 +40,21 @@ void fault_point(const char* point) {
     if (f && std::string(f) == point) ::_exit(86);
 }
 
-void write_optimizer(const std::string& path, const ParamLayout& layout, AdamW& optim) {
+void write_optimizer(const std::string& path, const ParamLayout& layout, const float* m,
+                     const float* v, long optim_step) {
     std::vector<SafetensorsTensor> tensors;
-    const std::int32_t step = static_cast<std::int32_t>(optim.steps_taken());
+    const std::int32_t step = static_cast<std::int32_t>(optim_step);
     tensors.push_back({"step", DType::i32, Shape{1}, &step});
     for (const auto& s : layout.slices())
-        tensors.push_back({"exp_avg." + s.name, DType::f32, s.shape, optim.m() + s.offset});
+        tensors.push_back({"exp_avg." + s.name, DType::f32, s.shape, m + s.offset});
     for (const auto& s : layout.slices())
-        tensors.push_back({"exp_avg_sq." + s.name, DType::f32, s.shape, optim.v() + s.offset});
+        tensors.push_back({"exp_avg_sq." + s.name, DType::f32, s.shape, v + s.offset});
     write_safetensors(path, tensors, {{"format", kFormat}});
 }
 
-nlohmann::json read_json(const std::string& path) {
+}  // namespace
+
+nlohmann::json read_checkpoint_json(const std::string& path) {
     std::ifstream in(path);
     if (!in) MESHLM_INVALID(path, " is missing or unreadable");
     try {
@@ -59,8 +63,6 @@ nlohmann::json read_json(const std::string& path) {
         MESHLM_INVALID(path, " is not valid JSON (", e.what(), "); the checkpoint is damaged");
     }
 }
-
-}  // namespace
 
 std::vector<std::pair<long, std::string>> list_checkpoints(const std::string& run_dir) {
     std::vector<std::pair<long, std::string>> out;
@@ -77,38 +79,33 @@ std::vector<std::pair<long, std::string>> list_checkpoints(const std::string& ru
     return out;
 }
 
-std::string write_checkpoint(const std::string& run_dir, const TrainerState& state,
-                             const ParamLayout& layout, const float* params, AdamW& optim,
-                             const CheckpointConfig& cfg) {
+std::string checkpoint_staging_path(const std::string& run_dir, long step) {
+    return checkpoints_root(run_dir) + "/.tmp-" + step_name(step);
+}
+
+std::string stage_checkpoint(const std::string& run_dir, long step) {
     const std::string root = checkpoints_root(run_dir);
     fs::create_directories(root);
     // Leftovers of writes that were killed midway.
     for (const auto& e : fs::directory_iterator(root))
         if (e.path().filename().string().rfind(".tmp-", 0) == 0) fs::remove_all(e.path());
-
-    const std::string name = step_name(state.step);
-    const std::string tmp = root + "/.tmp-" + name + "-" + std::to_string(::getpid());
+    const std::string tmp = checkpoint_staging_path(run_dir, step);
     fs::create_directories(tmp);
-    std::vector<SafetensorsTensor> weights;
-    for (const auto& s : layout.slices())
-        weights.push_back({s.name, DType::f32, s.shape, params + s.offset});
-    const auto model_files = write_safetensors_sharded(
-        tmp, "model", weights, {{"format", "meshlm"}, {"step", std::to_string(state.step)}},
-        parse_byte_size(cfg.max_shard_size, "checkpoint.max_shard_size"));
-    fault_point("checkpoint_files");
-    write_optimizer(tmp + "/optimizer.safetensors", layout, optim);
+    return tmp;
+}
+
+nlohmann::json file_record(const std::string& path) {
+    return {{"bytes", fs::file_size(path)}, {"crc32", file_crc32(path)}};
+}
+
+std::string publish_checkpoint(const std::string& run_dir, const std::string& tmp,
+                               const TrainerState& state, nlohmann::json files, int version,
+                               const nlohmann::json& layout, const CheckpointConfig& cfg) {
     // The config also as a file, so a checkpoint opens like a run directory (sample, eval).
     write_file_atomic(tmp + "/config.yaml", state.config_yaml);
-
-    nlohmann::json files = nlohmann::json::object();
-    std::vector<std::string> names = model_files;
-    names.insert(names.end(), {"optimizer.safetensors", "config.yaml"});
-    for (const auto& f : names) {
-        const std::string p = tmp + "/" + f;
-        files[f] = {{"bytes", fs::file_size(p)}, {"crc32", file_crc32(p)}};
-    }
+    files["config.yaml"] = file_record(tmp + "/config.yaml");
     nlohmann::json j = {{"format", kFormat},
-                        {"version", kVersion},
+                        {"version", version},
                         {"meshlm_version", MESHLM_VERSION},
                         {"step", state.step},
                         {"tokens_seen", state.tokens_seen},
@@ -118,15 +115,18 @@ std::string write_checkpoint(const std::string& run_dir, const TrainerState& sta
                                                          : nlohmann::json(nullptr)},
                         {"config", state.config_yaml},
                         {"files", files}};
+    if (!layout.is_null()) j["layout"] = layout;
     write_file_atomic(tmp + "/trainer.json", j.dump(2) + "\n");
     fsync_dir(tmp);
 
     // Rewriting a step (a resumed run passing the same step again): move the old one aside
     // first; `latest` keeps pointing at a complete directory throughout.
+    const std::string root = checkpoints_root(run_dir), name = step_name(state.step);
     const std::string final_dir = root + "/" + name;
     std::string old;
     if (fs::exists(final_dir)) {
-        old = root + "/.tmp-old-" + name + "-" + std::to_string(::getpid());
+        old = root + "/.tmp-old-" + name;
+        fs::remove_all(old);
         fs::rename(final_dir, old);
     }
     fs::rename(tmp, final_dir);
@@ -146,6 +146,26 @@ std::string write_checkpoint(const std::string& run_dir, const TrainerState& sta
         fs::remove_all(path);
     }
     return final_dir;
+}
+
+std::string write_checkpoint(const std::string& run_dir, const TrainerState& state,
+                             const ParamLayout& layout, const float* params, const float* m,
+                             const float* v, long optim_step, const CheckpointConfig& cfg) {
+    const std::string tmp = stage_checkpoint(run_dir, state.step);
+    std::vector<SafetensorsTensor> weights;
+    for (const auto& s : layout.slices())
+        weights.push_back({s.name, DType::f32, s.shape, params + s.offset});
+    const auto model_files = write_safetensors_sharded(
+        tmp, "model", weights, {{"format", "meshlm"}, {"step", std::to_string(state.step)}},
+        parse_byte_size(cfg.max_shard_size, "checkpoint.max_shard_size"));
+    fault_point("checkpoint_files");
+    write_optimizer(tmp + "/optimizer.safetensors", layout, m, v, optim_step);
+    nlohmann::json files = nlohmann::json::object();
+    std::vector<std::string> names = model_files;
+    names.push_back("optimizer.safetensors");
+    for (const auto& f : names) files[f] = file_record(tmp + "/" + f);
+    return publish_checkpoint(run_dir, tmp, state, files, kSingleFileCheckpointVersion, nullptr,
+                              cfg);
 }
 
 std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
@@ -179,15 +199,18 @@ std::string checkpoint_run_dir(const std::string& checkpoint_dir) {
 
 TrainerState read_checkpoint(const std::string& dir) {
     const std::string path = dir + "/trainer.json";
-    const nlohmann::json j = read_json(path);
+    const nlohmann::json j = read_checkpoint_json(path);
     TrainerState st;
     try {
         if (j.at("format") != kFormat)
             MESHLM_INVALID(path, " has format ", j.at("format").dump(), ", expected \"", kFormat,
                            "\"");
-        if (j.at("version") != kVersion)
+        const int version = j.at("version").is_number_integer() ? j.at("version").get<int>() : -1;
+        if (version != kSingleFileCheckpointVersion && version != kShardedCheckpointVersion)
             MESHLM_INVALID(path, " has version ", j.at("version").dump(), "; this meshlm reads ",
-                           kVersion);
+                           kSingleFileCheckpointVersion, " (single-file) and ",
+                           kShardedCheckpointVersion, " (sharded)");
+        const bool sharded = version == kShardedCheckpointVersion;
         for (const auto& [file, info] : j.at("files").items()) {
             const std::string p = dir + "/" + file;
             if (!fs::exists(p)) MESHLM_INVALID("checkpoint file ", p, " is missing");
@@ -196,14 +219,18 @@ TrainerState read_checkpoint(const std::string& dir) {
                 MESHLM_INVALID("checkpoint file ", p, " has ", fs::file_size(p),
                                " bytes but trainer.json records ", bytes,
                                " (truncated or replaced)");
+            // Shards are checksummed as they are read (shard_format.h): a rank resuming at the
+            // same layout reads only its own.
+            if (sharded && file.rfind("shard-", 0) == 0) continue;
             const std::string crc = file_crc32(p);
             if (crc != info.at("crc32").get<std::string>())
                 MESHLM_INVALID("checkpoint file ", p, " has CRC-32 ", crc,
                                " but trainer.json records ", info.at("crc32").get<std::string>(),
                                " (corrupted)");
         }
-        for (const char* need : {"optimizer.safetensors", "config.yaml"})
+        for (const char* need : {sharded ? "layout.json" : "optimizer.safetensors", "config.yaml"})
             if (!j.at("files").contains(need)) MESHLM_INVALID(path, " does not list ", need);
+        if (sharded) st.layout = j.at("layout");
         st.step = j.at("step");
         st.tokens_seen = j.at("tokens_seen");
         st.loader = j.at("loader");
@@ -216,11 +243,10 @@ TrainerState read_checkpoint(const std::string& dir) {
     return st;
 }
 
-void load_checkpoint_model(const std::string& dir, const ParamLayout& layout, float* params) {
-    load_weights(dir, layout, params);
-}
+namespace {
 
-void load_checkpoint_optimizer(const std::string& dir, const ParamLayout& layout, AdamW& optim) {
+// Reads optimizer.safetensors of a single-file checkpoint into m and v; returns the step.
+long read_optimizer(const std::string& dir, const ParamLayout& layout, float* m, float* v) {
     const std::string path = dir + "/optimizer.safetensors";
     SafetensorsFile f(path);
     for (const auto& s : layout.slices())
@@ -235,11 +261,47 @@ void load_checkpoint_optimizer(const std::string& dir, const ParamLayout& layout
     const auto step = f.i32("step");
     if (step.size() != 1 || step[0] < 0) MESHLM_INVALID(path, ": tensor 'step' is malformed");
     for (const auto& s : layout.slices()) {
-        auto m = f.f32("exp_avg." + s.name), v = f.f32("exp_avg_sq." + s.name);
-        std::copy(m.begin(), m.end(), optim.m() + s.offset);
-        std::copy(v.begin(), v.end(), optim.v() + s.offset);
+        auto a = f.f32("exp_avg." + s.name), b = f.f32("exp_avg_sq." + s.name);
+        std::copy(a.begin(), a.end(), m + s.offset);
+        std::copy(b.begin(), b.end(), v + s.offset);
     }
-    optim.set_steps_taken(step[0]);
+    return step[0];
+}
+
+// The manifest of a sharded checkpoint that read_checkpoint verified; nullopt for a
+// single-file one.
+std::optional<ShardManifest> manifest_of(const std::string& dir, const ModelConfig& model) {
+    const nlohmann::json j = read_checkpoint_json(dir + "/trainer.json");
+    if (!j.contains("layout")) return std::nullopt;
+    return read_shard_manifest(dir, model, j.at("files"));
+}
+
+}  // namespace
+
+void load_checkpoint_model(const std::string& dir, const ModelConfig& model, float* params) {
+    const ParamLayout layout = gpt2_layout(model);
+    const auto manifest = manifest_of(dir, model);
+    if (!manifest) return load_weights(dir, layout, params);
+    // The moments come along: a shard holds all three buffers of its range.
+    std::vector<float> m(layout.total()), v(layout.total());
+    assemble_shards(dir, *manifest, model, params, m.data(), v.data());
+}
+
+long load_checkpoint_state(const std::string& dir, const ModelConfig& model, float* params,
+                           float* m, float* v) {
+    const ParamLayout layout = gpt2_layout(model);
+    if (const auto manifest = manifest_of(dir, model))
+        return assemble_shards(dir, *manifest, model, params, m, v);
+    load_weights(dir, layout, params);
+    return read_optimizer(dir, layout, m, v);
+}
+
+FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model) {
+    const std::size_t n = gpt2_layout(model).total();
+    FullTrainingState s;
+    s.params.assign(n, 0.f), s.m.assign(n, 0.f), s.v.assign(n, 0.f);
+    s.step = load_checkpoint_state(dir, model, s.params.data(), s.m.data(), s.v.data());
+    return s;
 }
 
 }  // namespace meshlm

@@ -1,12 +1,19 @@
-// Checkpoints: RUN_DIR/checkpoints/step_<N>/ holding
+// Checkpoints: RUN_DIR/checkpoints/step_<N>/ in one of two formats.
+// Single-file (version 1; what one process writes):
 //   model.safetensors      parameters by registry name (HF-style shards + index above a size)
 //   optimizer.safetensors  AdamW moments ("exp_avg.<name>", "exp_avg_sq.<name>") and "step"
+// Sharded (version 2; what a multi-rank run writes, see shard_format.h):
+//   shard-d<d>-m<m>.safetensors  each rank's chunk of its local flat buffers
+//   layout.json                  the manifest of the (data, model, ZeRO) layout and the files
+// and in both:
 //   config.yaml            the run's resolved config (so a checkpoint opens like a run dir)
 //   trainer.json           step, tokens seen, data loader state, RNG scheme, best validation
 //                          loss, the resolved config, meshlm's version, size + CRC-32 per file
-// A checkpoint is written into a temporary directory, synced, renamed into place, and only then
+//                          (and, sharded, the layout)
+// A checkpoint is written into a staging directory, synced, renamed into place, and only then
 // is RUN_DIR/checkpoints/latest (a one-line text file naming the directory) replaced, so a crash
-// at any moment leaves the previous checkpoint and pointer intact.
+// at any moment leaves the previous checkpoint and pointer intact. Both formats share these
+// steps (stage_checkpoint, publish_checkpoint).
 #pragma once
 
 #include <cstdint>
@@ -16,11 +23,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "meshlm/model/model_config.h"
 #include "meshlm/model/param_layout.h"
 #include "meshlm/optim/adamw.h"
 #include "meshlm/train/checkpoint_config.h"
 
 namespace meshlm {
+
+inline constexpr int kSingleFileCheckpointVersion = 1;
+inline constexpr int kShardedCheckpointVersion = 2;
 
 // Everything besides tensors that an exact resume needs.
 struct TrainerState {
@@ -30,13 +41,46 @@ struct TrainerState {
     std::uint64_t seed = 0;          // train.seed: batches of step s draw Philox(seed, s)
     std::optional<double> best_val;  // best validation loss so far (checkpoint.only_better)
     std::string config_yaml;         // the run's resolved config
+    // Read back: trainer.json's "layout" for a sharded checkpoint, null for a single-file one.
+    nlohmann::json layout;
+    bool sharded() const { return !layout.is_null(); }
 };
 
-// Writes step_<state.step> under run_dir/checkpoints, points `latest` at it and applies the
-// rotation of `cfg`. Returns the checkpoint directory.
+// The whole training state in the single-process layout (gpt2_layout): what a checkpoint of
+// any format holds, and what `meshlm reshard` moves between formats.
+struct FullTrainingState {
+    std::vector<float> params, m, v;  // gpt2_layout(model).total() floats each
+    long step = 0;                    // optimizer steps taken
+};
+
+// Writes step_<state.step> in the single-file format under run_dir/checkpoints, points `latest`
+// at it and applies the rotation of `cfg`. Returns the checkpoint directory.
 std::string write_checkpoint(const std::string& run_dir, const TrainerState& state,
-                             const ParamLayout& layout, const float* params, AdamW& optim,
-                             const CheckpointConfig& cfg);
+                             const ParamLayout& layout, const float* params, const float* m,
+                             const float* v, long optim_step, const CheckpointConfig& cfg);
+inline std::string write_checkpoint(const std::string& run_dir, const TrainerState& state,
+                                    const ParamLayout& layout, const float* params, AdamW& optim,
+                                    const CheckpointConfig& cfg) {
+    return write_checkpoint(run_dir, state, layout, params, optim.m(), optim.v(),
+                            optim.steps_taken(), cfg);
+}
+
+// The steps every checkpoint writer shares. stage_checkpoint removes leftovers of killed
+// writes under run_dir/checkpoints and creates the empty staging directory for `step`, whose
+// path (checkpoint_staging_path) is fixed so that every rank of a job knows it.
+std::string checkpoint_staging_path(const std::string& run_dir, long step);
+std::string stage_checkpoint(const std::string& run_dir, long step);
+// Size and CRC-32 of a file, as trainer.json lists them: {"bytes": N, "crc32": "hex"}.
+nlohmann::json file_record(const std::string& path);
+// Completes a staged checkpoint: adds config.yaml, writes trainer.json (state, `files` name ->
+// file_record plus config.yaml's, `version`, and `layout` unless null), syncs, renames the
+// staging directory to step_<N>, replaces `latest` and rotates. Returns the final directory.
+std::string publish_checkpoint(const std::string& run_dir, const std::string& staging,
+                               const TrainerState& state, nlohmann::json files, int version,
+                               const nlohmann::json& layout, const CheckpointConfig& cfg);
+
+// A JSON file of a checkpoint; throws InvalidInput naming it when missing or not JSON.
+nlohmann::json read_checkpoint_json(const std::string& path);
 
 // The checkpoint `latest` points at in run_dir/checkpoints, if any.
 std::optional<std::string> latest_checkpoint(const std::string& run_dir);
@@ -45,15 +89,22 @@ std::optional<std::string> latest_checkpoint(const std::string& run_dir);
 // checkpoint. Throws InvalidInput saying what `path` is missing.
 std::string resolve_checkpoint(const std::string& path);
 
-// Reads trainer.json and verifies every file it lists (size and CRC-32) before anything is used.
+// Reads trainer.json and verifies every file it lists before anything is used: size and
+// CRC-32, except the shard files of a sharded checkpoint, whose sizes are checked here and
+// CRC-32s when they are read (a rank resuming at the same layout reads only its own).
 TrainerState read_checkpoint(const std::string& dir);
 
 // The run directory a checkpoint directory belongs to (RUN_DIR of RUN_DIR/checkpoints/step_N).
 std::string checkpoint_run_dir(const std::string& checkpoint_dir);
 
-// Load tensors of a verified checkpoint, checking names, shapes and dtypes first.
-void load_checkpoint_model(const std::string& dir, const ParamLayout& layout, float* params);
-void load_checkpoint_optimizer(const std::string& dir, const ParamLayout& layout, AdamW& optim);
+// Loads the weights of a checkpoint of either format, verified by read_checkpoint, into params, in
+// the single-process layout gpt2_layout(model), checking names, shapes and sizes first.
+void load_checkpoint_model(const std::string& dir, const ModelConfig& model, float* params);
+// Loads the whole training state of a verified checkpoint of either format into buffers of
+// gpt2_layout(model).total() floats; returns the optimizer step.
+long load_checkpoint_state(const std::string& dir, const ModelConfig& model, float* params,
+                           float* m, float* v);
+FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model);
 
 // Checkpoint directories under run_dir/checkpoints, oldest first, as (step, path).
 std::vector<std::pair<long, std::string>> list_checkpoints(const std::string& run_dir);

@@ -41,7 +41,7 @@ std::string load_init_weights(const std::string& path, const ModelConfig& model,
     }
     const std::string dir = resolve_checkpoint(path);
     read_checkpoint(dir);  // verifies sizes and checksums first
-    load_checkpoint_model(dir, layout, params);
+    load_checkpoint_model(dir, model, params);
     return dir;
 }
 

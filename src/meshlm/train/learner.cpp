@@ -208,6 +208,36 @@ void Learner::load_optimizer(AdamW& full) {
     optim_.set_steps_taken(full.steps_taken());
 }
 
+Learner::LocalChunk Learner::local_chunk() {
+    const std::size_t begin = plan_.begin(), total = layout_.total();
+    const std::size_t count = begin < total ? std::min(plan_.end(), total) - begin : 0;
+    // Stage 3 keeps the current parameters only in its shard; stage 0's moments are whole.
+    const float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + begin;
+    const std::size_t at = plan_.stage == 0 ? begin : 0;
+    return {p, optim_.m() + at, optim_.v() + at, begin, count};
+}
+
+void Learner::load_local_chunk(const float* params, const float* m, const float* v, long step) {
+    const LocalChunk c = local_chunk();
+    // Parameters go through params_ at every stage: params_written() then keeps stage 3's chunk.
+    float* p = params_.data() + c.begin;
+    const std::size_t at = plan_.stage == 0 ? c.begin : 0;
+    float *pm = optim_.m() + at, *pv = optim_.v() + at;
+    std::copy_n(params, c.count, p), std::copy_n(m, c.count, pm), std::copy_n(v, c.count, pv);
+    const std::size_t pad = plan_.chunk - c.count;
+    std::fill_n(p + c.count, pad, 0.f), std::fill_n(pm + c.count, pad, 0.f);
+    std::fill_n(pv + c.count, pad, 0.f);
+    if (dp_.size() > 1) {
+        if (plan_.stage < 3) dp_.all_gather(params_.data(), plan_.chunk);
+        if (plan_.stage == 0) {
+            dp_.all_gather(optim_.m(), plan_.chunk);
+            dp_.all_gather(optim_.v(), plan_.chunk);
+        }
+    }
+    params_written();
+    optim_.set_steps_taken(step);
+}
+
 std::size_t Learner::param_bytes() const {
     return plan_.stage >= 3 ? param_shard_.bytes() : params_.bytes();
 }

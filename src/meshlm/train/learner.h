@@ -93,6 +93,17 @@ class Learner {
     // shard and chunk. nullptr = optimizer() is already whole (stage 0 without TP).
     std::unique_ptr<AdamW> gather_optimizer();
     void load_optimizer(AdamW& full);
+    // This rank's part of a sharded checkpoint (train/shard_format.h): [begin, begin + count)
+    // of its local buffer, i.e. its ZeRO chunk without the padding past layout().total(). The
+    // parameters are current without sync_params() at every stage.
+    struct LocalChunk {
+        const float *params, *m, *v;  // count floats each
+        std::size_t begin, count;
+    };
+    LocalChunk local_chunk();
+    // The inverse (resuming at the same mesh): writes the chunk, zeroes its padding, all-gathers
+    // over the data comm what this stage keeps whole (collective), sets the optimizer step.
+    void load_local_chunk(const float* params, const float* m, const float* v, long step);
     // An AdamW over the whole full_layout() buffer with this run's groups, for gather / load.
     std::unique_ptr<AdamW> make_full_optimizer() const;
 

@@ -32,6 +32,7 @@
 #include "meshlm/train/init_from.h"
 #include "meshlm/train/learner.h"
 #include "meshlm/train/metrics.h"
+#include "meshlm/train/sharded_checkpoint.h"
 #include "meshlm/train/stop_signal.h"
 
 namespace meshlm {
@@ -150,13 +151,10 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     std::uint64_t tokens_seen = 0;
     std::optional<double> best_val;
     if (resume) {
-        // Files hold the single-process layout; a TP rank keeps its shard of it.
-        load_checkpoint_model(job.resume_from, learner.full_layout(), learner.full_params_buffer());
-        learner.full_params_written();
-        // Checkpoints hold the whole optimizer state; a ZeRO rank keeps its chunk of it.
-        auto full = learner.make_full_optimizer();
-        load_checkpoint_optimizer(job.resume_from, learner.full_layout(), *full);
-        learner.load_optimizer(*full);
+        // A sharded checkpoint of this mesh: each rank reads its own shard; anything else goes
+        // through the single-process layout.
+        const bool own_shards =
+            load_learner_checkpoint(job.resume_from, *resume, job.model, learner, mesh);
         if (learner.step() != resume->step)
             MESHLM_INVALID(job.resume_from, ": optimizer step ", learner.step(),
                            " differs from trainer.json's step ", resume->step);
@@ -164,7 +162,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         tokens_seen = resume->tokens_seen;
         best_val = resume->best_val;
         out << "resuming from " << job.resume_from << " (step " << start_step << ", "
-            << human_count(static_cast<double>(tokens_seen)) << " tokens seen)\n";
+            << human_count(static_cast<double>(tokens_seen)) << " tokens seen"
+            << (own_shards ? "; each rank read its own shard" : "") << ")\n";
     } else if (!job.model.init_from.empty()) {
         const std::string from = load_init_weights(
             job.model.init_from, job.model, learner.full_layout(), learner.full_params_buffer());
@@ -263,15 +262,19 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         st.best_val = best_val;
         st.config_yaml = job.resolved_yaml;
         const auto t0 = Clock::now();
-        // Every rank gathers (collective) the single-process layout; rank 0 writes. ZeRO and TP
-        // state is gathered whole for now.
-        const float* params = learner.full_params();
-        auto gathered = learner.gather_optimizer();
-        if (writer)
+        if (world.size() > 1) {
+            // Every rank writes its own shard (collective); nothing is gathered.
+            result.last_checkpoint = write_sharded_checkpoint(
+                mesh, learner, job.model, job.parallel.zero_stage, job.run_dir, st, job.checkpoint);
+        } else {
+            // One process: the single-file format (a ZeRO stage >= 1 on one rank still keeps
+            // its moments apart from optimizer(); gather_optimizer() gives them whole).
+            const float* params = learner.full_params();
+            auto whole = learner.gather_optimizer();
             result.last_checkpoint =
                 write_checkpoint(job.run_dir, st, learner.full_layout(), params,
-                                 gathered ? *gathered : learner.optimizer(), job.checkpoint);
-        if (world.size() > 1) world.barrier();  // no rank ends before the checkpoint exists
+                                 whole ? *whole : learner.optimizer(), job.checkpoint);
+        }
         char line[64];
         std::snprintf(line, sizeof line, " (%.2f s)",
                       std::chrono::duration<double>(Clock::now() - t0).count());

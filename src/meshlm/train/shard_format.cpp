@@ -1,0 +1,321 @@
+#include "meshlm/train/shard_format.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "meshlm/core/atomic_file.h"
+#include "meshlm/core/error.h"
+#include "meshlm/core/file_sync.h"
+#include "meshlm/io/safetensors.h"
+#include "meshlm/model/gpt2.h"
+#include "meshlm/parallel/tp_layout.h"
+#include "meshlm/parallel/zero_plan.h"
+
+namespace fs = std::filesystem;
+
+namespace meshlm {
+namespace {
+
+constexpr const char* kManifestFormat = "meshlm-sharded-checkpoint";
+constexpr const char* kManifest = "layout.json";
+
+const char* split_name(TpSplit s) {
+    switch (s) {
+        case TpSplit::replicated:
+            return "replicated";
+        case TpSplit::rows:
+            return "rows";
+        case TpSplit::columns:
+            return "columns";
+        case TpSplit::qkv_rows:
+            return "qkv_rows";
+    }
+    return "?";
+}
+
+std::string crc_hex(std::uint32_t crc) {
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", crc);
+    return hex;
+}
+
+std::uint32_t crc_value(const std::string& path, const std::string& hex) {
+    std::size_t used = 0;
+    unsigned long v = 0;
+    try {
+        v = std::stoul(hex, &used, 16);
+    } catch (const std::exception&) {
+    }
+    if (hex.size() != 8 || used != 8) MESHLM_INVALID(path, ": '", hex, "' is not a CRC-32");
+    return static_cast<std::uint32_t>(v);
+}
+
+nlohmann::json shape_json(const Shape& s) {
+    nlohmann::json a = nlohmann::json::array();
+    for (int i = 0; i < s.ndim; ++i) a.push_back(s[i]);
+    return a;
+}
+
+}  // namespace
+
+ShardGeometry::ShardGeometry(const ModelConfig& cfg, int data_, int model_, int stage)
+    : data(data_), model(model_), zero_stage(stage) {
+    if (data < 1 || model < 1)
+        MESHLM_INVALID("a layout needs at least one data and one model rank (got data ", data,
+                       ", model ", model, ")");
+    local = model > 1 ? tp_local_layout(cfg, model) : gpt2_layout(cfg);
+    chunk = ZeroPlan(local.total(), data, 0, zero_stage).chunk;  // also checks the stage
+}
+
+std::size_t ShardGeometry::count(int d) const {
+    const std::size_t b = begin(d), total = local.total();
+    return b < total ? std::min(b + chunk, total) - b : 0;
+}
+
+std::string shard_file_name(int data_index, int model_index) {
+    return "shard-d" + std::to_string(data_index) + "-m" + std::to_string(model_index) +
+           ".safetensors";
+}
+
+ShardFile write_shard_file(const std::string& dir, const ShardGeometry& g, int d, int m,
+                           const float* params, const float* mom1, const float* mom2, long step) {
+    ShardFile f;
+    f.data_index = d, f.model_index = m;
+    f.begin = g.begin(d), f.count = g.count(d);
+    f.name = shard_file_name(d, m);
+    const Shape shape{static_cast<std::int64_t>(f.count)};
+    const std::int32_t step32 = static_cast<std::int32_t>(step);
+    const std::string path = dir + "/" + f.name;
+    write_safetensors(path,
+                      {{"params", DType::f32, shape, params},
+                       {"exp_avg", DType::f32, shape, mom1},
+                       {"exp_avg_sq", DType::f32, shape, mom2},
+                       {"step", DType::i32, Shape{1}, &step32}},
+                      {{"format", "meshlm-checkpoint-shard"},
+                       {"data_index", std::to_string(d)},
+                       {"model_index", std::to_string(m)},
+                       {"begin", std::to_string(f.begin)},
+                       {"count", std::to_string(f.count)}});
+    f.bytes = fs::file_size(path);
+    f.crc32 = crc_value(path, file_crc32(path));
+    return f;
+}
+
+nlohmann::json write_shard_manifest(const std::string& dir, const ModelConfig& cfg,
+                                    const ShardGeometry& g, const std::vector<ShardFile>& shards,
+                                    nlohmann::json& files) {
+    nlohmann::json slices = nlohmann::json::array();
+    for (const ParamSlice& s : g.local.slices())
+        slices.push_back(
+            {{"name", s.name},
+             {"shape", shape_json(s.shape)},
+             {"offset", s.offset},
+             {"split", split_name(g.model > 1 ? tp_split_of(s.name) : TpSplit::replicated)}});
+    // Every model rank's local layout has the same shapes; each is listed for readers that
+    // place shards by the manifest alone.
+    nlohmann::json ranks = nlohmann::json::array();
+    for (int m = 0; m < g.model; ++m) ranks.push_back({{"model_index", m}, {"slices", slices}});
+    nlohmann::json list = nlohmann::json::array();
+    for (const ShardFile& f : shards) {
+        list.push_back({{"file", f.name},
+                        {"data_index", f.data_index},
+                        {"model_index", f.model_index},
+                        {"begin", f.begin},
+                        {"count", f.count},
+                        {"bytes", f.bytes},
+                        {"crc32", crc_hex(f.crc32)}});
+        files[f.name] = {{"bytes", f.bytes}, {"crc32", crc_hex(f.crc32)}};
+    }
+    const nlohmann::json j = {{"format", kManifestFormat},
+                              {"data", g.data},
+                              {"model", g.model},
+                              {"zero_stage", g.zero_stage},
+                              {"chunk", g.chunk},
+                              {"local_total", g.local.total()},
+                              {"model_config",
+                               {{"n_layer", cfg.n_layer},
+                                {"d_model", cfg.d_model},
+                                {"n_head", cfg.n_head},
+                                {"vocab_size", cfg.vocab_size},
+                                {"max_seq_len", cfg.max_seq_len}}},
+                              {"model_ranks", ranks},
+                              {"files", list}};
+    const std::string path = dir + "/" + kManifest;
+    write_file_atomic(path, j.dump(1) + "\n");
+    files[kManifest] = file_record(path);
+    return {{"manifest", kManifest},
+            {"data", g.data},
+            {"model", g.model},
+            {"zero_stage", g.zero_stage},
+            {"chunk", g.chunk}};
+}
+
+ShardManifest read_shard_manifest(const std::string& dir, const ModelConfig& cfg,
+                                  const nlohmann::json& trainer_files) {
+    const std::string path = dir + "/" + kManifest;
+    const nlohmann::json j = read_checkpoint_json(path);
+    try {
+        if (j.at("format") != kManifestFormat)
+            MESHLM_INVALID(path, " has format ", j.at("format").dump(), ", expected \"",
+                           kManifestFormat, "\"");
+        const int D = j.at("data"), M = j.at("model"), S = j.at("zero_stage");
+        // The layouts recomputed from the config; the manifest must describe exactly these.
+        auto g = [&] {
+            try {
+                return ShardGeometry(cfg, D, M, S);
+            } catch (const InvalidInput& e) {
+                MESHLM_INVALID(path, " (data ", D, ", model ", M, ", zero_stage ", S,
+                               ") does not fit the config: ", e.what());
+            }
+        }();
+        const std::string other = " (was it written for another model config?)";
+        if (j.at("chunk").get<std::size_t>() != g.chunk ||
+            j.at("local_total").get<std::size_t>() != g.local.total())
+            MESHLM_INVALID(path, " records chunk ", j.at("chunk"), " and local_total ",
+                           j.at("local_total"), " but the config gives ", g.chunk, " and ",
+                           g.local.total(), other);
+        const auto& ranks = j.at("model_ranks");
+        if (ranks.size() != static_cast<std::size_t>(M))
+            MESHLM_INVALID(path, " lists ", ranks.size(), " model ranks, not ", M);
+        for (int m = 0; m < M; ++m) {
+            const auto& sl = ranks.at(m).at("slices");
+            if (ranks.at(m).at("model_index") != m || sl.size() != g.local.slices().size())
+                MESHLM_INVALID(path, ": model rank ", m, " lists ", sl.size(),
+                               " slices, the config ", g.local.slices().size(), other);
+            for (std::size_t i = 0; i < sl.size(); ++i) {
+                const ParamSlice& s = g.local.slices()[i];
+                const char* split = split_name(M > 1 ? tp_split_of(s.name) : TpSplit::replicated);
+                if (sl[i].at("name") != s.name || sl[i].at("shape") != shape_json(s.shape) ||
+                    sl[i].at("offset") != s.offset || sl[i].at("split") != split)
+                    MESHLM_INVALID(path, ": model rank ", m, " slice ", i, " is ", sl[i].dump(),
+                                   " but the config gives '", s.name, "' ", s.shape.str(), " at ",
+                                   s.offset, " (", split, ")", other);
+            }
+        }
+        const auto& list = j.at("files");
+        const std::size_t n = static_cast<std::size_t>(D) * M;
+        if (list.size() != n)
+            MESHLM_INVALID(path, " lists ", list.size(), " shard files; data ", D, " x model ", M,
+                           " needs ", n);
+        ShardManifest out{std::move(g), std::vector<ShardFile>(n)};
+        std::vector<bool> seen(n, false);
+        for (const auto& e : list) {
+            ShardFile f;
+            f.data_index = e.at("data_index"), f.model_index = e.at("model_index");
+            f.name = e.at("file"), f.begin = e.at("begin"), f.count = e.at("count");
+            f.bytes = e.at("bytes");
+            f.crc32 = crc_value(path, e.at("crc32"));
+            const int d = f.data_index, m = f.model_index;
+            if (d < 0 || d >= D || m < 0 || m >= M || seen[d * M + m])
+                MESHLM_INVALID(path, ": file entry ", e.dump(), " has a bad or repeated index");
+            seen[d * M + m] = true;
+            if (f.name != shard_file_name(d, m) || f.begin != out.geometry.begin(d) ||
+                f.count != out.geometry.count(d))
+                MESHLM_INVALID(path, ": file entry ", e.dump(), " should be ",
+                               shard_file_name(d, m), " with begin ", out.geometry.begin(d),
+                               " and count ", out.geometry.count(d));
+            if (!trainer_files.contains(f.name) ||
+                trainer_files.at(f.name).at("bytes") != f.bytes ||
+                trainer_files.at(f.name).at("crc32") != e.at("crc32"))
+                MESHLM_INVALID(path, ": ", f.name, " is not listed alike in trainer.json");
+            out.files[static_cast<std::size_t>(d) * M + m] = f;
+        }
+        return out;
+    } catch (const nlohmann::json::exception& e) {
+        MESHLM_INVALID(path, " is missing a field or has a wrong type: ", e.what());
+    }
+}
+
+ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest, int d, int m) {
+    const ShardFile& f = manifest.file(d, m);
+    const std::string path = dir + "/" + f.name;
+    if (!fs::exists(path)) MESHLM_INVALID("checkpoint file ", path, " is missing");
+    if (fs::file_size(path) != f.bytes)
+        MESHLM_INVALID("checkpoint file ", path, " has ", fs::file_size(path),
+                       " bytes but layout.json records ", f.bytes, " (truncated or replaced)");
+    const std::string crc = file_crc32(path);
+    if (crc != crc_hex(f.crc32))
+        MESHLM_INVALID("checkpoint file ", path, " has CRC-32 ", crc, " but layout.json records ",
+                       crc_hex(f.crc32), " (corrupted)");
+    SafetensorsFile st(path);
+    const Shape shape{static_cast<std::int64_t>(f.count)};
+    for (const char* name : {"params", "exp_avg", "exp_avg_sq"}) {
+        if (!st.has(name)) MESHLM_INVALID(path, ": missing tensor '", name, "'");
+        const auto& e = st.entry(name);
+        if (!(e.shape == shape) || e.dtype != DType::f32)
+            MESHLM_INVALID(path, ": tensor '", name, "' is ", dtype_name(e.dtype), " ",
+                           e.shape.str(), "; layout.json needs f32 ", shape.str());
+    }
+    const auto& meta = st.metadata();
+    for (const auto& [key, want] : {std::pair<const char*, std::size_t>{"data_index", d},
+                                    {"model_index", m},
+                                    {"begin", f.begin},
+                                    {"count", f.count}})
+        if (!meta.count(key) || meta.at(key) != std::to_string(want))
+            MESHLM_INVALID(path, ": metadata ", key, " is '", meta.count(key) ? meta.at(key) : "",
+                           "', layout.json says ", want);
+    const auto step = st.has("step") ? st.i32("step") : std::vector<std::int32_t>{};
+    if (step.size() != 1 || step[0] < 0) MESHLM_INVALID(path, ": tensor 'step' is malformed");
+    ShardChunk c;
+    c.params = st.f32("params"), c.m = st.f32("exp_avg"), c.v = st.f32("exp_avg_sq");
+    c.step = step[0];
+    return c;
+}
+
+long assemble_shards(const std::string& dir, const ShardManifest& manifest, const ModelConfig& cfg,
+                     float* params, float* m, float* v) {
+    const ShardGeometry& g = manifest.geometry;
+    const std::size_t full_total = gpt2_layout(cfg).total(), n = g.local.total();
+    std::fill_n(params, full_total, 0.f), std::fill_n(m, full_total, 0.f);
+    std::fill_n(v, full_total, 0.f);
+    std::vector<float> lp(n), lm(n), lv(n);  // one model rank's local buffers
+    long step = -1;
+    for (int mi = 0; mi < g.model; ++mi) {
+        for (int d = 0; d < g.data; ++d) {
+            ShardChunk c = read_shard_file(dir, manifest, d, mi);
+            if (step >= 0 && c.step != step)
+                MESHLM_INVALID(dir, "/", manifest.file(d, mi).name, ": optimizer step ", c.step,
+                               " differs from the other shards' ", step);
+            step = c.step;
+            const std::size_t at = std::min(g.begin(d), n);  // an empty last chunk may start past n
+            std::copy(c.params.begin(), c.params.end(), lp.begin() + at);
+            std::copy(c.m.begin(), c.m.end(), lm.begin() + at);
+            std::copy(c.v.begin(), c.v.end(), lv.begin() + at);
+        }
+        if (g.model == 1) {
+            std::copy_n(lp.data(), n, params), std::copy_n(lm.data(), n, m);
+            std::copy_n(lv.data(), n, v);
+        } else {
+            tp_place(cfg, g.model, mi, lp.data(), params);
+            tp_place(cfg, g.model, mi, lm.data(), m);
+            tp_place(cfg, g.model, mi, lv.data(), v);
+        }
+    }
+    return step;
+}
+
+nlohmann::json write_shards_from_full(const std::string& dir, const ModelConfig& cfg,
+                                      const ShardGeometry& g, const FullTrainingState& full,
+                                      nlohmann::json& files) {
+    const std::size_t n = g.local.total();
+    std::vector<float> lp(n, 0.f), lm(n, 0.f), lv(n, 0.f);
+    std::vector<ShardFile> shards;
+    for (int mi = 0; mi < g.model; ++mi) {
+        const float *p = full.params.data(), *m = full.m.data(), *v = full.v.data();
+        if (g.model > 1) {
+            tp_scatter(cfg, g.model, mi, full.params.data(), lp.data());
+            tp_scatter(cfg, g.model, mi, full.m.data(), lm.data());
+            tp_scatter(cfg, g.model, mi, full.v.data(), lv.data());
+            p = lp.data(), m = lm.data(), v = lv.data();
+        }
+        for (int d = 0; d < g.data; ++d) {
+            const std::size_t at = std::min(g.begin(d), n);
+            shards.push_back(write_shard_file(dir, g, d, mi, p + at, m + at, v + at, full.step));
+        }
+    }
+    return write_shard_manifest(dir, cfg, g, shards, files);
+}
+
+}  // namespace meshlm

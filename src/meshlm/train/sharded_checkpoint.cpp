@@ -1,0 +1,154 @@
+#include "meshlm/train/sharded_checkpoint.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "meshlm/core/error.h"
+#include "meshlm/model/gpt2.h"
+#include "meshlm/parallel/fault.h"
+#include "meshlm/train/shard_format.h"
+
+namespace fs = std::filesystem;
+
+namespace meshlm {
+namespace {
+
+// Runs f; returns its error message instead of throwing.
+std::optional<std::string> capture(const std::function<void()>& f) {
+    try {
+        f();
+        return std::nullopt;
+    } catch (const std::exception& e) {
+        return std::string(e.what());
+    }
+}
+
+// Collective: when any rank's `err` is set, every rank throws the lowest failing rank's
+// message, so the whole job fails alike with the real cause: an InvalidInput (reported once,
+// by rank 0) when `context` is empty, else an Error "<context> failed on rank R: <message>".
+// `cleanup` runs first, and no rank throws (and so aborts the job) before it is done.
+void throw_if_any_failed(Comm& world, const std::optional<std::string>& err,
+                         const std::string& context, const std::function<void()>& cleanup = {}) {
+    std::int32_t first = err ? world.rank() : world.size();
+    world.all_reduce_min(&first, 1);
+    if (first == world.size()) return;
+    std::int64_t n = world.rank() == first ? static_cast<std::int64_t>(err->size()) : 0;
+    world.broadcast(&n, 1, first);
+    std::string msg(static_cast<std::size_t>(n), ' ');
+    if (world.rank() == first) msg = *err;
+    if (n > 0) world.broadcast_bytes(msg.data(), msg.size(), first);
+    if (cleanup) {
+        cleanup();
+        world.barrier();
+    }
+    if (context.empty()) throw InvalidInput(msg);
+    throw Error(detail::concat(context, " failed on rank ", first, ": ", msg));
+}
+
+}  // namespace
+
+std::string write_sharded_checkpoint(const DeviceMesh& mesh, Learner& learner,
+                                     const ModelConfig& model, int zero_stage,
+                                     const std::string& run_dir, const TrainerState& state,
+                                     const CheckpointConfig& cfg) {
+    Comm& world = mesh.world();
+    const bool root = world.rank() == 0;
+    const int d = mesh.data_index(), m = mesh.model_index();
+    const std::string tmp = checkpoint_staging_path(run_dir, state.step);
+    auto remove_staging = [&] {
+        std::error_code ec;
+        if (root) fs::remove_all(tmp, ec);
+    };
+    const std::string what = "writing the checkpoint of step " + std::to_string(state.step);
+    std::optional<std::string> err;
+    if (root) err = capture([&] { stage_checkpoint(run_dir, state.step); });
+    // Also the barrier after which the staging directory exists for every rank.
+    throw_if_any_failed(world, err, what);
+
+    const ShardGeometry g(model, mesh.data_size(), mesh.model_size(), zero_stage);
+    ShardFile mine;
+    err = capture([&] {
+        fault_point(world.rank(), "checkpoint_shard", state.step);
+        const Learner::LocalChunk c = learner.local_chunk();
+        MESHLM_CHECK(c.begin == g.begin(d) && c.count == g.count(d), "rank (", d, ", ", m,
+                     ") holds [", c.begin, ", +", c.count, ") but the layout says [", g.begin(d),
+                     ", +", g.count(d), ")");
+        mine = write_shard_file(tmp, g, d, m, c.params, c.m, c.v, learner.step());
+    });
+    throw_if_any_failed(world, err, what, remove_staging);
+
+    // Rank 0 learns every file's size and CRC-32 (world rank = d * model + m).
+    std::vector<std::int64_t> rec(static_cast<std::size_t>(world.size()) * 2);
+    rec[2 * world.rank()] = static_cast<std::int64_t>(mine.bytes);
+    rec[2 * world.rank() + 1] = mine.crc32;
+    world.all_gather(rec.data(), 2);
+    std::string final_dir;
+    if (root)
+        err = capture([&] {
+            std::vector<ShardFile> shards;
+            for (int r = 0; r < world.size(); ++r) {
+                ShardFile f;
+                f.data_index = r / g.model, f.model_index = r % g.model;
+                f.begin = g.begin(f.data_index), f.count = g.count(f.data_index);
+                f.name = shard_file_name(f.data_index, f.model_index);
+                f.bytes = static_cast<std::uint64_t>(rec[2 * r]);
+                f.crc32 = static_cast<std::uint32_t>(rec[2 * r + 1]);
+                shards.push_back(f);
+            }
+            nlohmann::json files = nlohmann::json::object();
+            const nlohmann::json layout = write_shard_manifest(tmp, model, g, shards, files);
+            final_dir = publish_checkpoint(run_dir, tmp, state, files, kShardedCheckpointVersion,
+                                           layout, cfg);
+        });
+    // No rank goes on before the checkpoint exists (or the job fails).
+    throw_if_any_failed(world, err, what, remove_staging);
+    return root ? final_dir : run_dir + "/checkpoints/step_" + std::to_string(state.step);
+}
+
+bool load_learner_checkpoint(const std::string& dir, const TrainerState& state,
+                             const ModelConfig& model, Learner& learner, const DeviceMesh& mesh) {
+    if (state.sharded() && state.layout.at("data") == mesh.data_size() &&
+        state.layout.at("model") == mesh.model_size()) {
+        // This rank's chunk is exactly its shard: read only that file.
+        ShardChunk c;
+        const auto err = capture([&] {
+            const nlohmann::json j = read_checkpoint_json(dir + "/trainer.json");
+            const ShardManifest man = read_shard_manifest(dir, model, j.at("files"));
+            MESHLM_CHECK(man.geometry.local.total() == learner.layout().total() &&
+                             man.geometry.chunk == learner.plan().chunk,
+                         "the manifest's layout differs from the learner's");
+            c = read_shard_file(dir, man, mesh.data_index(), mesh.model_index());
+        });
+        throw_if_any_failed(mesh.world(), err, "");
+        learner.load_local_chunk(c.params.data(), c.m.data(), c.v.data(), c.step);
+        return true;
+    }
+    // Another layout or the single-file format: the single-process layout, of which each rank
+    // keeps its shard and chunk.
+    auto full = learner.make_full_optimizer();
+    const long step =
+        load_checkpoint_state(dir, model, learner.full_params_buffer(), full->m(), full->v());
+    learner.full_params_written();
+    full->set_steps_taken(step);
+    learner.load_optimizer(*full);
+    return false;
+}
+
+std::string write_checkpoint_for_layout(const std::string& run_dir, const TrainerState& state,
+                                        const ModelConfig& model, const FullTrainingState& full,
+                                        int data, int model_ranks, int zero_stage,
+                                        const CheckpointConfig& cfg) {
+    const ShardGeometry g(model, data, model_ranks, zero_stage);  // validates the layout
+    if (data * model_ranks == 1)
+        return write_checkpoint(run_dir, state, gpt2_layout(model), full.params.data(),
+                                full.m.data(), full.v.data(), full.step, cfg);
+    const std::string tmp = stage_checkpoint(run_dir, state.step);
+    nlohmann::json files = nlohmann::json::object();
+    const nlohmann::json layout = write_shards_from_full(tmp, model, g, full, files);
+    return publish_checkpoint(run_dir, tmp, state, files, kShardedCheckpointVersion, layout, cfg);
+}
+
+}  // namespace meshlm
