@@ -104,7 +104,8 @@ TEST_F(ShardedCheckpointTraining, ResumesAtOtherLayouts) {
     struct Case {
         int data, model, stage;
     };
-    for (const Case c : {Case{1, 1, 0}, Case{4, 1, 2}, Case{2, 2, 1}}) {
+    for (const Case c :
+         {Case{1, 1, 0}, Case{4, 1, 2}, Case{4, 1, 3}, Case{2, 2, 1}, Case{2, 2, 3}}) {
         const std::string what = "resumed at data " + std::to_string(c.data) + " x model " +
                                  std::to_string(c.model) + " stage " + std::to_string(c.stage);
         const std::string dir = *dir_ + "/resume_d" + std::to_string(c.data) + "m" +

@@ -219,8 +219,8 @@ Learner::LocalChunk Learner::local_chunk() {
 
 void Learner::load_local_chunk(const float* params, const float* m, const float* v, long step) {
     const LocalChunk c = local_chunk();
-    // Parameters go through params_ at every stage: params_written() then keeps stage 3's chunk.
-    float* p = params_.data() + c.begin;
+    // Stage 3 keeps only its chunk (FSDP has no whole buffer to go through).
+    float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + c.begin;
     const std::size_t at = plan_.stage == 0 ? c.begin : 0;
     float *pm = optim_.m() + at, *pv = optim_.v() + at;
     std::copy_n(params, c.count, p), std::copy_n(m, c.count, pm), std::copy_n(v, c.count, pv);
@@ -234,7 +234,7 @@ void Learner::load_local_chunk(const float* params, const float* m, const float*
             dp_.all_gather(optim_.v(), plan_.chunk);
         }
     }
-    params_written();
+    if (plan_.stage >= 3) params_current_ = false;  // sync_params() gathers from the chunks
     optim_.set_steps_taken(step);
 }
 
