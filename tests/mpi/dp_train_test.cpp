@@ -24,23 +24,10 @@ namespace {
 
 constexpr int kSteps = 20;
 
-ModelConfig tiny_model() {
-    ModelConfig m;
-    m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 300, m.max_seq_len = 16;
-    return m;
-}
+using test::tiny_model;
 
-// Synthetic tokens: the global batch of a step is drawn whole, each rank keeping its rows.
 std::string flags(const std::string& dir, int batch, int accum) {
-    return " --config.data.synthetic=true --config.model.n_layer=2 --config.model.d_model=32"
-           " --config.model.n_head=2 --config.model.vocab_size=300 --config.model.max_seq_len=16"
-           " --config.train.seq_len=16 --config.train.steps=" +
-           std::to_string(kSteps) + " --config.train.batch_size=" + std::to_string(batch) +
-           " --config.train.grad_accum=" + std::to_string(accum) +
-           " --config.log.interval=1 --config.log.sample_tokens=0 --config.train.peak_gflops=100"
-           " --config.train.threads=1 --config.optim.warmup_steps=2 --config.optim.grad_clip=1.0"
-           " --config.checkpoint.interval=0 --config.log.dir=" +
-           dir;
+    return test::tiny_flags(dir, kSteps, batch, accum, 0);
 }
 
 using test::expect_same_training;

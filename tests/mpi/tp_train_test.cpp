@@ -26,24 +26,10 @@ namespace {
 
 constexpr int kSteps = 20;
 
-// 2 heads, MLP width 128 and vocabulary 300 all split over 2 model ranks.
-ModelConfig tiny_model() {
-    ModelConfig m;
-    m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 300, m.max_seq_len = 16;
-    return m;
-}
+using test::tiny_model;
 
-// `batch` rows per data-parallel rank; synthetic tokens drawn per global batch.
 std::string flags(const std::string& dir, int batch, int data, int model, int stage) {
-    return " --config.data.synthetic=true --config.model.n_layer=2 --config.model.d_model=32"
-           " --config.model.n_head=2 --config.model.vocab_size=300 --config.model.max_seq_len=16"
-           " --config.train.seq_len=16 --config.train.steps=" +
-           std::to_string(kSteps) + " --config.train.batch_size=" + std::to_string(batch) +
-           " --config.log.interval=1 --config.log.sample_tokens=0 --config.train.peak_gflops=100"
-           " --config.train.threads=1 --config.optim.warmup_steps=2 --config.optim.grad_clip=1.0"
-           " --config.checkpoint.interval=10 --config.parallel.data=" +
-           std::to_string(data) + " --config.parallel.model=" + std::to_string(model) +
-           " --config.parallel.zero_stage=" + std::to_string(stage) + " --config.log.dir=" + dir;
+    return test::tiny_flags(dir, kSteps, batch, 1, 10) + test::mesh_flags(data, model, stage);
 }
 
 using test::expect_same_training;

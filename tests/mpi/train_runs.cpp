@@ -12,6 +12,31 @@
 
 namespace meshlm::test {
 
+ModelConfig tiny_model() {
+    ModelConfig m;
+    m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 300, m.max_seq_len = 16;
+    return m;
+}
+
+std::string tiny_flags(const std::string& dir, int steps, int batch, int accum,
+                       int checkpoint_interval) {
+    return " --config.data.synthetic=true --config.model.n_layer=2 --config.model.d_model=32"
+           " --config.model.n_head=2 --config.model.vocab_size=300 --config.model.max_seq_len=16"
+           " --config.train.seq_len=16 --config.train.steps=" +
+           std::to_string(steps) + " --config.train.batch_size=" + std::to_string(batch) +
+           " --config.train.grad_accum=" + std::to_string(accum) +
+           " --config.log.interval=1 --config.log.sample_tokens=0 --config.train.peak_gflops=100"
+           " --config.train.threads=1 --config.optim.warmup_steps=2 --config.optim.grad_clip=1.0"
+           " --config.checkpoint.interval=" +
+           std::to_string(checkpoint_interval) + " --config.log.dir=" + dir;
+}
+
+std::string mesh_flags(int data, int model, int stage) {
+    return " --config.parallel.data=" + std::to_string(data) +
+           " --config.parallel.model=" + std::to_string(model) +
+           " --config.parallel.zero_stage=" + std::to_string(stage);
+}
+
 CommandResult run_train(int np, const std::string& args, const std::string& env) {
     const std::string launch =
         np == 1 ? std::string(MESHLM_BINARY)

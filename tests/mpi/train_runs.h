@@ -13,6 +13,17 @@
 
 namespace meshlm::test {
 
+// The model of the train tests: 2 layers, width 32, 2 heads (MLP width 128), vocabulary 300,
+// context 16 -- heads, MLP and vocabulary all split over 2 model ranks.
+ModelConfig tiny_model();
+// Flags training tiny_model() on synthetic tokens (drawn per global batch) for `steps` steps,
+// `batch` rows per data-parallel rank, `accum` micro-batches, a checkpoint every
+// `checkpoint_interval` steps (0: none), into `dir`, one thread, logging every step.
+std::string tiny_flags(const std::string& dir, int steps, int batch, int accum,
+                       int checkpoint_interval);
+// " --config.parallel.data=D --config.parallel.model=M --config.parallel.zero_stage=S"
+std::string mesh_flags(int data, int model, int stage);
+
 // `meshlm train ARGS` on np processes (np 1: no launcher), killed after 120 s.
 CommandResult run_train(int np, const std::string& args, const std::string& env = "");
 
