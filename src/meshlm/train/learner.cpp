@@ -278,8 +278,11 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
         const std::int32_t* tg = targets + m * per;
         std::size_t n = 0;
         for (std::size_t i = 0; i < per; ++i) n += tg[i] >= 0;
-        // Streamed gathers and reductions are collective: every rank runs every micro-batch.
-        if (n == 0 && !streamed_) continue;
+        // On several ranks every micro-batch runs, scored or not: the streamed gathers and
+        // reductions (stages 2-3) and the per-block all-reduces of the backward hook (stages 0-1)
+        // are collectives whose sequence must be the same on every rank. (`scored` is global:
+        // a step with nothing to score is skipped by every rank alike.)
+        if (n == 0 && (!distributed || scored == 0)) continue;
         loss +=
             static_cast<double>(forward(params_.data(), tokens + m * per, tg, B, T, grad_scale)) *
             static_cast<double>(n);
