@@ -38,5 +38,5 @@ for stage in 0 1 2 3; do
       "$(awk -v a="$peak" -v b="$base" 'BEGIN {print a / b}')" "$whole" "$tps"
 done
 echo "training peak: the largest rank's peak RSS when the last step ends (trainer); process"
-echo "peak: GNU time's, including the whole model gathered once for the final model.safetensors."
+echo "peak: GNU time's, to the end (writing model.safetensors, which no rank gathers whole)."
 echo "Activations (B=2, T=256) are not sharded by ZeRO. Logs: $out/stage*.log"

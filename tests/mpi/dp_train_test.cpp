@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -107,6 +110,15 @@ TEST_F(DataParallel, EveryStageMatchesOneProcess) {
                       flags(dir, 4 / np, 1) + " --config.parallel.data=" + std::to_string(np) +
                           " --config.parallel.zero_stage=" + std::to_string(stage));
             expect_same_training(*ref_, got, kSteps, what);
+            // The ranks wrote model.safetensors in place (train/final_weights.h): the same
+            // header and size as the one process's file, and (above) the same weights.
+            const std::string ref_file = test::read_file(*dir_ + "/ref/model.safetensors"),
+                              got_file = test::read_file(dir + "/model.safetensors");
+            ASSERT_EQ(ref_file.size(), got_file.size()) << what;
+            std::uint64_t head = 0;
+            std::memcpy(&head, ref_file.data(), 8);
+            EXPECT_EQ(ref_file.substr(0, 8 + head), got_file.substr(0, 8 + head)) << what;
+            EXPECT_FALSE(std::filesystem::exists(dir + "/model.safetensors.tmp")) << what;
 
             // Allocations per rank follow the ZeRO paper (fp32 + AdamW, Ψ padded floats).
             const std::size_t psi = padded_floats(np), shard = psi / np;

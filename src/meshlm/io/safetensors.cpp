@@ -128,8 +128,8 @@ const void* SafetensorsFile::data(const std::string& name) const {
     return bytes_.data() + data_start_ + entry(name).begin;
 }
 
-void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+SafetensorsPlan plan_safetensors(const std::vector<SafetensorsTensor>& tensors,
+                                 const std::map<std::string, std::string>& metadata) {
     nlohmann::ordered_json header;
     if (!metadata.empty()) header["__metadata__"] = metadata;
     std::size_t offset = 0;
@@ -144,10 +144,24 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsTen
     }
     std::string text = header.dump();
     text.append((8 - text.size() % 8) % 8, ' ');  // 8-byte alignment of the data section
+    SafetensorsPlan plan;
+    const std::uint64_t n = text.size();
+    plan.head.assign(reinterpret_cast<const char*>(&n), 8);
+    plan.head += text;
+    std::size_t at = plan.head.size();
+    for (const auto& t : tensors) {
+        plan.offsets.push_back(at);
+        at += t.shape.numel() * dtype_size(t.dtype);
+    }
+    plan.size = at;
+    return plan;
+}
+
+void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+    const SafetensorsPlan plan = plan_safetensors(tensors, metadata);
     AtomicFile out(path);
-    std::uint64_t n = text.size();
-    out.write(&n, 8);
-    out.write(text.data(), text.size());
+    out.write(plan.head.data(), plan.head.size());
     for (const auto& t : tensors) out.write(t.data, t.shape.numel() * dtype_size(t.dtype));
     out.commit();
 }

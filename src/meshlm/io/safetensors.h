@@ -51,6 +51,18 @@ struct SafetensorsTensor {
     const void* data;
 };
 
+// Where a file of these tensors (in this order; their data pointers are not read) puts
+// everything: `head` is the 8-byte length and the JSON header padded to 8 bytes, tensor i's
+// data starts at byte offsets[i] of the file, and the file has `size` bytes. Lets several
+// writers fill one file's tensors in place.
+struct SafetensorsPlan {
+    std::string head;
+    std::vector<std::size_t> offsets;
+    std::size_t size;
+};
+SafetensorsPlan plan_safetensors(const std::vector<SafetensorsTensor>& tensors,
+                                 const std::map<std::string, std::string>& metadata = {});
+
 // Writes tensors in the given order to `path` atomically (temporary file, fsync, rename).
 void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});

@@ -82,6 +82,11 @@ ParamLayout tp_local_layout(const ModelConfig& cfg, int model) {
     return local;
 }
 
+void tp_for_each_piece(const std::string& name, const Shape& shape, int model, int rank,
+                       const std::function<void(std::size_t, std::size_t, std::size_t)>& f) {
+    for_each_piece(tp_split_of(name), shape, model, rank, f);
+}
+
 void tp_scatter(const ModelConfig& cfg, int model, int rank, const float* full, float* local) {
     for_each_slice(cfg, model, [&](const ParamSlice& fs, const ParamSlice& ls) {
         for_each_piece(tp_split_of(fs.name), fs.shape, model, rank,

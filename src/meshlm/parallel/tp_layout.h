@@ -15,7 +15,9 @@
 // 50257 -> 50304) rather than split unevenly.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "meshlm/model/model_config.h"
@@ -36,6 +38,12 @@ TpSplit tp_split_of(const std::string& name);
 
 // This rank's local layout for M model ranks. Throws InvalidInput when a split does not divide.
 ParamLayout tp_local_layout(const ModelConfig& cfg, int model);
+
+// Calls f(full_offset, local_offset, length) for each contiguous piece of a full tensor of
+// `shape` named `name` that rank `rank` of `model` holds (offsets in elements, within the
+// tensor and within its local shard).
+void tp_for_each_piece(const std::string& name, const Shape& shape, int model, int rank,
+                       const std::function<void(std::size_t, std::size_t, std::size_t)>& f);
 
 // full (gpt2_layout) -> local (tp_local_layout) of rank `rank`. Padding is left untouched.
 void tp_scatter(const ModelConfig& cfg, int model, int rank, const float* full, float* local);

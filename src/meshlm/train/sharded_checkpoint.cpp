@@ -9,46 +9,12 @@
 #include "meshlm/core/error.h"
 #include "meshlm/model/gpt2.h"
 #include "meshlm/parallel/fault.h"
+#include "meshlm/train/all_ranks.h"
 #include "meshlm/train/shard_format.h"
 
 namespace fs = std::filesystem;
 
 namespace meshlm {
-namespace {
-
-// Runs f; returns its error message instead of throwing.
-std::optional<std::string> capture(const std::function<void()>& f) {
-    try {
-        f();
-        return std::nullopt;
-    } catch (const std::exception& e) {
-        return std::string(e.what());
-    }
-}
-
-// Collective: when any rank's `err` is set, every rank throws the lowest failing rank's
-// message, so the whole job fails alike with the real cause: an InvalidInput (reported once,
-// by rank 0) when `context` is empty, else an Error "<context> failed on rank R: <message>".
-// `cleanup` runs first, and no rank throws (and so aborts the job) before it is done.
-void throw_if_any_failed(Comm& world, const std::optional<std::string>& err,
-                         const std::string& context, const std::function<void()>& cleanup = {}) {
-    std::int32_t first = err ? world.rank() : world.size();
-    world.all_reduce_min(&first, 1);
-    if (first == world.size()) return;
-    std::int64_t n = world.rank() == first ? static_cast<std::int64_t>(err->size()) : 0;
-    world.broadcast(&n, 1, first);
-    std::string msg(static_cast<std::size_t>(n), ' ');
-    if (world.rank() == first) msg = *err;
-    if (n > 0) world.broadcast_bytes(msg.data(), msg.size(), first);
-    if (cleanup) {
-        cleanup();
-        world.barrier();
-    }
-    if (context.empty()) throw InvalidInput(msg);
-    throw Error(detail::concat(context, " failed on rank ", first, ": ", msg));
-}
-
-}  // namespace
 
 std::string write_sharded_checkpoint(const DeviceMesh& mesh, Learner& learner,
                                      const ModelConfig& model, int zero_stage,

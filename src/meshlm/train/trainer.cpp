@@ -29,6 +29,7 @@
 #include "meshlm/parallel/threads.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/evaluate.h"
+#include "meshlm/train/final_weights.h"
 #include "meshlm/train/init_from.h"
 #include "meshlm/train/learner.h"
 #include "meshlm/train/metrics.h"
@@ -400,21 +401,32 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         }
     }
 
-    // Before the final weights are gathered: what the training steps needed.
+    // Before the final weights are written: what the training steps needed.
     std::int64_t rss = static_cast<std::int64_t>(peak_rss_bytes());
     if (world.size() > 1) world.all_reduce_max(&rss, 1);
     char rss_line[96];
     std::snprintf(rss_line, sizeof rss_line, "peak RSS during training%s: %.0f MiB\n",
                   world.size() > 1 ? " (largest rank)" : "", static_cast<double>(rss) / 1048576);
     out << rss_line;
-    const float* final_params = learner.full_params();  // collective: gathers TP shards
-    if (writer) {
-        save_weights(job.run_dir + "/model.safetensors", learner.full_layout(), final_params,
-                     {{"format", "meshlm"}, {"step", std::to_string(tc.steps)}});
-        out << "saved " << job.run_dir << "/model.safetensors\n";
+    const std::string weights_path = job.run_dir + "/model.safetensors";
+    const std::map<std::string, std::string> weights_meta = {{"format", "meshlm"},
+                                                             {"step", std::to_string(tc.steps)}};
+    if (world.size() == 1) {
+        const float* final_params = learner.full_params();
+        save_weights(weights_path, learner.full_layout(), final_params, weights_meta);
+        out << "saved " << weights_path << "\n";
         if (job.on_finish) job.on_finish(final_params, *tokenizer);
+        return result;
     }
-    if (world.size() > 1) world.barrier();
+    // Every rank writes its chunk in place: no rank gathers the model.
+    write_final_weights(mesh, learner, job.model, weights_path, weights_meta);
+    out << "saved " << weights_path << " (written by all " << world.size() << " ranks)\n";
+    if (writer && job.on_finish) {  // the sample: rank 0 reads the model back
+        Buffer<float> w(learner.full_layout().total());
+        load_weights(weights_path, learner.full_layout(), w.data());
+        job.on_finish(w.data(), *tokenizer);
+    }
+    world.barrier();
     return result;
 }
 
