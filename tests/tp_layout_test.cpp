@@ -3,6 +3,7 @@
 // M = 1 (LocalComm) matching the single-process GPT2. Multi-rank checks: tests/mpi/tp_mpi_test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -182,6 +183,35 @@ TEST(TpGpt2, OneRankMatchesGpt2) {
             max_diff = std::max(max_diff, std::fabs(g_ref[s.offset + j] - g_tp[s.offset + j]));
         }
         EXPECT_LE(max_diff, 1e-5f * max_ref) << s.name;
+    }
+}
+
+// Init of a shard, and of a ZeRO chunk of it (FSDP), draws the single-process init's values
+// piece by piece: equal to scattering the whole init.
+TEST(TpLayout, ShardAndChunkInitEqualTheScatteredWholeInit) {
+    ModelConfig cfg;
+    cfg.n_layer = 2, cfg.d_model = 32, cfg.n_head = 4, cfg.vocab_size = 64, cfg.max_seq_len = 8;
+    const ParamLayout full = gpt2_layout(cfg);
+    std::vector<float> whole(full.total());
+    gpt2_init(cfg, full, whole.data(), 21);
+    for (int M : {2, 4}) {
+        const std::size_t n = tp_local_layout(cfg, M).total();
+        for (int r = 0; r < M; ++r) {
+            std::vector<float> want(n, 0.f), shard(n, 0.f);
+            tp_scatter(cfg, M, r, whole.data(), want.data());
+            tp_init_shard(cfg, M, r, shard.data(), 21);
+            EXPECT_EQ(shard, want) << "M " << M << " rank " << r;
+            for (std::size_t parts : {2, 3}) {  // chunks of uneven edges
+                const std::size_t chunk = (n + parts - 1) / parts;
+                for (std::size_t begin = 0; begin < n; begin += chunk) {
+                    const std::size_t end = std::min(n, begin + chunk);
+                    std::vector<float> got(end - begin, 0.f);
+                    tp_init_range(cfg, M, r, got.data(), 21, begin, end);
+                    EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin() + begin))
+                        << "M " << M << " rank " << r << " chunk at " << begin;
+                }
+            }
+        }
     }
 }
 

@@ -15,9 +15,9 @@ class Philox {
   public:
     Philox(std::uint64_t seed, std::uint64_t stream) : seed_(seed), stream_(stream) {}
     std::uint32_t next_u32();
-    float uniform();                       // [0, 1)
-    double uniform_double();               // [0, 1), 53 bits
-    float normal();                        // standard normal (Box-Muller)
+    float uniform();          // [0, 1)
+    double uniform_double();  // [0, 1), 53 bits
+    float normal();           // standard normal (Box-Muller); one whole block (counter) per draw
     std::uint64_t below(std::uint64_t n);  // uniform in [0, n)
     std::uint64_t counter() const { return counter_; }
     void set_counter(std::uint64_t c) { counter_ = c, have_ = 0; }

@@ -70,22 +70,21 @@ void gpt2_init_range(const ModelConfig& cfg, const ParamLayout& layout, float* p
         const ParamSlice& s = slices[i];
         const std::size_t lo = std::max(begin, s.offset), hi = std::min(end, s.offset + s.numel);
         if (lo >= hi) continue;
-        float* p = params + (s.offset - begin);  // element j of the slice is p[j]
+        float* p = params + (lo - begin);  // the slice's element lo - s.offset
         if (s.is_matrix()) {
             // One RNG stream per parameter: init does not depend on layout order, threads or
-            // sharding (a range draws the stream from the start and keeps its part).
+            // sharding. Element j is the stream's draw j (one Philox block per normal), so a
+            // range starts drawing at its first element.
             Philox rng(seed, 0x1000 + i);
+            rng.set_counter(lo - s.offset);
             const float std = ends_with(s.name, "c_proj.weight") ? residual_std : cfg.init_std;
-            for (std::size_t j = 0; j < hi - s.offset; ++j) {
-                const float v = std * rng.normal();
-                if (j >= lo - s.offset) p[j] = v;
-            }
+            for (std::size_t k = 0; k < hi - lo; ++k) p[k] = std * rng.normal();
         } else {
             const float v = ends_with(s.name, "ln_1.weight") || ends_with(s.name, "ln_2.weight") ||
                                     s.name == "ln_f.weight"
                                 ? 1.f
                                 : 0.f;
-            for (std::size_t j = lo - s.offset; j < hi - s.offset; ++j) p[j] = v;
+            for (std::size_t k = 0; k < hi - lo; ++k) p[k] = v;
         }
     }
 }

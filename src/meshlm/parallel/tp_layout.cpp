@@ -2,6 +2,7 @@
 // (offset in the full tensor, offset in the local one, length), walked in both directions.
 #include "meshlm/parallel/tp_layout.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "meshlm/core/buffer.h"
@@ -117,10 +118,23 @@ void tp_gather(const ModelConfig& cfg, Comm& comm, const float* local, float* fu
 }
 
 void tp_init_shard(const ModelConfig& cfg, int model, int rank, float* local, std::uint64_t seed) {
+    tp_init_range(cfg, model, rank, local, seed, 0, tp_local_layout(cfg, model).total());
+}
+
+void tp_init_range(const ModelConfig& cfg, int model, int rank, float* local, std::uint64_t seed,
+                   std::size_t begin, std::size_t end) {
     const ParamLayout full_layout = gpt2_layout(cfg);
-    Buffer<float> full(full_layout.total());
-    gpt2_init(cfg, full_layout, full.data(), seed);
-    tp_scatter(cfg, model, rank, full.data(), local);
+    for_each_slice(cfg, model, [&](const ParamSlice& fs, const ParamSlice& ls) {
+        for_each_piece(tp_split_of(fs.name), fs.shape, model, rank,
+                       [&](std::size_t fo, std::size_t lo, std::size_t n) {
+                           const std::size_t at = ls.offset + lo;  // the piece, locally
+                           const std::size_t a = std::max(at, begin), b = std::min(at + n, end);
+                           if (a >= b) return;
+                           const std::size_t from = fs.offset + fo + (a - at);
+                           gpt2_init_range(cfg, full_layout, local + (a - begin), seed, from,
+                                           from + (b - a));
+                       });
+    });
 }
 
 double tp_sum_squares(const ParamLayout& local_layout, const float* local, Comm& comm) {

@@ -54,8 +54,13 @@ void tp_place(const ModelConfig& cfg, int model, int rank, const float* local, f
 void tp_gather(const ModelConfig& cfg, Comm& comm, const float* local, float* full);
 
 // This rank's shard of gpt2_init(seed): the same weights as a single-process run with that
-// seed (the full buffer is drawn transiently; init streams are per whole parameter).
+// seed, drawn piece by piece (init streams are per whole parameter and seekable), never the
+// full model.
 void tp_init_shard(const ModelConfig& cfg, int model, int rank, float* local, std::uint64_t seed);
+// The same on [begin, end) of the local buffer only, `local` pointing at element `begin` (a
+// ZeRO chunk of the shard, for FSDP).
+void tp_init_range(const ModelConfig& cfg, int model, int rank, float* local, std::uint64_t seed,
+                   std::size_t begin, std::size_t end);
 
 // Sum of squares of a TP-sharded buffer over the whole model (for global gradient-norm
 // clipping): sharded slices summed over the model ranks, replicated ones counted once.

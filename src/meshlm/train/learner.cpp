@@ -111,10 +111,14 @@ float* Learner::whole_params() {
 }
 
 void Learner::init_params(std::uint64_t seed) {
-    if (fsdp_ && !tp_) {  // straight into the chunk: the model is never whole on a rank
+    if (fsdp_) {  // straight into the chunk: the model is never whole on a rank
         std::memset(param_shard_.data(), 0, param_shard_.bytes());
-        gpt2_init_range(model_cfg_, layout_, param_shard_.data(), seed, plan_.begin(),
-                        std::min(plan_.end(), layout_.total()));
+        const std::size_t end = std::min(plan_.end(), layout_.total());
+        if (tp_)
+            tp_init_range(model_cfg_, mp_.size(), mp_.rank(), param_shard_.data(), seed,
+                          plan_.begin(), end);
+        else
+            gpt2_init_range(model_cfg_, layout_, param_shard_.data(), seed, plan_.begin(), end);
         params_current_ = false;
         return;
     }
