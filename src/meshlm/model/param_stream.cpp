@@ -18,6 +18,12 @@ std::pair<std::size_t, std::size_t> unit_slices(std::size_t slices, int unit) {
 
 }  // namespace
 
+int gpt2_unit_count(const ParamLayout& layout) {
+    const std::size_t slices = layout.slices().size(), L = (slices - 4) / 12;
+    MESHLM_CHECK(slices == 4 + 12 * L, "a GPT-2 layout has 4 + 12 L slices, not ", slices);
+    return static_cast<int>(L) + 2;
+}
+
 std::pair<std::size_t, std::size_t> gpt2_unit_range(const ParamLayout& layout, int unit) {
     const auto& s = layout.slices();
     const auto [first, last] = unit_slices(s.size(), unit);

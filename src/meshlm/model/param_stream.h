@@ -30,9 +30,7 @@ class ParamStream {
 };
 
 // Units of a GPT-2 layout (gpt2_layout or tp_local_layout): n_layer + 2.
-inline int gpt2_unit_count(int n_layer) {
-    return n_layer + 2;
-}
+int gpt2_unit_count(const ParamLayout& layout);
 // [begin, end) of unit `unit` in the flat buffer (the alignment padding between its slices
 // included).
 std::pair<std::size_t, std::size_t> gpt2_unit_range(const ParamLayout& layout, int unit);

@@ -20,7 +20,7 @@ std::pair<std::size_t, std::size_t> part_of(const ZeroPlan& p, int r, std::size_
 }  // namespace
 
 FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gather_params) {
-    const int units = static_cast<int>((layout.slices().size() - 4) / 12) + 2;
+    const int units = gpt2_unit_count(layout);
     FsdpSizes s{gather_params, 0, 0, 0};
     for (int u = 0; u < units; ++u) {
         const auto [lo, hi] = gpt2_unit_range(layout, u);
@@ -43,7 +43,7 @@ FsdpStream::FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layo
       plan_(plan),
       params_(params),
       grads_(grads),
-      n_units_(static_cast<int>((layout.slices().size() - 4) / 12) + 2),
+      n_units_(gpt2_unit_count(layout)),
       sizes_(fsdp_sizes(layout, plan, gather_params)),
       root_params_(gather_params ? sizes_.root : 0),
       root_grads_(sizes_.root) {
