@@ -76,6 +76,10 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
             lo = std::min(lo, s.offset);
             hi = std::max(hi, s.offset + s.numel);
         }
+    if (fsdp_) {
+        masked_row_.assign(2 * static_cast<std::size_t>(seq), 0);
+        std::fill_n(masked_row_.begin() + seq, seq, -1);
+    }
     if (streamed_) {
         stream_ = std::make_unique<FsdpStream>(dp_, plan_, layout_,
                                                fsdp_ ? param_shard_.data() : params_.data(),
@@ -394,6 +398,10 @@ float Learner::eval_loss(const std::int32_t* tokens, const std::int32_t* targets
 
 const float* Learner::eval_losses(const std::int32_t* tokens, const std::int32_t* targets, int B,
                                   int T) {
+    if (B == 0) {
+        if (fsdp_) eval_forward(masked_row_.data(), masked_row_.data() + seq_, 1, T);
+        return nullptr;
+    }
     eval_forward(tokens, targets, B, T);
     return tp_ ? tp_->losses() : gpt2_->losses();
 }

@@ -118,7 +118,9 @@ class Learner {
     }
     // Mean loss of one batch without touching gradients (collective with stage 3).
     float eval_loss(const std::int32_t* tokens, const std::int32_t* targets);
-    // Per-token losses of (B, T) rows, B <= the planned batch (collective with stage 3).
+    // Per-token losses of (B, T) rows, B <= the planned batch (collective with stage 3). B = 0
+    // (none of an evaluation batch's rows are this rank's) returns nullptr; FSDP still runs
+    // its collective forward, on one fully masked row.
     const float* eval_losses(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
 
     // Bytes allocated per rank, by kind (for `info` and memory reports); working = the buffers
@@ -163,6 +165,7 @@ class Learner {
     std::unique_ptr<FsdpStream> stream_;
     Buffer<float> full_;          // TP: the full_layout() staging buffer (allocated on first use)
     bool params_current_ = true;  // stage 3: params_ holds the gathered current parameters
+    std::vector<std::int32_t> masked_row_;  // FSDP: tokens 0 then targets -1, one row of seq_
     // Stages 0-1 without TP: the gradient all-reduce starts block by block during backward.
     GradReducer reducer_;
     std::vector<std::pair<std::size_t, std::size_t>> block_ranges_;  // [lo, hi) per block

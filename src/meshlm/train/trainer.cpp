@@ -191,15 +191,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         LoaderOptions opt = train_opt;
         opt.shuffle = false;
         auto val = DataLoader::open_split(data_dir, "val", opt);
-        auto losses = [&](const std::int32_t* tk, const std::int32_t* tg, int rows,
-                          int t) -> const float* {
-            if (rows > 0) return learner.eval_losses(tk, tg, rows, t);
-            // None of this batch's rows are ours; FSDP's forward is collective all the same:
-            // run one fully masked row.
-            std::fill_n(tok, t, 0);
-            std::fill_n(tgt, t, -1);
-            learner.eval_losses(tok, tgt, 1, t);
-            return nullptr;
+        auto losses = [&](const std::int32_t* tk, const std::int32_t* tg, int rows, int t) {
+            return learner.eval_losses(tk, tg, rows, t);
         };
         EvalResult r = evaluate(losses, *val, B, T, max_batches, token_bytes, tok, tgt, dp_rank, W);
         if (W > 1) {
