@@ -282,9 +282,7 @@ void load_checkpoint_model(const std::string& dir, const ModelConfig& model, flo
     const ParamLayout layout = gpt2_layout(model);
     const auto manifest = manifest_of(dir, model);
     if (!manifest) return load_weights(dir, layout, params);
-    // The moments come along: a shard holds all three buffers of its range.
-    std::vector<float> m(layout.total()), v(layout.total());
-    assemble_shards(dir, *manifest, model, params, m.data(), v.data());
+    assemble_shards(dir, *manifest, model, params, nullptr, nullptr);
 }
 
 long load_checkpoint_state(const std::string& dir, const ModelConfig& model, float* params,

@@ -268,9 +268,13 @@ long assemble_shards(const std::string& dir, const ShardManifest& manifest, cons
                      float* params, float* m, float* v) {
     const ShardGeometry& g = manifest.geometry;
     const std::size_t full_total = gpt2_layout(cfg).total(), n = g.local.total();
-    std::fill_n(params, full_total, 0.f), std::fill_n(m, full_total, 0.f);
-    std::fill_n(v, full_total, 0.f);
-    std::vector<float> lp(n), lm(n), lv(n);  // one model rank's local buffers
+    // The buffers asked for (m and v may be left out) and the shard tensors that fill them.
+    std::vector<float*> outs = {params};
+    std::vector<std::vector<float> ShardChunk::*> parts = {&ShardChunk::params};
+    if (m) outs.push_back(m), parts.push_back(&ShardChunk::m);
+    if (v) outs.push_back(v), parts.push_back(&ShardChunk::v);
+    std::vector<std::vector<float>> local(outs.size(), std::vector<float>(n));
+    for (float* out : outs) std::fill_n(out, full_total, 0.f);
     long step = -1;
     for (int mi = 0; mi < g.model; ++mi) {
         for (int d = 0; d < g.data; ++d) {
@@ -280,17 +284,14 @@ long assemble_shards(const std::string& dir, const ShardManifest& manifest, cons
                                " differs from the other shards' ", step);
             step = c.step;
             const std::size_t at = std::min(g.begin(d), n);  // an empty last chunk may start past n
-            std::copy(c.params.begin(), c.params.end(), lp.begin() + at);
-            std::copy(c.m.begin(), c.m.end(), lm.begin() + at);
-            std::copy(c.v.begin(), c.v.end(), lv.begin() + at);
+            for (std::size_t k = 0; k < outs.size(); ++k)
+                std::copy((c.*parts[k]).begin(), (c.*parts[k]).end(), local[k].begin() + at);
         }
-        if (g.model == 1) {
-            std::copy_n(lp.data(), n, params), std::copy_n(lm.data(), n, m);
-            std::copy_n(lv.data(), n, v);
-        } else {
-            tp_place(cfg, g.model, mi, lp.data(), params);
-            tp_place(cfg, g.model, mi, lm.data(), m);
-            tp_place(cfg, g.model, mi, lv.data(), v);
+        for (std::size_t k = 0; k < outs.size(); ++k) {
+            if (g.model == 1)
+                std::copy_n(local[k].data(), n, outs[k]);
+            else
+                tp_place(cfg, g.model, mi, local[k].data(), outs[k]);
         }
     }
     return step;

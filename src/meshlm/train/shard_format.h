@@ -82,7 +82,7 @@ ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest
                            int model_index);
 
 // Every shard into buffers of the single-process layout (gpt2_layout(cfg).total() floats);
-// returns the optimizer step (the same in every shard).
+// m and v may be nullptr (weights only). Returns the optimizer step (the same in every shard).
 long assemble_shards(const std::string& dir, const ShardManifest& manifest, const ModelConfig& cfg,
                      float* params, float* m, float* v);
 
