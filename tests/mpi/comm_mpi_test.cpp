@@ -18,12 +18,10 @@
 #include "meshlm/parallel/mesh.h"
 #include "meshlm/parallel/mpi_comm.h"
 #include "meshlm/parallel/threads.h"
-#include "meshlm/parallel/world.h"
+#include "mpi_main.h"
 
 namespace meshlm {
 namespace {
-
-Comm* g_world = nullptr;
 
 class CommMpi : public ::testing::Test {
   protected:
@@ -32,7 +30,7 @@ class CommMpi : public ::testing::Test {
         N = world().size();
         R = world().rank();
     }
-    static Comm& world() { return *g_world; }
+    static Comm& world() { return test::mpi_world(); }
     int N = 0, R = 0;
 };
 
@@ -298,32 +296,3 @@ TEST_F(CommMpi, ThreadsPerRankShareTheHost) {
 
 }  // namespace
 }  // namespace meshlm
-
-namespace {
-// On ranks other than 0, print only failures (prefixed by the rank), not the whole report.
-class FailurePrinter : public ::testing::EmptyTestEventListener {
-  public:
-    explicit FailurePrinter(int rank) : rank_(rank) {}
-    void OnTestPartResult(const ::testing::TestPartResult& r) override {
-        if (r.failed())
-            std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, r.file_name() ? r.file_name() : "",
-                         r.line_number(), r.summary());
-    }
-
-  private:
-    int rank_;
-};
-}  // namespace
-
-int main(int argc, char** argv) {
-    ::testing::InitGoogleTest(&argc, argv);
-    meshlm::MpiGuard mpi;
-    auto world = meshlm::make_world_comm(mpi);
-    meshlm::g_world = world.get();
-    if (world->rank() != 0) {
-        auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-        delete listeners.Release(listeners.default_result_printer());
-        listeners.Append(new FailurePrinter(world->rank()));
-    }
-    return RUN_ALL_TESTS();
-}

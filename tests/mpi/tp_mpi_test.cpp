@@ -20,12 +20,10 @@
 #include "meshlm/parallel/mesh.h"
 #include "meshlm/parallel/tp_gpt2.h"
 #include "meshlm/parallel/tp_layout.h"
-#include "meshlm/parallel/world.h"
+#include "mpi_main.h"
 
 namespace meshlm {
 namespace {
-
-Comm* g_world = nullptr;
 
 constexpr int kB = 4, kT = 16;
 
@@ -133,8 +131,8 @@ class TpMpi : public ::testing::TestWithParam<std::pair<int, int>> {};
 
 TEST_P(TpMpi, LogitsLossAndGradientsMatchSingleProcess) {
     const auto [D, M] = GetParam();
-    if (D * M != g_world->size()) GTEST_SKIP() << "needs " << D * M << " ranks";
-    TpRun run(*g_world, D, M);
+    if (D * M != test::mpi_world().size()) GTEST_SKIP() << "needs " << D * M << " ranks";
+    TpRun run(test::mpi_world(), D, M);
     const Batch b = make_batch(0, run.cfg.vocab_size);
     const int V = run.cfg.vocab_size, Vl = V / M, N = run.rows() * kT;
 
@@ -175,15 +173,15 @@ TEST_P(TpMpi, LogitsLossAndGradientsMatchSingleProcess) {
         run.mesh.model_comm().all_reduce_min(lo.data(), lo.size());
         EXPECT_EQ(hi, lo) << s.name;
     }
-    if (g_world->rank() == 0)
+    if (test::mpi_world().rank() == 0)
         std::printf("data %d x model %d: loss %.7f vs %.7f, worst gradient diff / max %.2e\n", D, M,
                     l_tp, l_ref, worst);
 }
 
 TEST_P(TpMpi, TwentyAdamWStepsMatchSingleProcess) {
     const auto [D, M] = GetParam();
-    if (D * M != g_world->size()) GTEST_SKIP() << "needs " << D * M << " ranks";
-    TpRun run(*g_world, D, M);
+    if (D * M != test::mpi_world().size()) GTEST_SKIP() << "needs " << D * M << " ranks";
+    TpRun run(test::mpi_world(), D, M);
     OptimConfig oc;
     oc.weight_decay = 0.1f;
     const float lr = 1e-3f, max_norm = 0.5f;
@@ -223,7 +221,7 @@ TEST_P(TpMpi, TwentyAdamWStepsMatchSingleProcess) {
         EXPECT_LE(diff, 1e-5f) << s.name;
         if (diff > worst) worst = diff, worst_name = s.name;
     }
-    if (g_world->rank() == 0)
+    if (test::mpi_world().rank() == 0)
         std::printf(
             "data %d x model %d: 20 steps (%d clipped), worst loss rel diff %.2e, "
             "worst weight abs diff %.2e (%s)\n",
@@ -237,32 +235,5 @@ INSTANTIATE_TEST_SUITE_P(Meshes, TpMpi,
                                     std::to_string(info.param.second);
                          });
 
-// On ranks other than 0, print only failures (prefixed by the rank), not the whole report.
-class FailurePrinter : public ::testing::EmptyTestEventListener {
-  public:
-    explicit FailurePrinter(int rank) : rank_(rank) {}
-    void OnTestPartResult(const ::testing::TestPartResult& r) override {
-        if (r.failed())
-            std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, r.file_name() ? r.file_name() : "",
-                         r.line_number(), r.summary());
-    }
-
-  private:
-    int rank_;
-};
-
 }  // namespace
 }  // namespace meshlm
-
-int main(int argc, char** argv) {
-    ::testing::InitGoogleTest(&argc, argv);
-    meshlm::MpiGuard mpi;
-    auto world = meshlm::make_world_comm(mpi);
-    meshlm::g_world = world.get();
-    if (world->rank() != 0) {
-        auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-        delete listeners.Release(listeners.default_result_printer());
-        listeners.Append(new meshlm::FailurePrinter(world->rank()));
-    }
-    return RUN_ALL_TESTS();
-}
