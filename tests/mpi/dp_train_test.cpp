@@ -124,6 +124,14 @@ TEST_F(DataParallel, EveryStageMatchesOneProcess) {
             const std::size_t psi = padded_floats(np), shard = psi / np;
             auto a = allocated(got.output);
             ASSERT_EQ(a.size(), 4u) << got.output;
+            // The largest rank's peak RSS is reported, at least the state it allocated.
+            std::smatch rss;
+            ASSERT_TRUE(std::regex_search(got.output, rss,
+                                          std::regex("peak RSS during training \\(largest rank\\): "
+                                                     "([0-9]+) MiB")))
+                << got.output;
+            const std::size_t state = a["params"] + a["grads"] + a["optimizer"];
+            EXPECT_GE(std::stoul(rss[1]) * 1048576 + 1048576, state) << what;
             EXPECT_EQ(a["params"], 4 * (stage >= 3 ? shard : psi)) << what;
             EXPECT_EQ(a["grads"], 4 * (stage >= 2 ? shard : psi)) << what;
             EXPECT_EQ(a["optimizer"], 8 * (stage >= 1 ? shard : psi)) << what;
