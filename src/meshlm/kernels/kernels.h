@@ -32,12 +32,20 @@ void embedding_forward(float* out, const int32_t* tokens, const float* wte, cons
 void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int N,
                         int T, int C);
 
-// out = (x - mean) * rstd * w + b per row; saves mean[N], rstd[N].
+// out = (x - mean) * rstd * w + b per row (b may be null); saves mean[N], rstd[N].
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
                        const float* b, int N, int C, float eps);
-// dx += ..., dw += ..., db += ...
+// dx += ..., dw += ..., db += ... (db may be null)
 void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
                         const float* w, const float* mean, const float* rstd, int N, int C);
+
+// RMSNorm: out = x * rstd * w (+ b when b is non-null), rstd = 1 / sqrt(mean(x^2) + eps) per
+// row; saves rstd[N].
+void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, const float* b, int N,
+                     int C, float eps);
+// dx += ..., dw += ..., db += ... (db may be null)
+void rmsnorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                      const float* w, const float* rstd, int N, int C);
 
 // y[N,O] = x[N,I] W[O,I]^T + bias[O] (bias may be null)
 void linear_forward(float* y, const float* x, const float* W, const float* bias, int N, int I,
@@ -46,27 +54,73 @@ void linear_forward(float* y, const float* x, const float* W, const float* bias,
 void linear_backward(float* dx, float* dW, float* dbias, const float* dy, const float* x,
                      const float* W, int N, int I, int O);
 
-// GELU, tanh approximation (GPT-2's gelu_new). out = gelu(x); dx = gelu'(x) * dout.
-void gelu_forward(float* out, const float* x, std::size_t n);
-void gelu_backward(float* dx, const float* x, const float* dout, std::size_t n);
+// Element-wise activations. gelu_tanh is GPT-2's gelu_new (tanh approximation), gelu the exact
+// erf form, relu max(x, 0), sqrelu relu(x)^2 (Primer), silu x * sigmoid(x).
+enum class Act { gelu_tanh, gelu, relu, sqrelu, silu };
+// out = act(x); dx = act'(x) * dout (overwrites dx).
+void activation_forward(Act act, float* out, const float* x, std::size_t n);
+void activation_backward(Act act, float* dx, const float* x, const float* dout, std::size_t n);
+// Gated linear units (SwiGLU = silu, GeGLU = gelu): h[N, 2F] holds gate | up per row (gate in
+// columns 0..F-1, up in F..2F-1); out[N, F] = act(gate) * up. dh[N, 2F] = (act'(gate) * up *
+// dout | act(gate) * dout) (overwrites).
+void glu_forward(Act act, float* out, const float* h, int N, int F);
+void glu_backward(Act act, float* dh, const float* h, const float* dout, int N, int F);
 
 // out = a + b
 void residual_forward(float* out, const float* a, const float* b, std::size_t n);
 
-// Causal self-attention over qkv[B,T,3C] (q | k | v, head h at columns h*D..h*D+D of each).
-// out[B,T,C]; lse[B,H,T] saves each row's log-sum-exp for the backward. Memory is O(T) per
-// thread (online softmax over key blocks), never O(T^2).
-void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int H);
-// dqkv = gradient w.r.t. qkv (overwrites). Recomputes probabilities from qkv and lse.
-void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
-                        const float* qkv, int B, int T, int C, int H);
+// Dropout of attention probabilities (the counter-based mask of `dropout` below, one draw per
+// (global row, global head, query, key)): P[i, j] is kept with probability 1 - rate and scaled
+// by 1 / (1 - rate). row0 = index of row b = 0 in the global batch, head0 = global index of this
+// call's head 0 (tensor parallelism splits heads).
+struct AttnDropout {
+    float rate = 0.f;
+    std::uint64_t seed = 0, stream = 0;
+    std::int64_t row0 = 0;
+    int head0 = 0, n_head = 0;  // n_head: heads of the whole model (the mask's counter space)
+};
 
-// Fused softmax + cross-entropy over logits[N,V] (row stride ldv >= V).
+// Causal self-attention with grouped key/value heads over qkv[B, T, (H + 2 Hkv) D]: per row the
+// H query heads, then Hkv key heads, then Hkv value heads, head h at columns h*D..h*D+D of its
+// group. Query head h attends with key/value head h / (H / Hkv) (Hkv = H: multi-head, 1:
+// multi-query). Scores q.k / sqrt(D), plus -slope[h] * (i - j) when alibi_slopes is non-null.
+// out[B, T, H D]; lse[B, H, T] saves each row's log-sum-exp (of the pre-dropout scores) for the
+// backward. Memory is O(T) per thread (online softmax over key blocks), never O(T^2).
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
+                       int D, const float* alibi_slopes, const AttnDropout* dropout = nullptr);
+// dqkv = gradient w.r.t. qkv (overwrites; key/value gradients summed over the query heads that
+// share them). Recomputes probabilities from qkv and lse.
+void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
+                        const float* qkv, int B, int T, int H, int Hkv, int D,
+                        const float* alibi_slopes, const AttnDropout* dropout = nullptr);
+
+// Rotary position embedding, in place on `heads` heads of width D starting at x's column 0 in
+// rows of stride ld (call it on the query heads and on the key heads of qkv). The first rope_dim
+// dims of each head rotate by angle pos * inv_freq[i] per pair i (rope_dim / 2 of them):
+// interleaved pairs (2i, 2i+1) (GPT-J) or split halves (i, i + rope_dim / 2) (NeoX, Llama).
+// Row n's position is pos[n], or n % T when pos is null.
+void rope_forward(float* x, int ld, const int32_t* pos, int N, int T, int heads, int D,
+                  int rope_dim, bool interleaved, const float* inv_freq);
+// The transpose (rotation by -angle), in place on the gradient.
+void rope_backward(float* dx, int ld, const int32_t* pos, int N, int T, int heads, int D,
+                   int rope_dim, bool interleaved, const float* inv_freq);
+
+// Inverted dropout, in place: x[n, c] *= keep / (1 - rate) with keep = (uniform >= rate), the
+// uniform drawn from Philox(seed, stream) at counter (row0 + n) * C + c, so a mask depends only
+// on (seed, stream, global row, column): never on threads, ranks or how rows are batched.
+// Applying it to the output gradient with the same arguments is its backward.
+void dropout(float* x, int N, int C, float rate, std::uint64_t seed, std::uint64_t stream,
+             std::int64_t row0);
+
+// Fused softmax + cross-entropy over logits[N,V] (row stride ldv >= V; columns V..ldv-1 are
+// never read or written).
 // losses[n] = -log softmax(logits[n])[targets[n]]; rows with target < 0 are ignored (loss 0).
-// If dlogits_scale != 0, logits are overwritten in place by the gradient
-// dlogits_scale * (softmax - onehot) (zero for ignored rows); no second [N,V] buffer exists.
+// If dlogits_scale != 0, logits are overwritten in place by the gradient of
+// dlogits_scale * (loss + z_loss * lse^2), lse = log sum exp(logits[n]) (PaLM / GPT-J's z-loss):
+// dlogits_scale * (softmax - onehot + 2 z_loss lse softmax), zero for ignored rows; no second
+// [N,V] buffer exists. The z term enters only the gradient, never `losses`.
 void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
-                           int ldv, float dlogits_scale);
+                           int ldv, float dlogits_scale, float z_loss = 0.f);
 
 // --- Decoding (inference only) ---
 
@@ -82,11 +136,12 @@ void linear_decode_bf16(float* y, const float* x, const std::uint16_t* W, const 
                         int I, int O);
 
 // One query per row over a KV cache. q[M, ldq] (head h at columns h*D..h*D+D); caches
-// [S, H, Tmax, D], row m attends to positions 0..T-1 of sequence seq[m] (null: m).
-// out[M,C] = softmax(q K^T / sqrt(D)) V per head.
+// [S, Hkv, Tmax, D], row m attends to positions 0..T-1 of sequence seq[m] (null: m); query head
+// h reads key/value head h / (H / Hkv). out[M, H D] = softmax(q K^T / sqrt(D) - slope[h] *
+// (T - 1 - j)) V per head (no ALiBi term when alibi_slopes is null).
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
-                      const float* v_cache, const int32_t* seq, int M, int T, int Tmax, int C,
-                      int H);
+                      const float* v_cache, const int32_t* seq, int M, int T, int Tmax, int H,
+                      int Hkv, int D, const float* alibi_slopes);
 
 // sum of squares of x[0..n): float sums over blocks of 1024, block sums in double;
 // deterministic for a fixed thread count.

@@ -32,8 +32,10 @@ void ce_row_sums(float* stats, float* logits, const int32_t* targets, const floa
                  int N, int Vl, int ldv, bool store);
 // With the global stats: losses[n] = log(sum) + max - x_target (0 where target < 0); if
 // dlogits_scale != 0, logits (holding the stored exps) become dlogits_scale * (softmax -
-// onehot), zero on ignored rows.
+// onehot + 2 z_loss lse softmax) (softmax_cross_entropy's z-loss), zero on ignored rows, and
+// the padding columns Vl..ldv-1 become 0.
 void ce_finish(float* logits, float* losses, const int32_t* targets, const float* row_max,
-               const float* stats, int v0, int N, int Vl, int ldv, float dlogits_scale);
+               const float* stats, int v0, int N, int Vl, int ldv, float dlogits_scale,
+               float z_loss = 0.f);
 
 }  // namespace meshlm::kernels
