@@ -54,14 +54,14 @@ int main(int argc, char** argv) {
         }
     }
     kernels::set_threads(threads);
-    ParamLayout layout = gpt2_layout(cfg);
+    ParamLayout layout = transformer_layout(cfg);
     std::vector<float> params(layout.total());
     gpt2_init(cfg, layout, params.data(), 1234);
     Philox rng(42, 0);
     std::vector<std::int32_t> prompt(prompt_len);
     for (auto& t : prompt) t = static_cast<std::int32_t>(rng.below(cfg.vocab_size));
 
-    GPT2Decoder decoder(cfg, 1, 0, precision);
+    Decoder decoder(cfg, 1, 0, precision);
     SamplingOptions opt;
     opt.temperature = 0.f;
     opt.max_new_tokens = new_tokens;

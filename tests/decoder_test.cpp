@@ -10,7 +10,7 @@
 
 #include "meshlm/io/safetensors.h"
 #include "meshlm/kernels/kernels.h"
-#include "meshlm/model/gpt2_decoder.h"
+#include "meshlm/model/decoder.h"
 #include "test_util.h"
 
 namespace meshlm {
@@ -38,7 +38,7 @@ class Decoder : public ::testing::Test {
         cfg_.n_head = i("n_head");
         cfg_.vocab_size = i("vocab_size");
         cfg_.max_seq_len = i("max_seq_len");
-        ParamLayout layout = gpt2_layout(cfg_);
+        ParamLayout layout = transformer_layout(cfg_);
         params_.assign(layout.total(), 0.f);
         for (const auto& s : layout.slices()) {
             auto v = file_->f32("param." + s.name, &s.shape);
@@ -49,7 +49,7 @@ class Decoder : public ::testing::Test {
     // Full-forward logits of one sequence, (T, V).
     std::vector<float> forward(const std::vector<std::int32_t>& seq) {
         const int T = static_cast<int>(seq.size());
-        GPT2 model(cfg_, 1, T);
+        Transformer model(cfg_, 1, T);
         model.forward(params_.data(), seq.data(), nullptr, 1, T);
         return {model.logits(), model.logits() + static_cast<std::size_t>(T) * cfg_.vocab_size};
     }
@@ -79,7 +79,7 @@ TEST_F(Decoder, StepLogitsEqualFullForwardAndTransformersAtEveryPosition) {
     for (const auto& s : seqs) full.push_back(forward(s));
     auto hf = file_->f32("logits_0");  // transformers on seqs[0]
 
-    GPT2Decoder dec(cfg_, S);
+    Decoder dec(cfg_, S);
     const float* logits = dec.prefill(params_.data(), prompt.data(), P);
     double worst = 0, worst_hf = 0;
     for (int t = P - 1; t < T; ++t) {  // logits predicting position t + 1
@@ -108,7 +108,7 @@ TEST_F(Decoder, PrefillOfOneRowPerSequenceThenSteps) {
     std::vector<std::int32_t> rows(a.begin(), a.begin() + T0);
     rows.insert(rows.end(), b.begin(), b.begin() + T0);
     auto fa = forward(a), fb = forward(b);
-    GPT2Decoder dec(cfg_, S);
+    Decoder dec(cfg_, S);
     const float* logits = dec.prefill(params_.data(), rows.data(), T0, S);
     for (int t = T0 - 1; t < T0 + 6; ++t) {
         EXPECT_LT(scaled_error(logits, fa.data() + std::size_t(t) * V, V), 1e-5) << t;
@@ -122,7 +122,7 @@ TEST_F(Decoder, Bf16WeightsStayCloseToFp32) {
     const int V = cfg_.vocab_size;
     auto seq = concat(file_->i32("prompt_1"), file_->i32("greedy_1"));
     auto full = forward(seq);
-    GPT2Decoder dec(cfg_, 1, 0, DecodePrecision::bf16);
+    Decoder dec(cfg_, 1, 0, DecodePrecision::bf16);
     const int P = 11;
     dec.prefill(params_.data(), seq.data(), P);
     double worst = 0;
@@ -137,7 +137,7 @@ TEST_F(Decoder, Bf16WeightsStayCloseToFp32) {
 }
 
 TEST_F(Decoder, RejectsOverflowAndBadTokens) {
-    GPT2Decoder dec(cfg_, 1, 4);
+    Decoder dec(cfg_, 1, 4);
     std::vector<std::int32_t> p = {1, 2, 3, 4};
     dec.prefill(params_.data(), p.data(), 4);
     std::int32_t next = 5;

@@ -28,7 +28,7 @@ class Generate : public ::testing::Test {
         num_prompts_ = i("num_prompts");
         max_new_ = i("max_new_tokens");
         penalty_ = std::stof(md.at("repetition_penalty"));
-        ParamLayout layout = gpt2_layout(cfg_);
+        ParamLayout layout = transformer_layout(cfg_);
         params_.assign(layout.total(), 0.f);
         for (const auto& s : layout.slices()) {
             auto v = file_->f32("param." + s.name, &s.shape);
@@ -55,12 +55,12 @@ TEST_F(Generate, GreedyEqualsTransformers) {
     for (int p = 0; p < num_prompts_; ++p) {
         auto prompt = file_->i32("prompt_" + std::to_string(p));
         auto expect = file_->i32("greedy_" + std::to_string(p));
-        GPT2Decoder dec(cfg_, 1);
+        Decoder dec(cfg_, 1);
         auto out = generate_samples(dec, params_.data(), prompt, -1, greedy());
         EXPECT_EQ(out[0].tokens, expect) << "prompt " << p;
         EXPECT_EQ(out[0].reason, StopReason::max_tokens);
         // The original entry point gives the same tokens and streams them in order.
-        GPT2 model(cfg_, 1, cfg_.max_seq_len);
+        Transformer model(cfg_, 1, cfg_.max_seq_len);
         std::vector<std::int32_t> streamed;
         auto legacy = generate(model, params_.data(), prompt, -1, greedy(),
                                [&](std::int32_t id) { streamed.push_back(id); });
@@ -74,7 +74,7 @@ TEST_F(Generate, RepetitionPenaltyGreedyEqualsTransformers) {
     opt.repetition_penalty = penalty_;
     for (int p = 0; p < num_prompts_; ++p) {
         auto prompt = file_->i32("prompt_" + std::to_string(p));
-        GPT2Decoder dec(cfg_, 2);  // two identical greedy samples, batched
+        Decoder dec(cfg_, 2);  // two identical greedy samples, batched
         auto out = generate_samples(dec, params_.data(), prompt, -1, opt);
         EXPECT_EQ(out[0].tokens, file_->i32("penalty_" + std::to_string(p))) << "prompt " << p;
         EXPECT_EQ(out[1].tokens, out[0].tokens);
@@ -90,7 +90,7 @@ TEST_F(Generate, SampleIDoesNotDependOnHowManyRunTogether) {
     opt.seed = 77;
     auto prompt = file_->i32("prompt_1");
     auto run = [&](int n, const TokenCallback& cb = {}) {
-        GPT2Decoder dec(cfg_, n);
+        Decoder dec(cfg_, n);
         return generate_samples(dec, params_.data(), prompt, 3, opt, cb);
     };
     auto one = run(1), two = run(2), three = run(3);
@@ -118,7 +118,7 @@ TEST_F(Generate, StopsAtEndOfText) {
     while (std::find(expect.begin(), expect.begin() + k, expect[k]) != expect.begin() + k) ++k;
     SamplingOptions opt = greedy();
     opt.stop_at_eot = true;
-    GPT2Decoder dec(cfg_, 1);
+    Decoder dec(cfg_, 1);
     auto out = generate_samples(dec, params_.data(), prompt, expect[k], opt);
     ASSERT_EQ(out[0].reason, StopReason::eot);
     EXPECT_EQ(out[0].tokens, std::vector<std::int32_t>(expect.begin(), expect.begin() + k));
@@ -131,12 +131,12 @@ TEST_F(Generate, ContextWindowSlidesLikeARecompute) {
     auto prompt = file_->i32("prompt_1");
     SamplingOptions opt = greedy();
     opt.max_new_tokens = n_new;
-    GPT2Decoder dec(cfg_, 1);
+    Decoder dec(cfg_, 1);
     auto out = generate_samples(dec, params_.data(), prompt, -1, opt);
     ASSERT_EQ(static_cast<int>(out[0].tokens.size()), n_new);
 
     std::vector<std::int32_t> window = prompt, expect;
-    GPT2 model(cfg_, 1, ctx);
+    Transformer model(cfg_, 1, ctx);
     const int V = cfg_.vocab_size;
     for (int i = 0; i < n_new; ++i) {
         const int T = static_cast<int>(window.size());

@@ -6,7 +6,8 @@
 
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/rng.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 
 namespace meshlm {
 namespace {
@@ -15,7 +16,7 @@ TEST(Gpt2BlockHook, FiresPerBlockWithFinalGradients) {
     ModelConfig cfg;
     cfg.n_layer = 3, cfg.d_model = 32, cfg.n_head = 2, cfg.vocab_size = 50, cfg.max_seq_len = 16;
     const int B = 2, T = 16;
-    GPT2 model(cfg, B, T);
+    Transformer model(cfg, B, T);
     const ParamLayout& layout = model.layout();
     Buffer<float> params(layout.total()), grads(layout.total());
     gpt2_init(cfg, layout, params.data(), 7);

@@ -7,7 +7,8 @@
 
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/rng.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/parallel/grad_reducer.h"
 
 namespace meshlm {
@@ -48,7 +49,7 @@ class RecordingComm : public Comm {
 TEST(GradReducer, StartsBlocksDuringBackwardAndCoversTheRestAtTheEnd) {
     ModelConfig cfg;
     cfg.n_layer = 3, cfg.d_model = 32, cfg.n_head = 2, cfg.vocab_size = 50, cfg.max_seq_len = 8;
-    GPT2 model(cfg, 2, 8);
+    Transformer model(cfg, 2, 8);
     const ParamLayout& layout = model.layout();
     Buffer<float> params(layout.total()), grads(layout.total());
     gpt2_init(cfg, layout, params.data(), 1);

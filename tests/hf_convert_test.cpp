@@ -16,7 +16,8 @@
 #include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/kernels/kernels.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "test_util.h"
 
 namespace meshlm {
@@ -44,11 +45,11 @@ Logits read_logits(const std::string& path) {
     return r;
 }
 
-// meshlm's logits for `tokens` (B, T) with params laid out by gpt2_layout(cfg).
+// meshlm's logits for `tokens` (B, T) with params laid out by transformer_layout(cfg).
 std::vector<float> meshlm_logits(const ModelConfig& cfg, const float* params,
                                  const std::vector<std::int32_t>& tokens, int B, int T) {
     kernels::set_threads(2);
-    GPT2 model(cfg, B, T);
+    Transformer model(cfg, B, T);
     model.forward(params, tokens.data(), nullptr, B, T);
     return {model.logits(), model.logits() + static_cast<std::size_t>(B) * T * cfg.vocab_size};
 }
@@ -77,7 +78,7 @@ struct Imported {
     ParamLayout layout;
     Buffer<float> params;
     explicit Imported(const std::string& dir) : cfg(read_hf_gpt2_config(dir)) {
-        layout = gpt2_layout(cfg.model);
+        layout = transformer_layout(cfg.model);
         params = Buffer<float>(layout.total());
         read_hf_gpt2_weights(dir, cfg, layout, params.data());
     }
@@ -137,7 +138,7 @@ TEST(HfConvert, ImportedModelGivesTransformersLogits) {
     EXPECT_EQ(cfg.model.vocab_size, 300);
     EXPECT_EQ(cfg.data.tokenizer, "byte");
     Buffer<float> params(hf.layout.total());
-    load_weights(run + "/model.safetensors", gpt2_layout(cfg.model), params.data());
+    load_weights(run + "/model.safetensors", transformer_layout(cfg.model), params.data());
     EXPECT_EQ(meshlm_logits(cfg.model, params.data(), ref.tokens, ref.B, ref.T), mine);
     r = test::run_command(test::meshlm_binary() + " sample --checkpoint " + run +
                           " --prompt ab --max-new-tokens 5 --temperature 0");
@@ -164,7 +165,7 @@ TEST(HfConvert, ExportIsWhatTransformersLoaded) {
 
     // meshlm's logits on the original run equal transformers' on the export.
     Config cfg = load_config(run + "/config.yaml", {});
-    const ParamLayout layout = gpt2_layout(cfg.model);
+    const ParamLayout layout = transformer_layout(cfg.model);
     Buffer<float> params(layout.total());
     load_weights(run + "/model.safetensors", layout, params.data());
     auto mine = meshlm_logits(cfg.model, params.data(), ref.tokens, ref.B, ref.T);
@@ -241,7 +242,7 @@ TEST(HfConvert, Bf16ExportRoundsToNearestEven) {
     EXPECT_EQ(config["dtype"], "bfloat16");
 
     Config cfg = load_config(run + "/config.yaml", {});
-    const ParamLayout layout = gpt2_layout(cfg.model);
+    const ParamLayout layout = transformer_layout(cfg.model);
     Buffer<float> orig(layout.total());
     load_weights(run + "/model.safetensors", layout, orig.data());
     Imported back(tmp + "/hf");
@@ -274,7 +275,7 @@ TEST(HfConvert, TokenizerJsonTravelsBothWays) {
     m.n_head = 2;
     m.vocab_size = 400;
     m.max_seq_len = 16;
-    const ParamLayout layout = gpt2_layout(m);
+    const ParamLayout layout = transformer_layout(m);
     Buffer<float> params(layout.total());
     gpt2_init(m, layout, params.data(), 5);
     write_hf_gpt2(tmp + "/hf", m, layout, params.data(), {});

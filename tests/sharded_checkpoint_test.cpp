@@ -12,7 +12,8 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/io/safetensors.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/init_from.h"
 #include "meshlm/train/learner.h"
@@ -34,7 +35,7 @@ ModelConfig tiny_model() {
 
 // Random values in every slice; the alignment gaps between slices stay zero, as in training.
 FullTrainingState random_state(const ModelConfig& cfg, unsigned seed) {
-    const ParamLayout layout = gpt2_layout(cfg);
+    const ParamLayout layout = transformer_layout(cfg);
     FullTrainingState s;
     s.params.assign(layout.total(), 0.f), s.m.assign(layout.total(), 0.f);
     s.v.assign(layout.total(), 0.f);
@@ -100,7 +101,7 @@ TEST_F(ShardedCheckpoint, EachRankHoldsItsChunkAndTheWholeReassemblesBitwise) {
 
     // Each of the 4 files holds about a quarter of the state: a model rank's local buffer
     // (computed here from the shapes: split tensors halved) cut in two.
-    const ParamLayout full = gpt2_layout(cfg_);
+    const ParamLayout full = transformer_layout(cfg_);
     std::size_t local = 0;  // floats of one model rank, without alignment padding
     for (const ParamSlice& s : full.slices()) {
         const bool split = s.name == "wte.weight" || s.name.find("c_attn") != std::string::npos ||

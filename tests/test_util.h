@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "meshlm/model/param_layout.h"
+#include "meshlm/core/param_layout.h"
 
 namespace meshlm::test {
 

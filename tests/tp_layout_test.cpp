@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "meshlm/core/error.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/model/key_bias.h"
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/tp_gpt2.h"
-#include "meshlm/parallel/tp_layout.h"
+#include "meshlm/parallel/tp_shard.h"
 
 namespace meshlm {
 namespace {
@@ -51,7 +52,7 @@ TEST(TpLayout, SplitsByName) {
 
 TEST(TpLayout, LocalShapes) {
     const ModelConfig cfg = small_config();
-    const ParamLayout l = tp_local_layout(cfg, 2);
+    const ParamLayout l = transformer_layout(cfg, 2);
     EXPECT_EQ(l.at("wte.weight").shape, (Shape{20, 32}));
     EXPECT_EQ(l.at("wpe.weight").shape, (Shape{8, 32}));
     EXPECT_EQ(l.at("h.0.attn.c_attn.weight").shape, (Shape{48, 32}));
@@ -60,15 +61,15 @@ TEST(TpLayout, LocalShapes) {
     EXPECT_EQ(l.at("h.0.attn.c_proj.bias").shape, (Shape{32}));
     EXPECT_EQ(l.at("h.0.mlp.c_fc.weight").shape, (Shape{64, 32}));
     EXPECT_EQ(l.at("h.0.mlp.c_proj.weight").shape, (Shape{32, 64}));
-    EXPECT_EQ(l.slices().size(), gpt2_layout(cfg).slices().size());
+    EXPECT_EQ(l.slices().size(), transformer_layout(cfg).slices().size());
 }
 
 TEST(TpLayout, ScatterThenPlaceRebuildsFull) {
     const ModelConfig cfg = small_config();
-    const ParamLayout full_layout = gpt2_layout(cfg);
+    const ParamLayout full_layout = transformer_layout(cfg);
     const std::vector<float> full = iota_params(full_layout);
     for (int M : {1, 2, 4}) {
-        const ParamLayout local_layout = tp_local_layout(cfg, M);
+        const ParamLayout local_layout = transformer_layout(cfg, M);
         std::vector<float> rebuilt(full.size(), -1.f);
         for (int r = 0; r < M; ++r) {
             std::vector<float> local(local_layout.total());
@@ -83,7 +84,7 @@ TEST(TpLayout, ScatterThenPlaceRebuildsFull) {
 
 TEST(TpLayout, RankHoldsItsHeadsColumnsAndVocabulary) {
     const ModelConfig cfg = small_config();  // C 32, H 4, D 8, F 128, V 40
-    const ParamLayout fl = gpt2_layout(cfg), ll = tp_local_layout(cfg, 2);
+    const ParamLayout fl = transformer_layout(cfg), ll = transformer_layout(cfg, 2);
     const std::vector<float> full = iota_params(fl);
     std::vector<float> local(ll.total());
     const int r = 1, C = 32, Cl = 16;
@@ -114,14 +115,14 @@ TEST(TpLayout, ShapesThatDoNotDivideAreRejected) {
     ModelConfig cfg = small_config();
     cfg.vocab_size = 41;
     try {
-        tp_local_layout(cfg, 2);
+        transformer_layout(cfg, 2);
         FAIL() << "expected InvalidInput";
     } catch (const InvalidInput& e) {
         EXPECT_NE(std::string(e.what()).find("model.vocab_size (41)"), std::string::npos)
             << e.what();
     }
     cfg = small_config();
-    EXPECT_THROW(tp_local_layout(cfg, 3), InvalidInput);  // 4 heads
+    EXPECT_THROW(transformer_layout(cfg, 3), InvalidInput);  // 4 heads
     LocalComm comm;
     cfg.n_head = 3;
     cfg.d_model = 24;
@@ -130,7 +131,7 @@ TEST(TpLayout, ShapesThatDoNotDivideAreRejected) {
 
 TEST(TpLayout, GatherOnOneRankIsTheIdentity) {
     const ModelConfig cfg = small_config();
-    const ParamLayout fl = gpt2_layout(cfg);
+    const ParamLayout fl = transformer_layout(cfg);
     const std::vector<float> full = iota_params(fl);
     LocalComm comm;
     std::vector<float> out(full.size(), -1.f);
@@ -141,7 +142,7 @@ TEST(TpLayout, GatherOnOneRankIsTheIdentity) {
 
 TEST(TpLayout, KeyBiasGradientsZeroedInFullAndShardLayouts) {
     const ModelConfig cfg = small_config();
-    for (const ParamLayout& layout : {gpt2_layout(cfg), tp_local_layout(cfg, 2)}) {
+    for (const ParamLayout& layout : {transformer_layout(cfg), transformer_layout(cfg, 2)}) {
         std::vector<float> g = iota_params(layout);
         const std::vector<float> before = g;
         EXPECT_GT(zero_key_bias_grads(layout, g.data()), 0.f);
@@ -160,7 +161,7 @@ TEST(TpGpt2, OneRankMatchesGpt2) {
     ModelConfig cfg = small_config();
     cfg.init_std = 0.1f;
     const int B = 2, T = 8, N = B * T;
-    GPT2 ref(cfg, B, T);
+    Transformer ref(cfg, B, T);
     LocalComm comm;
     TensorParallelGPT2 tp(cfg, comm, B, T);
     ASSERT_EQ(tp.layout().total(), ref.layout().total());
@@ -191,11 +192,11 @@ TEST(TpGpt2, OneRankMatchesGpt2) {
 TEST(TpLayout, ShardAndChunkInitEqualTheScatteredWholeInit) {
     ModelConfig cfg;
     cfg.n_layer = 2, cfg.d_model = 32, cfg.n_head = 4, cfg.vocab_size = 64, cfg.max_seq_len = 8;
-    const ParamLayout full = gpt2_layout(cfg);
+    const ParamLayout full = transformer_layout(cfg);
     std::vector<float> whole(full.total());
     gpt2_init(cfg, full, whole.data(), 21);
     for (int M : {2, 4}) {
-        const std::size_t n = tp_local_layout(cfg, M).total();
+        const std::size_t n = transformer_layout(cfg, M).total();
         for (int r = 0; r < M; ++r) {
             std::vector<float> want(n, 0.f), shard(n, 0.f);
             tp_scatter(cfg, M, r, whole.data(), want.data());

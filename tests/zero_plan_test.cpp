@@ -9,7 +9,8 @@
 #include "meshlm/core/rng.h"
 #include "meshlm/data/synthetic.h"
 #include "meshlm/kernels/kernels.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/parallel/fsdp.h"
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/zero_plan.h"
@@ -41,7 +42,7 @@ ModelConfig small_model() {
 }
 
 TEST(ZeroPlan, MemoryFollowsTheZeroPaper) {
-    const ParamLayout layout = gpt2_layout(small_model());
+    const ParamLayout layout = transformer_layout(small_model());
     for (int n : {2, 4}) {
         const ZeroPlan plan(layout.total(), n, 0, 0);
         const std::size_t psi = plan.padded, shard = plan.chunk;
@@ -80,7 +81,7 @@ TEST(ZeroPlan, MemoryFollowsTheZeroPaper) {
     ModelConfig small;
     small.n_layer = 12, small.d_model = 768, small.n_head = 12, small.vocab_size = 50257;
     small.max_seq_len = 1024;
-    const ParamLayout gpt2 = gpt2_layout(small);
+    const ParamLayout gpt2 = transformer_layout(small);
     const ZeroMemory z = zero_memory(ZeroPlan(gpt2.total(), 8, 0, 3), gpt2);
     EXPECT_LT(z.working, 4 * gpt2.total()) << "under one whole buffer";
     // One rank has nothing to shard: stages 2 and 3 keep whole buffers.
@@ -91,7 +92,7 @@ TEST(ZeroPlan, MemoryFollowsTheZeroPaper) {
 // A rank initializes only its chunk (gpt2_init_range), with the values of the whole init.
 TEST(Fsdp, ChunkInitEqualsThatPartOfTheWholeInit) {
     const ModelConfig m = small_model();
-    const ParamLayout layout = gpt2_layout(m);
+    const ParamLayout layout = transformer_layout(m);
     std::vector<float> whole(layout.total());
     gpt2_init(m, layout, whole.data(), 11);
     for (int n : {2, 3, 7}) {
@@ -116,7 +117,7 @@ TEST(Fsdp, StreamOnOneRankEqualsFlatBuffers) {
     kernels::set_threads(1);
     const ModelConfig m = small_model();
     const int B = 2, T = 16;
-    GPT2 flat(m, B, T), streamed(m, B, T);
+    Transformer flat(m, B, T), streamed(m, B, T);
     const ParamLayout& layout = flat.layout();
     std::vector<float> params(layout.total()), grads(layout.total(), 0.f);
     gpt2_init(m, layout, params.data(), 7);

@@ -13,7 +13,8 @@
 #include <vector>
 
 #include "meshlm/io/weights.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "test_util.h"
 #include "train_runs.h"
 
@@ -68,7 +69,7 @@ TEST_F(ShardedCheckpointTraining, EachRankWritesItsOwnShard) {
     EXPECT_TRUE(fs::exists(ckpt() + "/layout.json"));
     // The state is params + two moments in f32: 12 bytes per parameter; the four shards hold
     // about a quarter each (a little more: replicated tensors, headers, alignment).
-    const double quarter = 12.0 * gpt2_layout(tiny_model()).count() / 4;
+    const double quarter = 12.0 * transformer_layout(tiny_model()).count() / 4;
     int shards = 0;
     for (const auto& e : fs::directory_iterator(ckpt())) {
         const std::string name = e.path().filename().string();
@@ -129,7 +130,7 @@ TEST_F(ShardedCheckpointTraining, ReshardsForOneProcessAndHuggingFace) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     r = meshlm("convert --from hf --to meshlm " + *dir_ + "/hf " + *dir_ + "/hf_back");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    const ParamLayout layout = gpt2_layout(tiny_model());
+    const ParamLayout layout = transformer_layout(tiny_model());
     std::vector<float> back(layout.total(), 0.f);
     load_weights(*dir_ + "/hf_back/model.safetensors", layout, back.data());
     for (const ParamSlice& s : layout.slices())

@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "meshlm/io/weights.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "test_util.h"
 #include "train_runs.h"
 
@@ -59,7 +60,7 @@ TrainedRun* DataParallel::ref_accum_ = nullptr;
 
 // Ψ: the flat buffer padded to N chunks of a multiple of 16 floats (parallel/zero_plan.h).
 std::size_t padded_floats(int n) {
-    const std::size_t total = gpt2_layout(tiny_model()).total();
+    const std::size_t total = transformer_layout(tiny_model()).total();
     const std::size_t chunk = n == 1 ? total : ((total + n - 1) / n + 15) / 16 * 16;
     return chunk * n;
 }
@@ -72,7 +73,7 @@ std::size_t padded_floats(int n) {
 // reduce-scatter the blocks once per micro-batch and the embeddings and ln_f once per step;
 // stage 2 then all-gathers the updated parameters: (Ψ - chunk) floats.
 std::size_t streamed_step_bytes(int n, int accum, int stage) {
-    const ParamLayout layout = gpt2_layout(tiny_model());
+    const ParamLayout layout = transformer_layout(tiny_model());
     const std::size_t chunk = padded_floats(n) / n;
     const int L = tiny_model().n_layer;
     const auto [lo, hi, end] = test::block_spans(layout, L);
@@ -192,7 +193,7 @@ TEST_F(DataParallel, CheckpointResumeWithShardedOptimizer) {
     auto again = run_train(2, " --resume " + dir2 + "/checkpoints/step_10 --config.log.dir=" + dir +
                                   "_resumed --config.checkpoint.interval=0");
     ASSERT_EQ(again.exit_code, 0) << again.output;
-    const ParamLayout layout = gpt2_layout(tiny_model());
+    const ParamLayout layout = transformer_layout(tiny_model());
     std::vector<float> a(layout.total()), b(layout.total());
     load_weights(dir2 + "/model.safetensors", layout, a.data());
     load_weights(dir + "_resumed/model.safetensors", layout, b.data());

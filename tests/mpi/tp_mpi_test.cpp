@@ -1,6 +1,6 @@
 // Tensor parallelism on real ranks (run under mpirun -np 2 and -np 4): TensorParallelGPT2 on
 // every (data x model) mesh that fits the world -- TP 2, TP 4, TP 2 x DP 2 -- against the
-// single-process GPT2 on the same parameters, which every rank also runs: logits, loss, every
+// single-process Transformer on the same parameters, which every rank also runs: logits, loss, every
 // gradient (gathered to the full layout), bit-identical replicated gradients across model
 // ranks, and 20 AdamW steps with global-norm clipping (losses and final weights).
 // Assertions are EXPECT_*: a rank that returned early would skip collectives its peers enter.
@@ -14,12 +14,13 @@
 
 #include "meshlm/core/rng.h"
 #include "meshlm/kernels/kernels.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/model/key_bias.h"
 #include "meshlm/optim/adamw.h"
 #include "meshlm/parallel/mesh.h"
 #include "meshlm/parallel/tp_gpt2.h"
-#include "meshlm/parallel/tp_layout.h"
+#include "meshlm/parallel/tp_shard.h"
 #include "mpi_main.h"
 
 namespace meshlm {
@@ -84,7 +85,7 @@ class TpRun {
     TpRun(Comm& world, int D, int M)
         : cfg(small_config()),
           mesh(world, D, M),
-          full_layout(gpt2_layout(cfg)),
+          full_layout(transformer_layout(cfg)),
           ref(cfg, kB, kT),
           tp(cfg, mesh.model_comm(), kB / D, kT),
           full(full_layout.total()),
@@ -122,7 +123,7 @@ class TpRun {
     ModelConfig cfg;
     DeviceMesh mesh;
     ParamLayout full_layout;
-    GPT2 ref;
+    Transformer ref;
     TensorParallelGPT2 tp;
     std::vector<float> full, local;
 };

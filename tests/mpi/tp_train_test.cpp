@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "meshlm/io/weights.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "test_util.h"
 #include "train_runs.h"
 

@@ -8,7 +8,8 @@
 #include <sstream>
 
 #include "meshlm/io/weights.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 
 namespace meshlm::test {
 
@@ -54,7 +55,7 @@ TrainedRun train_run(int np, const std::string& dir, const std::string& args,
     std::istringstream in(read_file(dir + "/metrics.jsonl"));
     for (std::string line; std::getline(in, line);)
         out.steps.push_back(nlohmann::json::parse(line));
-    const ParamLayout layout = gpt2_layout(model);
+    const ParamLayout layout = transformer_layout(model);
     out.weights.assign(layout.total(), 0.f);
     load_weights(dir + "/model.safetensors", layout, out.weights.data());
     return out;

@@ -20,7 +20,8 @@
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/io/hf_gpt2.h"
 #include "meshlm/io/weights.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 
 namespace fs = std::filesystem;
 
@@ -57,7 +58,7 @@ int convert_hf_to_meshlm(const ConvertArgs& a) {
     if (a.dtype != "f32")
         MESHLM_INVALID("--dtype ", a.dtype, ": meshlm run directories hold f32 weights");
     const HfGpt2Config hf = read_hf_gpt2_config(a.in);
-    const ParamLayout layout = gpt2_layout(hf.model);
+    const ParamLayout layout = transformer_layout(hf.model);
     Buffer<float> params(layout.total());
     read_hf_gpt2_weights(a.in, hf, layout, params.data());
     const std::string tok_spec = choose_tokenizer(a, hf.model);
@@ -97,7 +98,7 @@ int convert_meshlm_to_hf(const ConvertArgs& a) {
         MESHLM_INVALID("--dtype ", a.dtype, ": expected f32 or bf16");
     opt.max_shard_bytes = parse_byte_size(a.max_shard_size, "--max-shard-size");
     RunDir run = open_run_dir(a.in);
-    const ParamLayout layout = gpt2_layout(run.config.model);
+    const ParamLayout layout = transformer_layout(run.config.model);
     Buffer<float> params(layout.total());
     load_run_weights(run, layout, params.data());
 

@@ -57,7 +57,7 @@ CommandRunner add_eval_command(CLI::App& app) {
         opt.seq_len = T;
         opt.shuffle = false;
         auto loader = DataLoader::open_split(dir, a->split, opt);
-        GPT2 model(cfg.model, B, T);
+        Transformer model(cfg.model, B, T);
         Buffer<float> params(model.layout().total());
         load_run_weights(run, model.layout(), params.data());
         std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());

@@ -5,8 +5,8 @@
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/config.h"
 #include "meshlm/model/flops.h"
-#include "meshlm/model/gpt2.h"
-#include "meshlm/parallel/tp_layout.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/parallel/zero_plan.h"
 
 namespace meshlm {
@@ -18,25 +18,29 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
     return [path, &overrides] {
         Config cfg = load_config(*path, overrides);
         const ModelConfig& m = cfg.model;
-        ParamLayout layout = gpt2_layout(m);
+        ParamLayout layout = transformer_layout(m);
         const double P = static_cast<double>(layout.count());
         const double GiB = 1024.0 * 1024 * 1024, MiB = 1024.0 * 1024;
         // Per data-parallel rank, for the ZeRO stage (parallel/zero_plan.h).
         // With tensor parallelism a rank holds its shard, which ZeRO chunks further.
         const int N = cfg.parallel.data, stage = cfg.parallel.zero_stage, M = cfg.parallel.model;
-        const ParamLayout local = M > 1 ? tp_local_layout(m, M) : layout;
+        const ParamLayout local = M > 1 ? transformer_layout(m, M) : layout;
         const ZeroMemory zm = zero_memory(ZeroPlan(local.total(), N, 0, stage), local);
         const double params = static_cast<double>(zm.params), grads = static_cast<double>(zm.grads),
                      optim = static_cast<double>(zm.optimizer),
                      working = static_cast<double>(zm.working);
         const double acts =
-            gpt2_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len) * 4.0;
+            transformer_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len, M) * 4.0;
         const double total = params + grads + optim + working + acts;
         auto mem = [&](const char* what, double b) {
             std::printf("  %-26s %10.1f MiB  (%.3f GiB)\n", what, b / MiB, b / GiB);
         };
-        std::printf("config %s: GPT-2, %d layers, width %d, %d heads, vocab %d, context %d\n",
-                    cfg.name.c_str(), m.n_layer, m.d_model, m.n_head, m.vocab_size, m.max_seq_len);
+        std::printf("config %s: %d layers, width %d, %d heads (%d key/value), vocab %d, context %d\n",
+                    cfg.name.c_str(), m.n_layer, m.d_model, m.n_head, m.kv_heads(), m.vocab_size,
+                    m.max_seq_len);
+        std::printf("  %s block, %s, %s positions, MLP %s width %d, head %s\n", m.block.c_str(),
+                    m.norm.c_str(), m.position.c_str(), m.mlp.c_str(), m.mlp_width(),
+                    m.tied_head ? "tied" : "untied");
         std::printf("parameters: %.0f (%.2fM), non-embedding %zu\n", P, P / 1e6,
                     nonembedding_params(layout));
         std::printf("training FLOPs per token (T=%d): %.4g  (6*N_nonemb + 6*V*d + 12*L*T*d)\n",

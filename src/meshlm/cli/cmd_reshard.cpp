@@ -18,7 +18,8 @@
 #include "meshlm/cli/staging_dir.h"
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/shard_format.h"
 #include "meshlm/train/sharded_checkpoint.h"
@@ -38,7 +39,7 @@ struct ReshardArgs {
 
 int reshard_to_hf(const ReshardArgs& a, const std::string& ckpt) {
     RunDir run = open_run_dir(ckpt);
-    const ParamLayout layout = gpt2_layout(run.config.model);
+    const ParamLayout layout = transformer_layout(run.config.model);
     std::vector<float> params(layout.total());
     load_run_weights(run, layout, params.data());
     StagingDir out(a.out, a.force, "reshard");

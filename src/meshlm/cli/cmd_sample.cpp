@@ -19,6 +19,7 @@
 #include "meshlm/infer/generate.h"
 #include "meshlm/infer/stop_strings.h"
 #include "meshlm/kernels/kernels.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/trainer.h"
 
 namespace meshlm {
@@ -91,10 +92,10 @@ CommandRunner add_sample_command(CLI::App& app) {
         const Tokenizer* tok = run.tokenizer.get();
         kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());
         const ModelConfig& cfg = run.config.model;
-        GPT2Decoder decoder(cfg, a->num_samples, 0,
+        Decoder decoder(cfg, a->num_samples, 0,
                             a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32);
-        Buffer<float> params(gpt2_layout(cfg).total());
-        load_run_weights(run, gpt2_layout(cfg), params.data());
+        Buffer<float> params(transformer_layout(cfg).total());
+        load_run_weights(run, transformer_layout(cfg), params.data());
         const std::vector<std::int32_t> ids = tok->encode(text);
         if (static_cast<int>(ids.size()) > cfg.max_seq_len)
             std::cerr << "note: the prompt has " << ids.size()

@@ -65,12 +65,11 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
         job.resolved_yaml = config_to_yaml(cfg);
         if (cfg.log.sample_tokens > 0)
             job.on_finish = [&cfg](const float* params, const Tokenizer& tok) {
-                GPT2 model(cfg.model, 1, cfg.model.max_seq_len);
                 SamplingOptions opt;
                 opt.max_new_tokens = cfg.log.sample_tokens;
                 opt.seed = cfg.train.seed;
                 auto ids =
-                    generate(model, params, tok.encode(cfg.log.sample_prompt), tok.eot_id(), opt);
+                    generate(cfg.model, params, tok.encode(cfg.log.sample_prompt), tok.eot_id(), opt);
                 std::cout << "sample:\n" << cfg.log.sample_prompt << tok.decode(ids) << "\n";
             };
         TrainResult r = run_training(job, std::cout);

@@ -329,9 +329,62 @@ OptionTable build_table() {
              "vocabulary size (V); at least 257 with the byte tokenizer", at_least(2))
         .add("max_seq_len", &ModelConfig::max_seq_len, "rows of the position embedding",
              at_least(1))
-        .add("ln_eps", &ModelConfig::ln_eps, "LayerNorm epsilon", greater_than(0))
+        .add("n_kv_head", &ModelConfig::n_kv_head,
+             "key/value heads: 0 = n_head (multi-head), 1 = multi-query, else grouped-query "
+             "(divides n_head)",
+             at_least(0))
+        .add("block", &ModelConfig::block,
+             "sequential: x += attn(norm1 x); x += mlp(norm2 x); parallel (GPT-J): x += attn(norm "
+             "x) + mlp(norm x)",
+             one_of({"sequential", "parallel"}))
+        .add("norm", &ModelConfig::norm, "normalization", one_of({"layernorm", "rmsnorm"}))
+        .add("norm_bias", &ModelConfig::norm_bias, "norms have a bias (rmsnorm usually not)")
+        .add("norm_eps", &ModelConfig::norm_eps, "norm epsilon", greater_than(0))
+        .add("ln_eps", &ModelConfig::norm_eps, "older name of norm_eps", greater_than(0))
+        .add("position", &ModelConfig::position,
+             "learned table (wpe), rotary (rope), ALiBi biases, or none",
+             one_of({"learned", "rope", "alibi", "none"}))
+        .add("rope_dim", &ModelConfig::rope_dim,
+             "rotary dims per head (even); 0 = the whole head (GPT-J: 64 of 256)", at_least(0))
+        .add("rope_style", &ModelConfig::rope_style,
+             "rotary pairs: interleaved (2i, 2i+1) as GPT-J, or half (i, i + rope_dim/2) as "
+             "NeoX, Llama",
+             one_of({"interleaved", "half"}))
+        .add("rope_base", &ModelConfig::rope_base, "rotary base (theta)", greater_than(0))
+        .add("rope_scaling", &ModelConfig::rope_scaling,
+             "context extension of the rotary frequencies", one_of({"none", "linear", "llama3"}))
+        .add("rope_factor", &ModelConfig::rope_factor, "rope_scaling factor", greater_than(0))
+        .add("rope_low_freq_factor", &ModelConfig::rope_low_freq_factor, "llama3 scaling",
+             greater_than(0))
+        .add("rope_high_freq_factor", &ModelConfig::rope_high_freq_factor, "llama3 scaling",
+             greater_than(0))
+        .add("rope_original_max_seq", &ModelConfig::rope_original_max_seq,
+             "llama3 scaling: the original context (original_max_position_embeddings)",
+             at_least(1))
+        .add("qkv_bias", &ModelConfig::qkv_bias, "biases of the q, k, v projections")
+        .add("proj_bias", &ModelConfig::proj_bias, "bias of the attention output projection")
+        .add("mlp_bias", &ModelConfig::mlp_bias, "biases of the MLP")
+        .add("mlp", &ModelConfig::mlp, "MLP activation; swiglu and geglu are gated (gate * up)",
+             one_of({"gelu_tanh", "gelu", "relu", "sqrelu", "swiglu", "geglu"}))
+        .add("d_ff", &ModelConfig::d_ff, "MLP width (F); 0 = 4 * d_model", at_least(0))
+        .add("tied_head", &ModelConfig::tied_head,
+             "the output head is the token embedding (false: its own lm_head matrix)")
+        .add("head_bias", &ModelConfig::head_bias, "the output head has a bias (GPT-J)")
+        .add("z_loss", &ModelConfig::z_loss,
+             "coefficient of the log-partition penalty z * logsumexp^2 (GPT-J: 1e-4)",
+             at_least(0))
+        .add("dropout_embd", &ModelConfig::dropout_embd, "dropout rate after the embedding",
+             in_closed_open(0, 1))
+        .add("dropout_attn", &ModelConfig::dropout_attn,
+             "dropout rate of the attention probabilities", in_closed_open(0, 1))
+        .add("dropout_resid", &ModelConfig::dropout_resid,
+             "dropout rate of each residual branch", in_closed_open(0, 1))
+        .add("init", &ModelConfig::init,
+             "gpt2: N(0, init_std), residual projections / sqrt(2L); fan_in: N(0, 1/sqrt(fan_in))",
+             one_of({"gpt2", "fan_in"}))
         .add("init_std", &ModelConfig::init_std,
-             "std of the normal init; residual projections get / sqrt(2L)", greater_than(0))
+             "init gpt2: std of the normal init; residual projections get / sqrt(2L)",
+             greater_than(0))
         .add("init_from", &ModelConfig::init_from,
              "warm start: weights of a meshlm run / checkpoint directory, a .safetensors file or "
              "an HF GPT-2 directory (fresh optimizer and schedule); empty = random init");
@@ -435,11 +488,11 @@ OptionTable build_table() {
 
     t.cross_checks = {
         [](const Config& c) -> std::optional<std::string> {
-            // Tensor parallelism splits heads, the MLP width and the vocabulary evenly; say so
+            // Tensor parallelism splits heads, key/value heads and the MLP width evenly; say so
             // before any rank builds a model.
             try {
-                check_model_parallel_shapes(c.parallel.model, c.model.n_head, c.model.mlp_width(),
-                                            c.model.vocab_size);
+                check_model_parallel_shapes(c.parallel.model, c.model.n_head, c.model.kv_heads(),
+                                            c.model.mlp_width());
             } catch (const InvalidInput& e) {
                 return "parallel.model=" + std::to_string(c.parallel.model) + ": " + e.what();
             }
@@ -451,6 +504,14 @@ OptionTable build_table() {
             return "model.n_head (" + std::to_string(m.n_head) + ") must divide model.d_model (" +
                    std::to_string(m.d_model) +
                    "); valid head counts: " + divisors_near(m.d_model, m.n_head);
+        },
+        [](const Config& c) -> std::optional<std::string> {
+            try {
+                check_model_config(c.model);
+            } catch (const InvalidInput& e) {
+                return std::string(e.what());
+            }
+            return std::nullopt;
         },
         [](const Config& c) -> std::optional<std::string> {
             if (c.train.seq_len <= c.model.max_seq_len) return std::nullopt;

@@ -2,7 +2,8 @@
 
 #include <filesystem>
 
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 
 namespace fs = std::filesystem;
 
@@ -13,7 +14,7 @@ std::vector<std::string> export_hf_dir(const std::string& dir, const RunDir& run
                                        std::string& tokenizer_note) {
     const ModelConfig& m = run.config.model;
     opt.eot_id = run.tokenizer->eot_id();
-    auto files = write_hf_gpt2(dir, m, gpt2_layout(m), params, opt);
+    auto files = write_hf_gpt2(dir, m, transformer_layout(m), params, opt);
     const std::string& spec = run.tokenizer_spec;
     if (spec.ends_with(".json")) {
         fs::copy_file(spec, dir + "/tokenizer.json");

@@ -9,7 +9,7 @@
 #include "meshlm/cli/config.h"
 #include "meshlm/core/buffer.h"
 #include "meshlm/data/tokenizer.h"
-#include "meshlm/model/param_layout.h"
+#include "meshlm/core/param_layout.h"
 
 namespace meshlm {
 

@@ -9,7 +9,7 @@ namespace {
 constexpr std::uint64_t kSampleStream = 0x5A3913;  // RNG stream of sample 0; sample i: + i
 }
 
-std::vector<SampleOutput> generate_samples(GPT2Decoder& decoder, const float* params,
+std::vector<SampleOutput> generate_samples(Decoder& decoder, const float* params,
                                            const std::vector<std::int32_t>& prompt,
                                            std::int32_t eot_id, const SamplingOptions& opt,
                                            const TokenCallback& on_token) {
@@ -84,11 +84,11 @@ std::vector<SampleOutput> generate_samples(GPT2Decoder& decoder, const float* pa
     return out;
 }
 
-std::vector<std::int32_t> generate(GPT2& model, const float* params,
+std::vector<std::int32_t> generate(const ModelConfig& model, const float* params,
                                    const std::vector<std::int32_t>& prompt, std::int32_t eot_id,
                                    const SamplingOptions& opt,
                                    const std::function<void(std::int32_t)>& on_token) {
-    GPT2Decoder decoder(model.config(), 1);
+    Decoder decoder(model, 1);
     TokenCallback cb;
     if (on_token) cb = [&](int, std::int32_t id) { return on_token(id), true; };
     return generate_samples(decoder, params, prompt, eot_id, opt, cb)[0].tokens;

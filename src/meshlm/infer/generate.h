@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "meshlm/infer/sampler.h"
-#include "meshlm/model/gpt2_decoder.h"
+#include "meshlm/model/decoder.h"
 
 namespace meshlm {
 
@@ -30,7 +30,7 @@ using TokenCallback = std::function<bool(int sample, std::int32_t token)>;
 
 // Continues `prompt` with decoder.num_seqs() samples; an empty prompt starts a new document
 // ([eot_id]). Repetition penalty counts the prompt and the sample's own tokens.
-std::vector<SampleOutput> generate_samples(GPT2Decoder& decoder, const float* params,
+std::vector<SampleOutput> generate_samples(Decoder& decoder, const float* params,
                                            const std::vector<std::int32_t>& prompt,
                                            std::int32_t eot_id, const SamplingOptions& opt,
                                            const TokenCallback& on_token = {});

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "meshlm/core/rng.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/model_config.h"
 
 namespace meshlm {
 
@@ -32,8 +32,8 @@ std::int32_t sample_token(const float* logits, int V, const SamplingOptions& opt
 
 // One sample continuing `prompt` (an empty prompt starts a new document: [eot_id]), calling
 // on_token for each new token; stops after max_new_tokens or at eot_id when stop_at_eot.
-// Returns the new ids. Runs over the KV cache (infer/generate.h); `model` gives the config.
-std::vector<std::int32_t> generate(GPT2& model, const float* params,
+// Returns the new ids. Runs over the KV cache (infer/generate.h).
+std::vector<std::int32_t> generate(const ModelConfig& model, const float* params,
                                    const std::vector<std::int32_t>& prompt, std::int32_t eot_id,
                                    const SamplingOptions& opt,
                                    const std::function<void(std::int32_t)>& on_token = {});

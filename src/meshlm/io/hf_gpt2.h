@@ -16,7 +16,7 @@
 
 #include "meshlm/core/tensor.h"
 #include "meshlm/model/model_config.h"
-#include "meshlm/model/param_layout.h"
+#include "meshlm/core/param_layout.h"
 
 namespace meshlm {
 
@@ -36,7 +36,7 @@ HfGpt2Config read_hf_gpt2_config(const std::string& dir);
 std::string hf_gpt2_config_json(const ModelConfig& model, int eot_id, DType dtype);
 
 // Reads the weights of dir (model.safetensors or its sharded index) into params, laid out by
-// `layout` (gpt2_layout(cfg.model)). Accepts `transformer.`-prefixed and bare names; skips the
+// `layout` (transformer_layout(cfg.model)). Accepts `transformer.`-prefixed and bare names; skips the
 // attention-mask buffers (h.N.attn.bias, h.N.attn.masked_bias) and a tied lm_head.weight.
 // Every tensor's presence, shape and dtype (F32 or BF16) is checked before params is touched.
 void read_hf_gpt2_weights(const std::string& dir, const HfGpt2Config& cfg,

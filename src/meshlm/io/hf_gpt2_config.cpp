@@ -104,11 +104,11 @@ HfGpt2Config read_hf_gpt2_config(const std::string& dir) {
     m.n_head = get_int(j, path, "n_head", 12, 1);
     m.vocab_size = get_int(j, path, "vocab_size", 50257, 1);
     m.max_seq_len = get_int(j, path, "n_positions", 1024, 1);
-    m.ln_eps = static_cast<float>(get_number(j, path, "layer_norm_epsilon", 1e-5));
+    m.norm_eps = static_cast<float>(get_number(j, path, "layer_norm_epsilon", 1e-5));
     m.init_std = static_cast<float>(get_number(j, path, "initializer_range", 0.02));
     if (m.d_model % m.n_head != 0)
         MESHLM_INVALID(path, ": n_head ", m.n_head, " does not divide n_embd ", m.d_model);
-    if (!(m.ln_eps > 0)) MESHLM_INVALID(path, ": layer_norm_epsilon must be > 0");
+    if (!(m.norm_eps > 0)) MESHLM_INVALID(path, ": layer_norm_epsilon must be > 0");
     const int inner = get_int(j, path, "n_inner", m.mlp_width(), 1);
     if (inner != m.mlp_width())
         MESHLM_INVALID(path, ": n_inner is ", inner,
@@ -126,13 +126,13 @@ std::string hf_gpt2_config_json(const ModelConfig& m, int eot_id, DType dtype) {
         {"activation_function", "gelu_new"},
         {"add_cross_attention", false},
         {"architectures", {"GPT2LMHeadModel"}},
-        {"attn_pdrop", 0.1},
+        {"attn_pdrop", m.dropout_attn},
         {"bos_token_id", token},
         {"dtype", dtype == DType::bf16 ? "bfloat16" : "float32"},
-        {"embd_pdrop", 0.1},
+        {"embd_pdrop", m.dropout_embd},
         {"eos_token_id", token},
         {"initializer_range", shortest(m.init_std)},
-        {"layer_norm_epsilon", shortest(m.ln_eps)},
+        {"layer_norm_epsilon", shortest(m.norm_eps)},
         {"model_type", "gpt2"},
         {"n_embd", m.d_model},
         {"n_head", m.n_head},
@@ -141,7 +141,7 @@ std::string hf_gpt2_config_json(const ModelConfig& m, int eot_id, DType dtype) {
         {"n_positions", m.max_seq_len},
         {"pad_token_id", nullptr},
         {"reorder_and_upcast_attn", false},
-        {"resid_pdrop", 0.1},
+        {"resid_pdrop", m.dropout_resid},
         {"scale_attn_by_inverse_layer_idx", false},
         {"scale_attn_weights", true},
         {"summary_activation", nullptr},

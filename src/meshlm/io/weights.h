@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "meshlm/model/param_layout.h"
+#include "meshlm/core/param_layout.h"
 
 namespace meshlm {
 

@@ -5,7 +5,8 @@ namespace meshlm {
 std::size_t nonembedding_params(const ParamLayout& layout) {
     std::size_t n = 0;
     for (const auto& s : layout.slices())
-        if (s.name != "wte.weight" && s.name != "wpe.weight") n += s.numel;
+        // The embeddings (unit 0) are lookups; the head is counted by 6 V d.
+        if (s.unit != 0 && s.name != "lm_head.weight") n += s.numel;
     return n;
 }
 

@@ -1,4 +1,5 @@
-// Hyperparameters of a GPT-2-family model.
+// Hyperparameters of a transformer. A family (GPT-2, GPT-J, Llama, ...) is a set of values
+// here, not a class: the transformer composes its layers from them. The defaults are GPT-2's.
 #pragma once
 
 #include <cstdint>
@@ -7,24 +8,50 @@
 namespace meshlm {
 
 struct ModelConfig {
-    int n_layer = 4;         // L
-    int d_model = 128;       // C
-    int n_head = 4;          // H; must divide d_model
-    int vocab_size = 257;    // V: 256 bytes + end-of-document for the byte tokenizer
-    int max_seq_len = 128;   // rows of the position embedding
-    float ln_eps = 1e-5f;    // LayerNorm epsilon
-    float init_std = 0.02f;  // std of the normal init; residual projections get / sqrt(2L)
-    // Warm start: weights from a meshlm run / checkpoint or an HF GPT-2 directory instead of
-    // init_std (the optimizer and schedule start fresh). Empty = random init.
+    int n_layer = 4;        // L
+    int d_model = 128;      // C
+    int n_head = 4;         // H; must divide d_model
+    int n_kv_head = 0;      // K key/value heads: 0 = n_head (MHA), 1 = MQA, else GQA (divides H)
+    int vocab_size = 257;   // V: 256 bytes + end-of-document for the byte tokenizer
+    int max_seq_len = 128;  // rows of the position embedding (learned), longest context
+    std::string block = "sequential";  // sequential | parallel (GPT-J: one norm, attn + mlp)
+    std::string norm = "layernorm";    // layernorm | rmsnorm
+    bool norm_bias = true;
+    float norm_eps = 1e-5f;
+    std::string position = "learned";  // learned | rope | alibi | none
+    int rope_dim = 0;                  // rotary dims per head; 0 = all
+    std::string rope_style = "half";   // interleaved (GPT-J) | half (NeoX, Llama)
+    float rope_base = 10000.f;
+    std::string rope_scaling = "none";  // none | linear | llama3
+    float rope_factor = 1.f;            // linear, llama3: context extension factor
+    float rope_low_freq_factor = 1.f;   // llama3
+    float rope_high_freq_factor = 4.f;  // llama3
+    int rope_original_max_seq = 8192;   // llama3: original_max_position_embeddings
+    bool qkv_bias = true, proj_bias = true, mlp_bias = true;
+    std::string mlp = "gelu_tanh";  // gelu_tanh | gelu | relu | sqrelu | swiglu | geglu
+    int d_ff = 0;                   // F; 0 = 4 * d_model
+    bool tied_head = true;          // output head = token embedding
+    bool head_bias = false;
+    float z_loss = 0.f;  // coefficient of the log-partition penalty z_loss * lse^2
+    float dropout_embd = 0.f, dropout_attn = 0.f, dropout_resid = 0.f;
+    std::string init = "gpt2";  // gpt2: N(0, init_std), residual projections / sqrt(2L);
+                                // fan_in: N(0, 1 / sqrt(fan_in))
+    float init_std = 0.02f;
+    // Warm start: weights from a meshlm run / checkpoint or a Hugging Face directory instead of
+    // the init (the optimizer and schedule start fresh). Empty = random init.
     std::string init_from;
 
     int head_dim() const { return d_model / n_head; }
-    int mlp_width() const { return 4 * d_model; }
+    int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+    int mlp_width() const { return d_ff > 0 ? d_ff : 4 * d_model; }
+    bool gated_mlp() const { return mlp == "swiglu" || mlp == "geglu"; }
+    int rotary_dims() const { return rope_dim > 0 ? rope_dim : head_dim(); }
     // Same tensor shapes (init_from and checkpoints need this, not equal init settings).
-    bool same_shapes(const ModelConfig& o) const {
-        return n_layer == o.n_layer && d_model == o.d_model && n_head == o.n_head &&
-               vocab_size == o.vocab_size && max_seq_len == o.max_seq_len;
-    }
+    bool same_shapes(const ModelConfig& o) const;
 };
+
+// Throws InvalidInput naming the key when the values do not make a model (heads that do not
+// divide, an odd rotary width, unknown names).
+void check_model_config(const ModelConfig& cfg);
 
 }  // namespace meshlm

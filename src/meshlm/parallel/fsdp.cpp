@@ -20,10 +20,10 @@ std::pair<std::size_t, std::size_t> part_of(const ZeroPlan& p, int r, std::size_
 }  // namespace
 
 FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gather_params) {
-    const int units = gpt2_unit_count(layout);
+    const int units = layout.unit_count();
     FsdpSizes s{gather_params, 0, 0, 0};
     for (int u = 0; u < units; ++u) {
-        const auto [lo, hi] = gpt2_unit_range(layout, u);
+        const auto [lo, hi] = layout.unit_range(u);
         if (u == 0 || u == units - 1) {
             s.root += hi - lo;
             continue;
@@ -43,14 +43,14 @@ FsdpStream::FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layo
       plan_(plan),
       params_(params),
       grads_(grads),
-      n_units_(gpt2_unit_count(layout)),
+      n_units_(layout.unit_count()),
       sizes_(fsdp_sizes(layout, plan, gather_params)),
       root_params_(gather_params ? sizes_.root : 0),
       root_grads_(sizes_.root) {
     MESHLM_CHECK(comm.size() == plan.ranks && comm.rank() == plan.rank, "FSDP plan for rank ",
                  plan.rank, " of ", plan.ranks, " on rank ", comm.rank(), " of ", comm.size());
     for (int u = 0; u < n_units_; ++u) {
-        units_.push_back(gpt2_unit_range(layout, u));
+        units_.push_back(layout.unit_range(u));
         std::vector<std::size_t> counts;
         for (int r = 0; r < plan.ranks; ++r) {
             const auto [a, b] = part_of(plan, r, units_[u].first, units_[u].second);

@@ -1,4 +1,4 @@
-// FSDP: ZeRO stage 3 that streams the model block by block (model/param_stream.h); stage 2
+// FSDP: ZeRO stage 3 that streams the model block by block (core/param_stream.h); stage 2
 // streams only the gradients the same way (parameters stay whole, nothing is gathered). Each rank
 // keeps only its ZeRO chunk of the parameters and gradients (zero_plan.h); a unit of the flat
 // layout -- a block, or the embeddings / ln_f -- is the contiguous range [lo, hi), of which rank
@@ -29,7 +29,8 @@
 #include <vector>
 
 #include "meshlm/core/buffer.h"
-#include "meshlm/model/param_stream.h"
+#include "meshlm/core/param_layout.h"
+#include "meshlm/core/param_stream.h"
 #include "meshlm/parallel/comm.h"
 #include "meshlm/parallel/zero_plan.h"
 
@@ -45,7 +46,7 @@ struct FsdpSizes {
     }
 };
 
-// The units of `layout` (gpt2_unit_range) and what a rank of `plan` buffers for them.
+// The units of `layout` (ParamLayout::unit_range) and what a rank of `plan` buffers for them.
 FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gather_params);
 
 class FsdpStream final : public ParamStream {

@@ -40,11 +40,11 @@ void check_divides(int model, int value, const char* what) {
 }
 }  // namespace
 
-void check_model_parallel_shapes(int model, int n_head, int d_ff, int vocab_size) {
+void check_model_parallel_shapes(int model, int n_head, int n_kv_head, int d_ff) {
     if (model <= 1) return;
     check_divides(model, n_head, "model.n_head");
-    check_divides(model, d_ff, "the MLP width (4 x model.d_model)");
-    check_divides(model, vocab_size, "model.vocab_size");
+    check_divides(model, n_kv_head, "the key/value heads (model.n_kv_head, 0 = n_head)");
+    check_divides(model, d_ff, "the MLP width (model.d_ff, 0 = 4 x model.d_model)");
 }
 
 }  // namespace meshlm

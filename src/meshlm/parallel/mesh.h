@@ -40,8 +40,9 @@ class DeviceMesh {
     std::unique_ptr<Comm> data_comm_, model_comm_;
 };
 
-// Tensor parallelism over `model` ranks splits attention heads, the MLP width and the
-// vocabulary; throws InvalidInput naming the first that does not divide and what would.
-void check_model_parallel_shapes(int model, int n_head, int d_ff, int vocab_size);
+// Tensor parallelism over `model` ranks splits the attention heads, the key/value heads and the
+// MLP width (the vocabulary is padded); throws InvalidInput naming the first that does not
+// divide and what would.
+void check_model_parallel_shapes(int model, int n_head, int n_kv_head, int d_ff);
 
 }  // namespace meshlm

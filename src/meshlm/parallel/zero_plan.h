@@ -17,7 +17,7 @@
 
 #include <cstddef>
 
-#include "meshlm/model/param_layout.h"
+#include "meshlm/core/param_layout.h"
 
 namespace meshlm {
 
@@ -39,7 +39,7 @@ struct ZeroMemory {
 };
 
 // What a rank of `plan` allocates (fp32 params and grads, AdamW m and v) for `layout`, the
-// buffer the plan chunks (gpt2_layout or a tensor-parallel shard).
+// buffer the plan chunks (a model layout, whole or a tensor-parallel shard).
 ZeroMemory zero_memory(const ZeroPlan& plan, const ParamLayout& layout);
 // What the working bytes of `plan` hold, for reports: "FSDP unit buffers" (stage 3),
 // "gradient unit buffers" (stage 2), "whole-model working" (one rank).

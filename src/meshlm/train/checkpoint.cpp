@@ -15,7 +15,8 @@
 #include "meshlm/io/safetensors.h"
 #include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/shard_format.h"
 
 namespace fs = std::filesystem;
@@ -279,7 +280,7 @@ std::optional<ShardManifest> manifest_of(const std::string& dir, const ModelConf
 }  // namespace
 
 void load_checkpoint_model(const std::string& dir, const ModelConfig& model, float* params) {
-    const ParamLayout layout = gpt2_layout(model);
+    const ParamLayout layout = transformer_layout(model);
     const auto manifest = manifest_of(dir, model);
     if (!manifest) return load_weights(dir, layout, params);
     assemble_shards(dir, *manifest, model, params, nullptr, nullptr);
@@ -287,7 +288,7 @@ void load_checkpoint_model(const std::string& dir, const ModelConfig& model, flo
 
 long load_checkpoint_state(const std::string& dir, const ModelConfig& model, float* params,
                            float* m, float* v) {
-    const ParamLayout layout = gpt2_layout(model);
+    const ParamLayout layout = transformer_layout(model);
     if (const auto manifest = manifest_of(dir, model))
         return assemble_shards(dir, *manifest, model, params, m, v);
     load_weights(dir, layout, params);
@@ -295,7 +296,7 @@ long load_checkpoint_state(const std::string& dir, const ModelConfig& model, flo
 }
 
 FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model) {
-    const std::size_t n = gpt2_layout(model).total();
+    const std::size_t n = transformer_layout(model).total();
     FullTrainingState s;
     s.params.assign(n, 0.f), s.m.assign(n, 0.f), s.v.assign(n, 0.f);
     s.step = load_checkpoint_state(dir, model, s.params.data(), s.m.data(), s.v.data());

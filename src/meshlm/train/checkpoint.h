@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "meshlm/model/model_config.h"
-#include "meshlm/model/param_layout.h"
+#include "meshlm/core/param_layout.h"
 #include "meshlm/optim/adamw.h"
 #include "meshlm/train/checkpoint_config.h"
 
@@ -49,7 +49,7 @@ struct TrainerState {
 // The whole training state in the single-process layout (gpt2_layout): what a checkpoint of
 // any format holds, and what `meshlm reshard` moves between formats.
 struct FullTrainingState {
-    std::vector<float> params, m, v;  // gpt2_layout(model).total() floats each
+    std::vector<float> params, m, v;  // transformer_layout(model).total() floats each
     long step = 0;                    // optimizer steps taken
 };
 
@@ -98,10 +98,10 @@ TrainerState read_checkpoint(const std::string& dir);
 std::string checkpoint_run_dir(const std::string& checkpoint_dir);
 
 // Loads the weights of a checkpoint of either format, verified by read_checkpoint, into params, in
-// the single-process layout gpt2_layout(model), checking names, shapes and sizes first.
+// the single-process layout transformer_layout(model), checking names, shapes and sizes first.
 void load_checkpoint_model(const std::string& dir, const ModelConfig& model, float* params);
 // Loads the whole training state of a verified checkpoint of either format into buffers of
-// gpt2_layout(model).total() floats; returns the optimizer step.
+// transformer_layout(model).total() floats; returns the optimizer step.
 long load_checkpoint_state(const std::string& dir, const ModelConfig& model, float* params,
                            float* m, float* v);
 FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model);

@@ -20,7 +20,7 @@ std::vector<std::uint32_t> token_byte_lengths(const Tokenizer& tok, int vocab_si
     return len;
 }
 
-EvalResult evaluate(GPT2& model, const float* params, DataLoader& loader, int B, int T,
+EvalResult evaluate(Transformer& model, const float* params, DataLoader& loader, int B, int T,
                     long max_batches, const std::vector<std::uint32_t>& token_bytes,
                     std::int32_t* tokens, std::int32_t* targets, int rank, int world) {
     auto losses = [&](const std::int32_t* tok, const std::int32_t* tgt, int rows, int t) {

@@ -7,7 +7,8 @@
 
 #include "meshlm/data/loader.h"
 #include "meshlm/data/tokenizer.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 
 namespace meshlm {
 
@@ -29,8 +30,8 @@ std::vector<std::uint32_t> token_byte_lengths(const Tokenizer& tok, int vocab_si
 // Data parallel: each of `world` ranks scores its rows of global batches of B * world rows
 // (DataLoader::rank_rows); summing the ranks' results gives the single-process result of
 // batches of B * world rows.
-// The model as evaluate() needs it: per-token losses of (rows, T) ids (a GPT2, or a tensor-
-// parallel one whose model ranks all score the same rows). It is called for every batch, with
+// The model as evaluate() needs it: per-token losses of (rows, T) ids (a Transformer, or a
+// tensor-parallel shard of one whose model ranks all score the same rows). It is called for every batch, with
 // rows == 0 when this rank has none of the batch's rows, so that a model whose forward is
 // collective over the data ranks (FSDP) stays in step; it may then return nullptr.
 using BatchLosses = std::function<const float*(const std::int32_t* tokens,
@@ -38,7 +39,7 @@ using BatchLosses = std::function<const float*(const std::int32_t* tokens,
 EvalResult evaluate(const BatchLosses& model, DataLoader& loader, int B, int T, long max_batches,
                     const std::vector<std::uint32_t>& token_bytes, std::int32_t* tokens,
                     std::int32_t* targets, int rank = 0, int world = 1);
-EvalResult evaluate(GPT2& model, const float* params, DataLoader& loader, int B, int T,
+EvalResult evaluate(Transformer& model, const float* params, DataLoader& loader, int B, int T,
                     long max_batches, const std::vector<std::uint32_t>& token_bytes,
                     std::int32_t* tokens, std::int32_t* targets, int rank = 0, int world = 1);
 

@@ -12,8 +12,9 @@
 #include "meshlm/core/error.h"
 #include "meshlm/core/file_sync.h"
 #include "meshlm/io/safetensors.h"
-#include "meshlm/model/gpt2.h"
-#include "meshlm/parallel/tp_layout.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
+#include "meshlm/parallel/tp_shard.h"
 #include "meshlm/train/all_ranks.h"
 
 namespace fs = std::filesystem;
@@ -50,7 +51,7 @@ void write_final_weights(const DeviceMesh& mesh, Learner& learner, const ModelCo
                          const std::string& path,
                          const std::map<std::string, std::string>& metadata) {
     Comm& world = mesh.world();
-    const ParamLayout full = gpt2_layout(model);
+    const ParamLayout full = transformer_layout(model);
     std::vector<SafetensorsTensor> tensors;
     for (const ParamSlice& s : full.slices()) tensors.push_back({s.name, DType::f32, s.shape, {}});
     const SafetensorsPlan plan = plan_safetensors(tensors, metadata);
@@ -78,7 +79,7 @@ void write_final_weights(const DeviceMesh& mesh, Learner& learner, const ModelCo
         Fd f(tmp, O_WRONLY);
         for (std::size_t i = 0; i < full.slices().size(); ++i) {
             const ParamSlice &fs_ = full.slices()[i], &ls = local.slices()[i];
-            const bool replicated = M == 1 || tp_split_of(fs_.name) == TpSplit::replicated;
+            const bool replicated = M == 1 || fs_.split == TpSplit::replicated;
             if (replicated && m != 0) continue;  // every model rank holds the same values
             auto piece = [&](std::size_t full_at, std::size_t local_at, std::size_t n) {
                 // The part of this piece inside the rank's chunk of its local buffer.
@@ -92,7 +93,7 @@ void write_final_weights(const DeviceMesh& mesh, Learner& learner, const ModelCo
             if (replicated)
                 piece(0, 0, fs_.numel);
             else
-                tp_for_each_piece(fs_.name, fs_.shape, M, m, piece);
+                tp_for_each_piece(fs_, M, m, piece);
         }
         f.sync(tmp);
     });

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "meshlm/model/model_config.h"
-#include "meshlm/model/param_layout.h"
+#include "meshlm/core/param_layout.h"
 
 namespace meshlm {
 

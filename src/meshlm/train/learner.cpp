@@ -6,10 +6,9 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/kernels.h"
-#include "meshlm/model/key_bias.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/optim/schedule.h"
 #include "meshlm/parallel/bucketed.h"
-#include "meshlm/parallel/tp_layout.h"
 
 namespace meshlm {
 
@@ -49,10 +48,10 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
       total_steps_(total_steps),
       dp_(dp ? *dp : local_),
       mp_(mp ? *mp : local_),
-      gpt2_(mp_.size() > 1 ? nullptr : std::make_unique<GPT2>(model, batch, seq)),
-      tp_(mp_.size() > 1 ? std::make_unique<TensorParallelGPT2>(model, mp_, batch, seq) : nullptr),
-      layout_(tp_ ? tp_->layout() : gpt2_->layout()),
-      full_layout_(gpt2_layout(model)),
+      mp_group_(mp_.size() > 1 ? std::make_unique<CommModelGroup>(mp_) : nullptr),
+      model_(std::make_unique<Transformer>(model, batch, seq, mp_group_.get())),
+      layout_(model_->layout()),
+      full_layout_(transformer_layout(model)),
       // ZeRO chunks this rank's local buffer: with TP, each model rank's data group shards its
       // own slice of the model.
       plan_(layout_.total(), dp_.size(), dp_.rank(), zero_stage),
@@ -62,7 +61,7 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
       grads_(streamed_ ? 0 : plan_.padded),
       param_shard_(zero_stage >= 3 ? plan_.chunk : 0),
       grad_shard_(zero_stage >= 2 ? plan_.chunk : 0),
-      // Decay groups from the local layout: it keeps gpt2_layout's names, order and ranks.
+      // Decay groups from the local layout: it keeps the whole layout's tensors and facts.
       optim_(optim,
              zero_stage >= 1
                  ? shard_groups(decay_groups(layout_, optim.decay_mask), plan_.begin(), plan_.end())
@@ -84,30 +83,16 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
         stream_ = std::make_unique<FsdpStream>(dp_, plan_, layout_,
                                                fsdp_ ? param_shard_.data() : params_.data(),
                                                grad_shard_.data(), fsdp_);
-        if (tp_)
-            tp_->set_param_stream(stream_.get());
-        else
-            gpt2_->set_param_stream(stream_.get());
+        model_->set_param_stream(stream_.get());
     }
-}
-
-GPT2& Learner::model() {
-    if (!gpt2_) MESHLM_INVALID("Learner::model(): this learner is tensor parallel");
-    return *gpt2_;
 }
 
 float Learner::forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,
                        int B, int T, float grad_scale) {
-    return tp_ ? tp_->forward(params, tokens, targets, B, T, grad_scale)
-               : gpt2_->forward(params, tokens, targets, B, T, grad_scale);
+    return model_->forward(params, tokens, targets, B, T, grad_scale);
 }
 
-void Learner::backward(const float* params, float* grads) {
-    if (tp_)
-        tp_->backward(params, grads);
-    else
-        gpt2_->backward(params, grads);
-}
+void Learner::backward(const float* params, float* grads) { model_->backward(params, grads); }
 
 float* Learner::whole_params() {
     if (params_.size() == 0) params_ = Buffer<float>(plan_.padded);
@@ -118,36 +103,36 @@ void Learner::init_params(std::uint64_t seed) {
     if (fsdp_) {  // straight into the chunk: the model is never whole on a rank
         std::memset(param_shard_.data(), 0, param_shard_.bytes());
         const std::size_t end = std::min(plan_.end(), layout_.total());
-        if (tp_)
-            tp_init_range(model_cfg_, mp_.size(), mp_.rank(), param_shard_.data(), seed,
-                          plan_.begin(), end);
-        else
-            gpt2_init_range(model_cfg_, layout_, param_shard_.data(), seed, plan_.begin(), end);
+        init_params_range(param_shard_.data(), seed, plan_.begin(), end);
         params_current_ = false;
         return;
     }
-    if (tp_)
-        tp_init_shard(model_cfg_, mp_.size(), mp_.rank(), whole_params(), seed);
-    else
-        gpt2_init(model_cfg_, layout_, whole_params(), seed);
+    std::memset(whole_params(), 0, plan_.padded * sizeof(float));
+    init_params_range(whole_params(), seed, 0, layout_.total());
     params_written();
 }
 
+void Learner::init_params_range(float* params, std::uint64_t seed, std::size_t begin,
+                                std::size_t end) {
+    meshlm::init_params(model_cfg_, layout_, mp_.size(), mp_.rank(), params, seed, begin, end);
+}
+
 float* Learner::full_params_buffer() {
-    if (!tp_) return whole_params();
+    if (!tensor_parallel()) return whole_params();
     if (full_.size() == 0) full_ = Buffer<float>(full_layout_.total());
     return full_.data();
 }
 
 void Learner::full_params_written() {
-    if (tp_) tp_scatter(model_cfg_, mp_.size(), mp_.rank(), full_.data(), whole_params());
+    if (tensor_parallel())
+        tp_scatter(full_layout_, layout_, mp_.size(), mp_.rank(), full_.data(), whole_params());
     params_written();
 }
 
 const float* Learner::full_params() {
     sync_params();
-    if (!tp_) return params_.data();
-    tp_gather(model_cfg_, mp_, params_.data(), full_params_buffer());
+    if (!tensor_parallel()) return params_.data();
+    tp_gather(full_layout_, layout_, mp_, params_.data(), full_params_buffer());
     return full_.data();
 }
 
@@ -168,17 +153,18 @@ void Learner::sync_params() {
 
 std::unique_ptr<AdamW> Learner::make_full_optimizer() const {
     return std::make_unique<AdamW>(optim_cfg_, decay_groups(full_layout_, optim_cfg_.decay_mask),
-                                   tp_ ? full_layout_.total() : plan_.padded);
+                                   tensor_parallel() ? full_layout_.total() : plan_.padded);
 }
 
 std::unique_ptr<AdamW> Learner::gather_optimizer() {
-    if (plan_.stage == 0 && !tp_) return nullptr;
+    const bool tp = tensor_parallel();
+    if (plan_.stage == 0 && !tp) return nullptr;
     auto full = make_full_optimizer();
     // First this model rank's whole local moments (every data rank's chunk), then with TP
     // every model rank's shard placed into the full layout.
     Buffer<float> tm, tv;
     float *m = full->m(), *v = full->v();
-    if (tp_) {
+    if (tp) {
         tm = Buffer<float>(plan_.padded), tv = Buffer<float>(plan_.padded);
         m = tm.data(), v = tv.data();
     }
@@ -190,9 +176,9 @@ std::unique_ptr<AdamW> Learner::gather_optimizer() {
         dp_.all_gather(m, plan_.chunk);
         dp_.all_gather(v, plan_.chunk);
     }
-    if (tp_) {
-        tp_gather(model_cfg_, mp_, m, full->m());
-        tp_gather(model_cfg_, mp_, v, full->v());
+    if (tp) {
+        tp_gather(full_layout_, layout_, mp_, m, full->m());
+        tp_gather(full_layout_, layout_, mp_, v, full->v());
     }
     full->set_steps_taken(optim_.steps_taken());
     return full;
@@ -204,10 +190,10 @@ void Learner::load_optimizer(AdamW& full) {
     if (&full != &optim_) {
         const float *m = full.m(), *v = full.v();
         Buffer<float> tm, tv;
-        if (tp_) {  // this model rank's shard of the full layout first
+        if (tensor_parallel()) {  // this model rank's shard of the full layout first
             tm = Buffer<float>(plan_.padded), tv = Buffer<float>(plan_.padded);
-            tp_scatter(model_cfg_, mp_.size(), mp_.rank(), full.m(), tm.data());
-            tp_scatter(model_cfg_, mp_.size(), mp_.rank(), full.v(), tv.data());
+            tp_scatter(full_layout_, layout_, mp_.size(), mp_.rank(), full.m(), tm.data());
+            tp_scatter(full_layout_, layout_, mp_.size(), mp_.rank(), full.v(), tv.data());
             m = tm.data(), v = tv.data();
         }
         std::memcpy(optim_.m(), m + at, n * sizeof(float));
@@ -280,7 +266,7 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     if (distributed) dp_.all_reduce_sum(&scored, 1);
     const float grad_scale = scored ? 1.f / static_cast<float>(scored) : 0.f;
     double loss = 0;
-    const bool overlap = distributed && gpt2_ && plan_.stage <= 1;
+    const bool overlap = distributed && plan_.stage <= 1;
     if (overlap) reducer_.begin(grads_.data(), grads_.size());
     for (int m = 0; m < micro; ++m) {
         const std::int32_t* tg = targets + m * per;
@@ -291,25 +277,27 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
         // are collectives whose sequence must be the same on every rank. (`scored` is global:
         // a step with nothing to score is skipped by every rank alike.)
         if (n == 0 && (!distributed || scored == 0)) continue;
+        model_->set_dropout_key(drop_seed_, optim_.steps_taken(),
+                                drop_row0_ + static_cast<std::int64_t>(m) * B * dp_.size());
         loss +=
             static_cast<double>(forward(params_.data(), tokens + m * per, tg, B, T, grad_scale)) *
             static_cast<double>(n);
         // On the last micro-batch each block's gradients are final when its backward ends.
         if (overlap && m == micro - 1)
-            gpt2_->set_block_backward_hook([this](int layer) {
+            model_->set_block_backward_hook([this](int layer) {
                 reducer_.ready(block_ranges_[layer].first, block_ranges_[layer].second);
             });
         backward(params_.data(), grads_.data());
-        if (overlap) gpt2_->set_block_backward_hook({});
+        if (overlap) model_->set_block_backward_hook({});
     }
     if (overlap) reducer_.finish();
     if (streamed_) stream_->end();
-    // Exactly zero by softmax's shift invariance; what backward computes is rounding noise that
-    // AdamW would turn into lr-sized steps (model/key_bias.h).
+    // Exactly zero by the math (softmax's shift invariance for the key bias); what backward
+    // computes is rounding noise that AdamW would turn into lr-sized steps.
     if (streamed_)
-        zero_key_bias_grads(layout(), grad_shard_.data(), plan_.begin(), plan_.end());
+        zero_null_grads(layout(), grad_shard_.data(), plan_.begin(), plan_.end());
     else
-        zero_key_bias_grads(layout(), grads_.data());
+        zero_null_grads(layout(), grads_.data(), 0, layout().total());
     if (distributed) dp_.all_reduce_sum(&loss, 1);
     StepStats st;
     st.loss = scored ? static_cast<float>(loss / static_cast<double>(scored)) : 0.f;
@@ -328,7 +316,8 @@ void Learner::reduce_gradients() {
 }
 
 float Learner::clip_gradients() {
-    if (!tp_ && plan_.stage <= 1)
+    const bool tp = tensor_parallel();
+    if (!tp && plan_.stage <= 1)
         return clip_grad_norm(grads_.data(), grads_.size(), optim_cfg_.grad_clip);
     // The global norm from what this rank holds: its chunk (stages 2-3, summed over the data
     // ranks) of its local buffer. With TP, sharded slices are summed over the model ranks and
@@ -337,7 +326,7 @@ float Learner::clip_gradients() {
     float* g = chunked ? grad_shard_.data() : grads_.data();
     const std::size_t lo = chunked ? plan_.begin() : 0, hi = lo + (chunked ? plan_.chunk : 0);
     double sums[2] = {0, 0};  // sharded, replicated
-    if (!tp_) {
+    if (!tp) {
         // One sum over the chunk: bitwise what stage 0 computes on one rank, and a single
         // double on the wire.
         sums[0] = kernels::sum_squares(g, plan_.chunk);
@@ -348,7 +337,7 @@ float Learner::clip_gradients() {
         for (const ParamSlice& s : layout_.slices()) {
             const std::size_t a = std::max(s.offset, lo), b = std::min(s.offset + s.numel, hi);
             if (a < b)
-                sums[tp_split_of(s.name) == TpSplit::replicated] +=
+                sums[s.split == TpSplit::replicated] +=
                     kernels::sum_squares(g + (a - lo), b - a);
         }
         if (dp_.size() > 1) dp_.all_reduce_sum(sums, 2);
@@ -403,7 +392,7 @@ const float* Learner::eval_losses(const std::int32_t* tokens, const std::int32_t
         return nullptr;
     }
     eval_forward(tokens, targets, B, T);
-    return tp_ ? tp_->losses() : gpt2_->losses();
+    return model_->losses();
 }
 
 }  // namespace meshlm

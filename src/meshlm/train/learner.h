@@ -18,8 +18,8 @@
 //            before its backward, and each block's gradients are reduce-scattered as soon as
 //            they are final. On one rank, stage 3 keeps the whole buffers (nothing to shard).
 //
-// Tensor parallel (an `mp` communicator of M > 1 ranks): the model is a TensorParallelGPT2 and
-// every buffer above is this model rank's LOCAL shard layout (parallel/tp_layout.h); ZeRO then
+// Tensor parallel (an `mp` communicator of M > 1 ranks): the model is this rank's shard of the
+// transformer and every buffer above is its LOCAL layout (transformer_layout(cfg, M)); ZeRO then
 // chunks that local buffer over the data-parallel comm, which joins the ranks holding the same
 // shard. Files keep the single-process layout: full_params() gathers it, load_full_params()
 // scatters it, and the optimizer is gathered / loaded in the full layout likewise.
@@ -30,13 +30,13 @@
 #include <vector>
 
 #include "meshlm/core/buffer.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
 #include "meshlm/optim/adamw.h"
 #include "meshlm/parallel/comm.h"
 #include "meshlm/parallel/fsdp.h"
 #include "meshlm/parallel/grad_reducer.h"
 #include "meshlm/parallel/local_comm.h"
-#include "meshlm/parallel/tp_gpt2.h"
+#include "meshlm/parallel/tp_shard.h"
 #include "meshlm/parallel/zero_plan.h"
 
 namespace meshlm {
@@ -56,10 +56,10 @@ class Learner {
     Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
             long total_steps, Comm* dp = nullptr, int zero_stage = 0, Comm* mp = nullptr);
 
-    bool tensor_parallel() const { return tp_ != nullptr; }
-    // The single-process model (tests); throws InvalidInput with tensor parallelism.
-    GPT2& model();
-    // This rank's layout: gpt2_layout, or its tensor-parallel shard.
+    bool tensor_parallel() const { return mp_.size() > 1; }
+    // This rank's model (with tensor parallelism, its shard).
+    Transformer& model() { return *model_; }
+    // This rank's layout: transformer_layout, or its tensor-parallel shard.
     const ParamLayout& layout() const { return layout_; }
     // The single-process layout that files (checkpoints, model.safetensors) use.
     const ParamLayout& full_layout() const { return full_layout_; }
@@ -129,9 +129,10 @@ class Learner {
     std::size_t grad_bytes() const;
     std::size_t optimizer_bytes() const { return optim_.state_bytes(); }
     std::size_t working_bytes() const;
-    std::size_t activation_bytes() const {
-        return tp_ ? tp_->activation_bytes() : gpt2_->activation_bytes();
-    }
+    std::size_t activation_bytes() const { return model_->activation_bytes(); }
+    // Dropout masks of the next train_step: (seed, optimizer step, global row) keyed; row0 = the
+    // global index of this rank's first row in each micro-batch of the global batch.
+    void set_dropout(std::uint64_t seed, std::int64_t row0) { drop_seed_ = seed, drop_row0_ = row0; }
 
   private:
     void reduce_gradients();
@@ -140,6 +141,8 @@ class Learner {
     float forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,
                   int B, int T, float grad_scale);
     void backward(const float* params, float* grads);
+    // The init of `seed` on [begin, end) of this rank's layout, `params` at element begin.
+    void init_params_range(float* params, std::uint64_t seed, std::size_t begin, std::size_t end);
     // The whole parameter buffer (FSDP: allocated on demand, for init, loading and gathering).
     float* whole_params();
     // Forward without gradients (FSDP: streamed between begin(false) and end()).
@@ -152,9 +155,8 @@ class Learner {
     LocalComm local_;
     Comm& dp_;
     Comm& mp_;
-    // Exactly one of the two: the whole model, or this model rank's tensor-parallel shard.
-    std::unique_ptr<GPT2> gpt2_;
-    std::unique_ptr<TensorParallelGPT2> tp_;
+    std::unique_ptr<CommModelGroup> mp_group_;  // tensor parallelism: the layers' collectives
+    std::unique_ptr<Transformer> model_;       // the whole model, or this rank's shard
     ParamLayout layout_, full_layout_;
     ZeroPlan plan_;
     bool fsdp_;      // stage 3 over more than one data rank: parameters and gradients streamed
@@ -166,7 +168,9 @@ class Learner {
     Buffer<float> full_;          // TP: the full_layout() staging buffer (allocated on first use)
     bool params_current_ = true;  // stage 3: params_ holds the gathered current parameters
     std::vector<std::int32_t> masked_row_;  // FSDP: tokens 0 then targets -1, one row of seq_
-    // Stages 0-1 without TP: the gradient all-reduce starts block by block during backward.
+    std::uint64_t drop_seed_ = 0;
+    std::int64_t drop_row0_ = 0;
+    // Stages 0-1: the gradient all-reduce starts block by block during backward.
     GradReducer reducer_;
     std::vector<std::pair<std::size_t, std::size_t>> block_ranges_;  // [lo, hi) per block
 };

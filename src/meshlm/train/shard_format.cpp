@@ -9,8 +9,8 @@
 #include "meshlm/core/error.h"
 #include "meshlm/core/file_sync.h"
 #include "meshlm/io/safetensors.h"
-#include "meshlm/model/gpt2.h"
-#include "meshlm/parallel/tp_layout.h"
+#include "meshlm/model/transformer_layout.h"
+#include "meshlm/parallel/tp_shard.h"
 #include "meshlm/parallel/zero_plan.h"
 
 namespace fs = std::filesystem;
@@ -21,18 +21,14 @@ namespace {
 constexpr const char* kManifestFormat = "meshlm-sharded-checkpoint";
 constexpr const char* kManifest = "layout.json";
 
-const char* split_name(TpSplit s) {
-    switch (s) {
-        case TpSplit::replicated:
-            return "replicated";
-        case TpSplit::rows:
-            return "rows";
-        case TpSplit::columns:
-            return "columns";
-        case TpSplit::qkv_rows:
-            return "qkv_rows";
-    }
-    return "?";
+// How a model rank holds a tensor (q | k | v and gate | up are row splits per section).
+std::string split_name(const ParamSlice& s, int model) {
+    if (model == 1 || s.split == TpSplit::replicated) return "replicated";
+    if (s.split == TpSplit::columns) return "columns";
+    std::string name = "rows";
+    for (std::size_t i = 0; s.sections.size() > 1 && i < s.sections.size(); ++i)
+        name += (i ? "|" : ":") + std::to_string(s.sections[i]);
+    return name;
 }
 
 std::string crc_hex(std::uint32_t crc) {
@@ -65,7 +61,7 @@ ShardGeometry::ShardGeometry(const ModelConfig& cfg, int data_, int model_, int 
     if (data < 1 || model < 1)
         MESHLM_INVALID("a layout needs at least one data and one model rank (got data ", data,
                        ", model ", model, ")");
-    local = model > 1 ? tp_local_layout(cfg, model) : gpt2_layout(cfg);
+    local = transformer_layout(cfg, model);
     chunk = ZeroPlan(local.total(), data, 0, zero_stage).chunk;  // also checks the stage
 }
 
@@ -112,7 +108,7 @@ nlohmann::json write_shard_manifest(const std::string& dir, const ModelConfig& c
             {{"name", s.name},
              {"shape", shape_json(s.shape)},
              {"offset", s.offset},
-             {"split", split_name(g.model > 1 ? tp_split_of(s.name) : TpSplit::replicated)}});
+             {"split", split_name(s, g.model)}});
     // Every model rank's local layout has the same shapes; each is listed for readers that
     // place shards by the manifest alone.
     nlohmann::json ranks = nlohmann::json::array();
@@ -186,7 +182,7 @@ ShardManifest read_shard_manifest(const std::string& dir, const ModelConfig& cfg
                                " slices, the config ", g.local.slices().size(), other);
             for (std::size_t i = 0; i < sl.size(); ++i) {
                 const ParamSlice& s = g.local.slices()[i];
-                const char* split = split_name(M > 1 ? tp_split_of(s.name) : TpSplit::replicated);
+                const std::string split = split_name(s, M);
                 if (sl[i].at("name") != s.name || sl[i].at("shape") != shape_json(s.shape) ||
                     sl[i].at("offset") != s.offset || sl[i].at("split") != split)
                     MESHLM_INVALID(path, ": model rank ", m, " slice ", i, " is ", sl[i].dump(),
@@ -267,7 +263,8 @@ ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest
 long assemble_shards(const std::string& dir, const ShardManifest& manifest, const ModelConfig& cfg,
                      float* params, float* m, float* v) {
     const ShardGeometry& g = manifest.geometry;
-    const std::size_t full_total = gpt2_layout(cfg).total(), n = g.local.total();
+    const ParamLayout full_layout = transformer_layout(cfg);
+    const std::size_t full_total = full_layout.total(), n = g.local.total();
     // The buffers asked for (m and v may be left out) and the shard tensors that fill them.
     std::vector<float*> outs = {params};
     std::vector<std::vector<float> ShardChunk::*> parts = {&ShardChunk::params};
@@ -291,7 +288,7 @@ long assemble_shards(const std::string& dir, const ShardManifest& manifest, cons
             if (g.model == 1)
                 std::copy_n(local[k].data(), n, outs[k]);
             else
-                tp_place(cfg, g.model, mi, local[k].data(), outs[k]);
+                tp_place(full_layout, g.local, g.model, mi, local[k].data(), outs[k]);
         }
     }
     return step;
@@ -302,13 +299,14 @@ nlohmann::json write_shards_from_full(const std::string& dir, const ModelConfig&
                                       nlohmann::json& files) {
     const std::size_t n = g.local.total();
     std::vector<float> lp(n, 0.f), lm(n, 0.f), lv(n, 0.f);
+    const ParamLayout full_layout = transformer_layout(cfg);
     std::vector<ShardFile> shards;
     for (int mi = 0; mi < g.model; ++mi) {
         const float *p = full.params.data(), *m = full.m.data(), *v = full.v.data();
         if (g.model > 1) {
-            tp_scatter(cfg, g.model, mi, full.params.data(), lp.data());
-            tp_scatter(cfg, g.model, mi, full.m.data(), lm.data());
-            tp_scatter(cfg, g.model, mi, full.v.data(), lv.data());
+            tp_scatter(full_layout, g.local, g.model, mi, full.params.data(), lp.data());
+            tp_scatter(full_layout, g.local, g.model, mi, full.m.data(), lm.data());
+            tp_scatter(full_layout, g.local, g.model, mi, full.v.data(), lv.data());
             p = lp.data(), m = lm.data(), v = lv.data();
         }
         for (int d = 0; d < g.data; ++d) {

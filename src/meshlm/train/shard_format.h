@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "meshlm/model/model_config.h"
-#include "meshlm/model/param_layout.h"
+#include "meshlm/core/param_layout.h"
 #include "meshlm/train/checkpoint.h"
 
 namespace meshlm {
@@ -81,7 +81,7 @@ struct ShardChunk {
 ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest, int data_index,
                            int model_index);
 
-// Every shard into buffers of the single-process layout (gpt2_layout(cfg).total() floats);
+// Every shard into buffers of the single-process layout (transformer_layout(cfg).total() floats);
 // m and v may be nullptr (weights only). Returns the optimizer step (the same in every shard).
 long assemble_shards(const std::string& dir, const ShardManifest& manifest, const ModelConfig& cfg,
                      float* params, float* m, float* v);

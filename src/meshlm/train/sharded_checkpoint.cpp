@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "meshlm/core/error.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/parallel/fault.h"
 #include "meshlm/train/all_ranks.h"
 #include "meshlm/train/shard_format.h"
@@ -109,7 +110,7 @@ std::string write_checkpoint_for_layout(const std::string& run_dir, const Traine
                                         const CheckpointConfig& cfg) {
     const ShardGeometry g(model, data, model_ranks, zero_stage);  // validates the layout
     if (data * model_ranks == 1)
-        return write_checkpoint(run_dir, state, gpt2_layout(model), full.params.data(),
+        return write_checkpoint(run_dir, state, transformer_layout(model), full.params.data(),
                                 full.m.data(), full.v.data(), full.step, cfg);
     const std::string tmp = stage_checkpoint(run_dir, state.step);
     nlohmann::json files = nlohmann::json::object();

@@ -1,29 +1,32 @@
-// Inference-only GPT-2 with a KV cache: decodes S sequences together, one token each per step,
-// without recomputing their prefixes. The math is GPT2::forward's (same parameter layout, same
-// kernels for LayerNorm, GELU and the prompt pass); steps use the decode kernels (skinny linear,
+// Inference with a KV cache: decodes S sequences together, one token each per step, without
+// recomputing their prefixes. It is the transformer's math from the same layers: the prompt
+// pass (prefill) runs the Transformer itself and keeps every block's rotated keys and values;
+// steps run each block's layers on one row per sequence with the decode kernels (skinny linear,
 // single-query attention over the cache), so a step's cost is flat in the position apart from
-// the O(t C) attention.
+// the O(t C) attention. The cache holds the model's key/value heads (n_kv_head of them).
 //
-// The prompt pass (prefill) always runs in fp32: it is compute-bound and oneDNN's sgemm is fast
-// there. With DecodePrecision::bf16, steps read bf16 copies of the weight matrices (made at each
-// prefill), halving the bytes a step reads; activations and sums stay fp32.
+// The prefill always runs in fp32: it is compute-bound and oneDNN's sgemm is fast there. With
+// DecodePrecision::bf16, steps read bf16 copies of the weight matrices (made at each prefill),
+// halving the bytes a step reads; activations and sums stay fp32.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "meshlm/core/buffer.h"
-#include "meshlm/model/gpt2.h"
+#include "meshlm/model/transformer.h"
 
 namespace meshlm {
 
 enum class DecodePrecision { fp32, bf16 };
 
-class GPT2Decoder {
+class Decoder {
   public:
     // Caches for num_seqs sequences of up to max_seq positions (0: the model's max_seq_len).
-    GPT2Decoder(const ModelConfig& cfg, int num_seqs, int max_seq = 0,
-                DecodePrecision precision = DecodePrecision::fp32);
+    Decoder(const ModelConfig& cfg, int num_seqs, int max_seq = 0,
+            DecodePrecision precision = DecodePrecision::fp32);
+    ~Decoder();
 
     const ModelConfig& config() const { return cfg_; }
     int num_seqs() const { return S_; }
@@ -33,7 +36,8 @@ class GPT2Decoder {
 
     // Runs tokens [rows, T] in one batched pass and makes them the whole cache (positions
     // 0..T-1): rows == 1 gives every sequence the same prompt, rows == S one row each.
-    // Returns the next-token logits [S, V]. params (layout of gpt2_layout) are read afresh.
+    // Returns the next-token logits [S, V]. params (layout of transformer_layout) are read
+    // afresh.
     const float* prefill(const float* params, const std::int32_t* tokens, int T, int rows = 1);
     // Appends tokens[s] at position() to each sequence s with tokens[s] >= 0 and returns the
     // next-token logits [S, V]; sequences with tokens[s] < 0 are skipped (their cache is not
@@ -48,18 +52,23 @@ class GPT2Decoder {
 
     ModelConfig cfg_;
     ParamLayout layout_;
+    TensorBinder binder_;
+    Norm norm_;
+    Attention attn_;
+    Mlp mlp_;
     int S_, max_seq_;
     DecodePrecision precision_;
     int pos_ = 0;
-    GPT2Weights w_;
+    ModelTensors w_;
     const float* params_ = nullptr;     // the buffer w_ points into
     Buffer<std::uint16_t> params16_;    // bf16 copy of params (bf16 precision only)
-    std::vector<Buffer<float>> k_, v_;  // per layer: [S, H, max_seq, D]
+    std::vector<Buffer<float>> k_, v_;  // per layer: [S, K, max_seq, D]
+    // The prefill's model, planned for (prompt_rows_, prompt_T_) and rebuilt for a larger prompt.
+    std::unique_ptr<Transformer> prompt_;
+    int prompt_rows_ = 0, prompt_T_ = 0;
     // Step activations, rows = active sequences.
-    Buffer<float> x_, ln_, qkv_, atty_, proj_, fch_, mean_, rstd_, logits_;
-    std::vector<std::int32_t> active_;
-    // Prefill activations, resized to the prompt.
-    std::vector<float> px_, pln_, pqkv_, patty_, plse_, pproj_, pfch_, pmean_, prstd_;
+    Buffer<float> x_, ln_, qkv_, y_, proj_, h_, a_, mlp_out_, mean_, rstd_, logits_;
+    std::vector<std::int32_t> active_, pos_rows_;
 };
 
 }  // namespace meshlm

@@ -1,0 +1,62 @@
+#include "meshlm/model/attention.h"
+
+#include "meshlm/model/linear.h"
+#include "meshlm/model/positions.h"
+
+namespace meshlm {
+namespace k = kernels;
+
+Attention::Attention(const ModelConfig& cfg, int model, int rank)
+    : C(cfg.d_model),
+      D(cfg.head_dim()),
+      H(cfg.n_head),
+      K(cfg.kv_heads()),
+      Hl(cfg.n_head / model),
+      Kl(cfg.kv_heads() / model),
+      head0(rank * (cfg.n_head / model)),
+      rope(cfg.position == "rope"),
+      rope_dim(cfg.rotary_dims()),
+      interleaved(cfg.rope_style == "interleaved") {
+    if (rope) inv_freq = rope_inv_freq(cfg);
+    if (cfg.position == "alibi") {
+        const std::vector<float> all = alibi_slopes(cfg.n_head);
+        slopes.assign(all.begin() + head0, all.begin() + head0 + Hl);
+    }
+}
+
+void Attention::rotate(float* qkv, const std::int32_t* pos, int N, int T) const {
+    if (!rope) return;
+    k::rope_forward(qkv, qkv_width(), pos, N, T, Hl, D, rope_dim, interleaved, inv_freq.data());
+    k::rope_forward(qkv + Hl * D, qkv_width(), pos, N, T, Kl, D, rope_dim, interleaved,
+                    inv_freq.data());
+}
+
+void Attention::forward(float* out, float* qkv, float* y, float* lse, const float* x,
+                        const BlockTensors& w, int B, int T, const k::AttnDropout* drop,
+                        bool accumulate) const {
+    const int N = B * T;
+    linear::forward(qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width());
+    rotate(qkv, nullptr, N, T);
+    k::attention_forward(y, lse, qkv, B, T, Hl, Kl, D, slopes.empty() ? nullptr : slopes.data(),
+                         drop);
+    linear::forward(out, y, w.proj_w, nullptr, N, y_width(), C, accumulate);
+}
+
+void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,
+                         const float* x, const float* qkv, const float* y, const float* lse,
+                         const BlockTensors& w, int B, int T, const k::AttnDropout* drop,
+                         bool accumulate) const {
+    const int N = B * T;
+    linear::backward(dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C);
+    k::attention_backward(dqkv, dy, y, lse, qkv, B, T, Hl, Kl, D,
+                          slopes.empty() ? nullptr : slopes.data(), drop);
+    if (rope) {
+        k::rope_backward(dqkv, qkv_width(), nullptr, N, T, Hl, D, rope_dim, interleaved,
+                         inv_freq.data());
+        k::rope_backward(dqkv + Hl * D, qkv_width(), nullptr, N, T, Kl, D, rope_dim, interleaved,
+                         inv_freq.data());
+    }
+    linear::backward(dx, g.qkv_w, g.qkv_b, dqkv, x, w.qkv_w, N, C, qkv_width(), accumulate);
+}
+
+}  // namespace meshlm

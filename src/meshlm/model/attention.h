@@ -1,0 +1,49 @@
+// The attention layer of a block, for this model rank's heads (all of them on one rank):
+//   qkv = x Wqkv^T + bqkv            (N, (Hl + 2 Kl) D): q heads | k heads | v heads
+//   q, k rotated by RoPE             (position = rope; the first rope_dim dims of each head)
+//   y   = softmax(q k^T / sqrt(D) - slope (i - j), causal) v, query head h reading kv head
+//         h / (H / K) (GQA; ALiBi's term only with position = alibi), dropout on the probabilities
+//   out = y Wp^T                     (N, C): column-parallel in, row-parallel out, so under
+//                                    tensor parallelism `out` is this rank's partial sum; the
+//                                    block reduces it and adds bp once
+// Backward from dout (replicated):
+//   dy = dout Wp, dWp += dout^T y;  dqkv = attention^T(dy);  rotate dq, dk back;
+//   dx (partial) = dqkv Wqkv, dWqkv += dqkv^T x, dbqkv += sum dqkv
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "meshlm/kernels/kernels.h"
+#include "meshlm/model/model_config.h"
+#include "meshlm/model/tensors.h"
+
+namespace meshlm {
+
+struct Attention {
+    int C, D, H, K, Hl, Kl, head0;  // H, K: whole model; Hl, Kl: this rank's; head0: first head
+    bool rope;
+    int rope_dim;
+    bool interleaved;
+    std::vector<float> inv_freq;  // rope_dim / 2
+    std::vector<float> slopes;    // this rank's heads' ALiBi slopes; empty without ALiBi
+
+    Attention(const ModelConfig& cfg, int model, int rank);
+    int qkv_width() const { return (Hl + 2 * Kl) * D; }
+    int y_width() const { return Hl * D; }
+
+    // out (=, or += when accumulate) y Wp^T; qkv, y (N, Hl D), lse (Hl N) are kept for backward.
+    void forward(float* out, float* qkv, float* y, float* lse, const float* x,
+                 const BlockTensors& w, int B, int T, const kernels::AttnDropout* drop,
+                 bool accumulate) const;
+    // dx (=, or += when accumulate) this rank's part of dL/dx; dy (N, Hl D) and dqkv (N, qkv
+    // width) are scratch.
+    void backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,
+                  const float* x, const float* qkv, const float* y, const float* lse,
+                  const BlockTensors& w, int B, int T, const kernels::AttnDropout* drop,
+                  bool accumulate) const;
+    // Applies RoPE to rows of qkv (stride qkv_width()) at positions pos (null: n % T).
+    void rotate(float* qkv, const std::int32_t* pos, int N, int T) const;
+};
+
+}  // namespace meshlm

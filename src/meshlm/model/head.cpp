@@ -1,0 +1,40 @@
+#include "meshlm/model/head.h"
+
+#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/vocab_parallel.h"
+#include "meshlm/model/embedding.h"
+#include "meshlm/model/linear.h"
+
+namespace meshlm {
+namespace k = kernels;
+
+Head::Head(const ModelConfig& cfg, ModelComm& comm)
+    : C(cfg.d_model), V(cfg.vocab_size), z_loss(cfg.z_loss), mp(&comm) {
+    const VocabShard s = vocab_shard(V, comm.size(), comm.rank());
+    v0 = s.first;
+    Vvalid = s.valid;
+    Vl = s.rows;
+}
+
+void Head::logits(float* logits, const float* x, const float* W, const float* b, int N) const {
+    linear::forward(logits, x, W, b, N, C, Vl);
+}
+
+void Head::loss(float* logits, float* losses, float* row_max, float* stats,
+                const std::int32_t* targets, int N, float grad_scale) const {
+    if (mp->size() == 1)
+        return k::softmax_cross_entropy(logits, losses, targets, N, V, V, grad_scale, z_loss);
+    k::ce_row_max(row_max, logits, targets, N, Vvalid, Vl);
+    mp->max(row_max, N);
+    k::ce_row_sums(stats, logits, targets, row_max, v0, N, Vvalid, Vl, grad_scale != 0.f);
+    mp->sum(stats, 2 * static_cast<std::size_t>(N));
+    k::ce_finish(logits, losses, targets, row_max, stats, v0, N, Vvalid, Vl, grad_scale, z_loss);
+}
+
+void Head::backward(float* dx, float* dW, float* db, const float* dlogits, const float* x,
+                    const float* W, int N) const {
+    linear::backward(dx, dW, db, dlogits, x, W, N, C, Vl);
+    mp->sum(dx, static_cast<std::size_t>(N) * C);
+}
+
+}  // namespace meshlm

@@ -1,0 +1,42 @@
+#include "meshlm/model/mlp.h"
+
+#include "meshlm/model/linear.h"
+
+namespace meshlm {
+namespace k = kernels;
+
+namespace {
+k::Act act_of(const std::string& mlp) {
+    if (mlp == "gelu" || mlp == "geglu") return k::Act::gelu;
+    if (mlp == "relu") return k::Act::relu;
+    if (mlp == "sqrelu") return k::Act::sqrelu;
+    if (mlp == "swiglu") return k::Act::silu;
+    return k::Act::gelu_tanh;
+}
+}  // namespace
+
+Mlp::Mlp(const ModelConfig& cfg, int model)
+    : C(cfg.d_model), Fl(cfg.mlp_width() / model), gated(cfg.gated_mlp()), act(act_of(cfg.mlp)) {}
+
+void Mlp::forward(float* out, float* h, float* a, const float* x, const BlockTensors& w, int N,
+                  bool accumulate) const {
+    linear::forward(h, x, w.fc_w, w.fc_b, N, C, h_width());
+    if (gated)
+        k::glu_forward(act, a, h, N, Fl);
+    else
+        k::activation_forward(act, a, h, static_cast<std::size_t>(N) * Fl);
+    linear::forward(out, a, w.out_w, nullptr, N, Fl, C, accumulate);
+}
+
+void Mlp::backward(float* dx, BlockTensors& g, float* da, float* dh, const float* dout,
+                   const float* x, const float* h, const float* a, const BlockTensors& w, int N,
+                   bool accumulate) const {
+    linear::backward(da, g.out_w, nullptr, dout, a, w.out_w, N, Fl, C);
+    if (gated)
+        k::glu_backward(act, dh, h, da, N, Fl);
+    else
+        k::activation_backward(act, dh, h, da, static_cast<std::size_t>(N) * Fl);
+    linear::backward(dx, g.fc_w, g.fc_b, dh, x, w.fc_w, N, C, h_width(), accumulate);
+}
+
+}  // namespace meshlm

@@ -1,0 +1,33 @@
+// The MLP of a block, this model rank's slice of its width (Fl = F / M):
+//   h   = x Wfc^T + bfc       (N, Fl), or (N, 2 Fl) gate | up for gated units
+//   a   = act(h)              gelu_tanh, gelu, relu, sqrelu; swiglu: silu(gate) * up,
+//                             geglu: gelu(gate) * up
+//   out = a Wo^T              (N, C): this rank's partial sum (row-parallel; the block reduces
+//                             it and adds bo once)
+// Backward: da = dout Wo, dWo += dout^T a;  dh = act'(h) da (GLU: both halves);
+//           dx (partial) = dh Wfc, dWfc += dh^T x, dbfc += sum dh
+#pragma once
+
+#include "meshlm/kernels/kernels.h"
+#include "meshlm/model/model_config.h"
+#include "meshlm/model/tensors.h"
+
+namespace meshlm {
+
+struct Mlp {
+    int C, Fl;
+    bool gated;
+    kernels::Act act;
+
+    Mlp(const ModelConfig& cfg, int model);
+    int h_width() const { return gated ? 2 * Fl : Fl; }
+
+    void forward(float* out, float* h, float* a, const float* x, const BlockTensors& w, int N,
+                 bool accumulate) const;
+    // da (N, Fl) and dh (N, h_width()) are scratch.
+    void backward(float* dx, BlockTensors& g, float* da, float* dh, const float* dout,
+                  const float* x, const float* h, const float* a, const BlockTensors& w, int N,
+                  bool accumulate) const;
+};
+
+}  // namespace meshlm

@@ -1,0 +1,56 @@
+#include "meshlm/model/model_config.h"
+
+#include <initializer_list>
+
+#include "meshlm/core/error.h"
+#include "meshlm/model/transformer_layout.h"
+
+namespace meshlm {
+namespace {
+
+void one_of(const std::string& key, const std::string& v, std::initializer_list<const char*> ok) {
+    std::string list;
+    for (const char* o : ok) {
+        if (v == o) return;
+        list += list.empty() ? o : std::string(", ") + o;
+    }
+    MESHLM_INVALID("model.", key, " must be one of ", list, " (got '", v, "')");
+}
+
+}  // namespace
+
+void check_model_config(const ModelConfig& c) {
+    one_of("block", c.block, {"sequential", "parallel"});
+    one_of("norm", c.norm, {"layernorm", "rmsnorm"});
+    one_of("position", c.position, {"learned", "rope", "alibi", "none"});
+    one_of("rope_style", c.rope_style, {"interleaved", "half"});
+    one_of("rope_scaling", c.rope_scaling, {"none", "linear", "llama3"});
+    one_of("mlp", c.mlp, {"gelu_tanh", "gelu", "relu", "sqrelu", "swiglu", "geglu"});
+    one_of("init", c.init, {"gpt2", "fan_in"});
+    if (c.n_head < 1 || c.d_model % c.n_head != 0)
+        MESHLM_INVALID("model.n_head (", c.n_head, ") must divide model.d_model (", c.d_model, ")");
+    if (c.n_kv_head < 0 || c.n_head % c.kv_heads() != 0)
+        MESHLM_INVALID("model.n_kv_head (", c.n_kv_head, ") must divide model.n_head (", c.n_head,
+                       "); 0 means n_head");
+    if (c.position == "rope") {
+        const int rd = c.rotary_dims();
+        if (rd % 2 != 0 || rd > c.head_dim())
+            MESHLM_INVALID("model.rope_dim (", c.rope_dim,
+                           ") must be even and at most the head width d_model / n_head = ",
+                           c.head_dim(), " (0 = all of it)");
+    }
+    for (float p : {c.dropout_embd, c.dropout_attn, c.dropout_resid})
+        if (!(p >= 0.f && p < 1.f))
+            MESHLM_INVALID("model.dropout_* rates must be in [0, 1) (got ", p, ")");
+}
+
+bool ModelConfig::same_shapes(const ModelConfig& o) const {
+    const ParamLayout a = transformer_layout(*this), b = transformer_layout(o);
+    if (a.slices().size() != b.slices().size()) return false;
+    for (std::size_t i = 0; i < a.slices().size(); ++i)
+        if (a.slices()[i].name != b.slices()[i].name || !(a.slices()[i].shape == b.slices()[i].shape))
+            return false;
+    return true;
+}
+
+}  // namespace meshlm

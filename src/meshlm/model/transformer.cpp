@@ -1,0 +1,309 @@
+// Transformer forward and hand-written backward; the layers' math is in their headers. Per block
+// (N = B*T rows; dres holds dL/d(block output) on entry to the block's backward):
+//   sequential forward                       backward
+//   ln1 = norm1(x)                           g = drop(dres); dbo += sum g
+//   mid = x + drop(reduce(attn(ln1)) + bp)   dln = reduce(mlp^T(g)); dres += norm2^T(dln)
+//   ln2 = norm2(mid)                         g = drop(dres); dbp += sum g
+//   out = mid + drop(reduce(mlp(ln2)) + bo)  dln = reduce(attn^T(g)); dres += norm1^T(dln)
+//   parallel forward                         backward
+//   ln1 = norm1(x)                           g = drop(dres); dbp, dbo += sum g
+//   out = x + drop(reduce(attn(ln1) +        dln = reduce(mlp^T(g) + attn^T(g))
+//                  mlp(ln1)) + bp + bo)      dres += norm1^T(dln)
+// reduce() sums over the model ranks (Megatron's g; its backward f is the reduce of dln).
+// Head: logits = head(norm_f(x_L)); the loss gradient overwrites the logits in place, then
+// dlnf = reduce(dlogits W), dres = norm_f^T(dlnf), and the embedding backward scatters dres into
+// wte and wpe (a tied head adds both uses into wte).
+#include "meshlm/model/transformer.h"
+
+#include <cstring>
+
+#include "meshlm/core/error.h"
+#include "meshlm/kernels/kernels.h"
+#include "meshlm/model/linear.h"
+#include "meshlm/model/transformer_layout.h"
+
+namespace meshlm {
+namespace k = kernels;
+
+namespace {
+
+// Lays activations out in one pass, either counting (arena == nullptr) or taking.
+struct Planner {
+    Arena* arena;
+    std::size_t floats = 0;
+    float* take(std::size_t n) {
+        floats += Arena::padded(n);
+        return arena ? arena->take(n) : nullptr;
+    }
+};
+
+enum Site { kEmbd = 0, kAttnResid = 1, kMlpResid = 2, kAttnProbs = 3 };
+
+// The Philox stream of one dropout site of one step: masks never repeat across steps, layers
+// or sites, and depend on nothing else.
+std::uint64_t dropout_stream(std::int64_t step, int layer, int site) {
+    return ((static_cast<std::uint64_t>(step) * 4096 + static_cast<std::uint64_t>(layer + 1)) *
+            8) + static_cast<std::uint64_t>(site);
+}
+
+}  // namespace
+
+std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, int model) {
+    // Transformer::plan() takes the same buffers; its constructor checks the two agree.
+    const std::size_t N = static_cast<std::size_t>(B) * T, C = cfg.d_model;
+    const Attention attn(cfg, model, 0);
+    const Mlp mlp(cfg, model);
+    const std::size_t Vl = static_cast<std::size_t>(vocab_shard(cfg.vocab_size, model, 0).rows);
+    const bool seq = cfg.block == "sequential";
+    Planner p{nullptr};
+    p.take(N * C);
+    for (int l = 0; l < cfg.n_layer; ++l) {
+        for (std::size_t n : {N * C, N, N, N * attn.qkv_width(), N * attn.y_width(), N * attn.Hl})
+            p.take(n);
+        if (seq)
+            for (std::size_t n : {N * C, N * C, N, N}) p.take(n);
+        for (std::size_t n : {N * mlp.h_width(), N * mlp.Fl, N * C}) p.take(n);
+    }
+    for (std::size_t n : {N * C, N, N, N * Vl, N, N, 2 * N}) p.take(n);
+    for (std::size_t n : {N * C, N * C, N * C, N * attn.y_width(), N * attn.qkv_width(),
+                          N * mlp.Fl, N * mlp.h_width()})
+        p.take(n);
+    return p.floats;
+}
+
+Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, ModelComm* mp)
+    : cfg_(cfg),
+      mp_(mp ? mp : &single_),
+      layout_(transformer_layout(cfg, mp_->size())),
+      embed_layer_(cfg, *mp_),
+      norm_(cfg),
+      attn_(cfg, mp_->size(), mp_->rank()),
+      mlp_(cfg, mp_->size()),
+      head_(cfg, *mp_),
+      parallel_block_(cfg.block == "parallel"),
+      max_batch_(max_batch),
+      max_seq_(max_seq),
+      acts_(transformer_activation_floats(cfg, max_batch, max_seq, mp_->size())),
+      views_(layout_, cfg.n_layer) {
+    MESHLM_CHECK(max_seq <= cfg.max_seq_len || cfg.position != "learned", "sequence length ",
+                 max_seq, " exceeds max_seq_len ", cfg.max_seq_len);
+    Planner p{&acts_};
+    plan(p);
+    MESHLM_CHECK(p.floats == acts_.capacity(), "activation plan of ", p.floats,
+                 " floats, counted ", acts_.capacity());
+}
+
+template <typename P>
+void Transformer::plan(P& p) {
+    const std::size_t N = static_cast<std::size_t>(max_batch_) * max_seq_, C = cfg_.d_model;
+    embed_ = p.take(N * C);
+    blocks_.resize(cfg_.n_layer);
+    for (auto& b : blocks_) {
+        b.ln1 = p.take(N * C);
+        b.mean1 = p.take(N);
+        b.rstd1 = p.take(N);
+        b.qkv = p.take(N * attn_.qkv_width());
+        b.y = p.take(N * attn_.y_width());
+        b.lse = p.take(N * attn_.Hl);
+        b.mid = b.ln2 = b.mean2 = b.rstd2 = nullptr;
+        if (!parallel_block_) {
+            b.mid = p.take(N * C);
+            b.ln2 = p.take(N * C);
+            b.mean2 = p.take(N);
+            b.rstd2 = p.take(N);
+        }
+        b.h = p.take(N * mlp_.h_width());
+        b.a = p.take(N * mlp_.Fl);
+        b.out = p.take(N * C);
+    }
+    lnf_ = p.take(N * C);
+    lnf_mean_ = p.take(N);
+    lnf_rstd_ = p.take(N);
+    logits_ = p.take(N * head_.Vl);
+    losses_ = p.take(N);
+    row_max_ = p.take(N);
+    ce_stats_ = p.take(2 * N);
+    dres_ = p.take(N * C);
+    dln_ = p.take(N * C);
+    dbranch_ = p.take(N * C);
+    dy_ = p.take(N * attn_.y_width());
+    dqkv_ = p.take(N * attn_.qkv_width());
+    da_ = p.take(N * mlp_.Fl);
+    dh_ = p.take(N * mlp_.h_width());
+}
+
+k::AttnDropout Transformer::attn_dropout(int layer) const {
+    k::AttnDropout d;
+    d.rate = cfg_.dropout_attn;
+    d.seed = drop_seed_;
+    d.stream = dropout_stream(drop_step_, layer, kAttnProbs);
+    d.row0 = drop_row0_;
+    d.head0 = attn_.head0;
+    d.n_head = attn_.H;
+    return d;
+}
+
+void Transformer::close_branch(float* out, const float* b1, const float* b2,
+                               const float* residual, int N, int layer, int site, bool train) {
+    const int C = cfg_.d_model;
+    mp_->sum(out, static_cast<std::size_t>(N) * C);
+    const float rate = cfg_.dropout_resid;
+    if (train && rate > 0.f) {
+        // Biases join before the mask: dropout(branch + b), as nn.Dropout after nn.Linear.
+#pragma omp parallel for schedule(static)
+        for (int n = 0; n < N; ++n) {
+            float* o = out + static_cast<std::size_t>(n) * C;
+            for (int c = 0; c < C; ++c) o[c] += (b1 ? b1[c] : 0.f) + (b2 ? b2[c] : 0.f);
+        }
+        k::dropout(out, N, C, rate, drop_seed_, dropout_stream(drop_step_, layer, site),
+                   drop_row0_ * T_);
+        k::residual_forward(out, out, residual, static_cast<std::size_t>(N) * C);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+        float* o = out + static_cast<std::size_t>(n) * C;
+        const float* r = residual + static_cast<std::size_t>(n) * C;
+        if (b2) {
+#pragma omp simd
+            for (int c = 0; c < C; ++c) o[c] = ((o[c] + b1[c]) + b2[c]) + r[c];
+        } else if (b1) {
+#pragma omp simd
+            for (int c = 0; c < C; ++c) o[c] = (o[c] + b1[c]) + r[c];
+        } else {
+#pragma omp simd
+            for (int c = 0; c < C; ++c) o[c] = o[c] + r[c];
+        }
+    }
+}
+
+const float* Transformer::branch_grad(int N, int layer, int site) {
+    if (!dropped_ || cfg_.dropout_resid <= 0.f) return dres_;
+    const std::size_t NC = static_cast<std::size_t>(N) * cfg_.d_model;
+    std::memcpy(dbranch_, dres_, NC * sizeof(float));
+    k::dropout(dbranch_, N, cfg_.d_model, cfg_.dropout_resid, drop_seed_,
+               dropout_stream(drop_step_, layer, site), drop_row0_ * T_);
+    return dbranch_;
+}
+
+void Transformer::block_forward(int l, const float* x, int B, int T, bool train) {
+    const int N = B * T;
+    const BlockTensors& w = views_.w.blocks[l];
+    BlockActs& a = blocks_[l];
+    const k::AttnDropout drop = attn_dropout(l);
+    const k::AttnDropout* pdrop = train && drop.rate > 0.f ? &drop : nullptr;
+    norm_.forward(a.ln1, a.mean1, a.rstd1, x, w.ln1_w, w.ln1_b, N);
+    if (parallel_block_) {
+        attn_.forward(a.out, a.qkv, a.y, a.lse, a.ln1, w, B, T, pdrop, false);
+        mlp_.forward(a.out, a.h, a.a, a.ln1, w, N, true);
+        close_branch(a.out, w.proj_b, w.out_b, x, N, l, kAttnResid, train);
+        return;
+    }
+    attn_.forward(a.mid, a.qkv, a.y, a.lse, a.ln1, w, B, T, pdrop, false);
+    close_branch(a.mid, w.proj_b, nullptr, x, N, l, kAttnResid, train);
+    norm_.forward(a.ln2, a.mean2, a.rstd2, a.mid, w.ln2_w, w.ln2_b, N);
+    mlp_.forward(a.out, a.h, a.a, a.ln2, w, N, false);
+    close_branch(a.out, w.out_b, nullptr, a.mid, N, l, kMlpResid, train);
+}
+
+void Transformer::block_backward(int l, const float* x, int B, int T) {
+    const int N = B * T, C = cfg_.d_model;
+    const std::size_t NC = static_cast<std::size_t>(N) * C;
+    const BlockTensors& w = views_.w.blocks[l];
+    BlockTensors& g = views_.g.blocks[l];
+    const BlockActs& a = blocks_[l];
+    const k::AttnDropout drop = attn_dropout(l);
+    const k::AttnDropout* pdrop = dropped_ && drop.rate > 0.f ? &drop : nullptr;
+    if (parallel_block_) {
+        const float* gb = branch_grad(N, l, kAttnResid);
+        if (g.proj_b) linear::bias_backward(g.proj_b, gb, N, C);
+        if (g.out_b) linear::bias_backward(g.out_b, gb, N, C);
+        mlp_.backward(dln_, g, da_, dh_, gb, a.ln1, a.h, a.a, w, N, false);
+        attn_.backward(dln_, g, dy_, dqkv_, gb, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, true);
+        mp_->sum(dln_, NC);
+        norm_.backward(dres_, g.ln1_w, g.ln1_b, dln_, x, w.ln1_w, a.mean1, a.rstd1, N);
+        return;
+    }
+    const float* gm = branch_grad(N, l, kMlpResid);
+    if (g.out_b) linear::bias_backward(g.out_b, gm, N, C);
+    mlp_.backward(dln_, g, da_, dh_, gm, a.ln2, a.h, a.a, w, N, false);
+    mp_->sum(dln_, NC);
+    norm_.backward(dres_, g.ln2_w, g.ln2_b, dln_, a.mid, w.ln2_w, a.mean2, a.rstd2, N);
+    const float* ga = branch_grad(N, l, kAttnResid);
+    if (g.proj_b) linear::bias_backward(g.proj_b, ga, N, C);
+    attn_.backward(dln_, g, dy_, dqkv_, ga, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, false);
+    mp_->sum(dln_, NC);
+    norm_.backward(dres_, g.ln1_w, g.ln1_b, dln_, x, w.ln1_w, a.mean1, a.rstd1, N);
+}
+
+float Transformer::forward(const float* params, const std::int32_t* tokens,
+                           const std::int32_t* targets, int B, int T, float grad_scale) {
+    // The plan is by tokens: any (B, T) with B*T <= max_batch*max_seq and T <= max_seq fits
+    // (sequence-length warmup trains more, shorter rows in the same memory).
+    MESHLM_CHECK(B >= 1 && T >= 1 && T <= max_seq_ &&
+                     static_cast<long>(B) * T <= static_cast<long>(max_batch_) * max_seq_,
+                 "batch (", B, ", ", T, ") does not fit the planned (", max_batch_, ", ", max_seq_,
+                 ")");
+    const int N = B * T, C = cfg_.d_model;
+    const bool train = targets && grad_scale != 0.f;
+    B_ = B;
+    T_ = T;
+    using Pass = ParamStream::Pass;
+    views_.begin(params, nullptr, Pass::forward);
+    const ModelTensors& w = views_.w;
+
+    embed_layer_.forward(embed_, tokens, nullptr, w.wte, w.wpe, N, T);
+    if (train && cfg_.dropout_embd > 0.f)
+        k::dropout(embed_, N, C, cfg_.dropout_embd, drop_seed_, dropout_stream(drop_step_, -1, kEmbd),
+                   drop_row0_ * T);
+    const float* x = embed_;
+    for (int l = 0; l < cfg_.n_layer; ++l) {
+        views_.begin_block(l, Pass::forward);
+        block_forward(l, x, B, T, train);
+        views_.end_block(l, Pass::forward);
+        x = blocks_[l].out;
+    }
+    norm_.forward(lnf_, lnf_mean_, lnf_rstd_, x, w.lnf_w, w.lnf_b, N);
+    head_.logits(logits_, lnf_, w.head_w, w.head_b, N);
+
+    tokens_ = tokens;
+    grad_ready_ = false;
+    dropped_ = train;
+    if (!targets) return 0.f;
+    head_.loss(logits_, losses_, row_max_, ce_stats_, targets, N, grad_scale);
+    grad_ready_ = grad_scale != 0.f;
+    double sum = 0;
+    int valid = 0;
+    for (int n = 0; n < N; ++n)
+        if (targets[n] >= 0) sum += losses_[n], ++valid;
+    return valid ? static_cast<float>(sum / valid) : 0.f;
+}
+
+void Transformer::backward(const float* params, float* grads) {
+    MESHLM_CHECK(grad_ready_, "backward() needs a forward() with targets and grad_scale != 0");
+    grad_ready_ = false;
+    const int B = B_, T = T_, N = B * T, C = cfg_.d_model;
+    const std::size_t NC = static_cast<std::size_t>(N) * C;
+    using Pass = ParamStream::Pass;
+    views_.begin(params, grads, Pass::backward);
+    const ModelTensors &w = views_.w, &g = views_.g;
+
+    head_.backward(dln_, g.head_w, g.head_b, logits_, lnf_, w.head_w, N);
+    std::memset(dres_, 0, NC * sizeof(float));
+    const float* x_last = cfg_.n_layer ? blocks_.back().out : embed_;
+    norm_.backward(dres_, g.lnf_w, g.lnf_b, dln_, x_last, w.lnf_w, lnf_mean_, lnf_rstd_, N);
+    views_.head_done();
+    for (int l = cfg_.n_layer - 1; l >= 0; --l) {
+        views_.begin_block(l, Pass::backward);
+        block_backward(l, l ? blocks_[l - 1].out : embed_, B, T);
+        views_.end_block(l, Pass::backward);
+        if (block_hook_) block_hook_(l);
+    }
+    if (dropped_ && cfg_.dropout_embd > 0.f)
+        k::dropout(dres_, N, C, cfg_.dropout_embd, drop_seed_,
+                   dropout_stream(drop_step_, -1, kEmbd), drop_row0_ * T);
+    embed_layer_.backward(g.wte, g.wpe, dres_, tokens_, N, T);
+    views_.embeddings_done();
+}
+
+}  // namespace meshlm

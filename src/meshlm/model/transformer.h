@@ -1,0 +1,134 @@
+// The transformer: every model family is one of these, composed from a ModelConfig.
+//   x = dropout(embedding(tokens))
+//   per block, sequential:  x = x + dropout(attn(norm1(x)));  x = x + dropout(mlp(norm2(x)))
+//              parallel:    h = norm1(x);  x = x + dropout(attn(h) + mlp(h))   (GPT-J)
+//   logits = head(norm_f(x)); loss = mean cross-entropy over the scored targets
+// The same code runs on one process or as model rank `rank` of M tensor-parallel ranks
+// (Megatron-style: attention heads, key/value heads and the MLP width split column-parallel
+// in, row-parallel out; embedding and head split by vocabulary): it differs only in the widths
+// and in calls to the ModelComm, whose sums are no-ops on one rank. Everything outside the
+// column/row pairs -- the residual stream, the norms, their inputs and dL/d(residual) -- is
+// replicated: each rank computes it from reduced values, so the gradients of replicated
+// parameters come out bit-identical on every model rank and need no reduction of their own.
+//
+// The model owns only its activations, planned for at most (max_batch, max_seq) when it is
+// built; parameters and gradients are flat buffers laid out by layout() (transformer_layout)
+// handed in by the caller, or arrive a unit at a time from a ParamStream, so sharding strategies
+// can hand it gathered views.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "meshlm/core/buffer.h"
+#include "meshlm/core/model_comm.h"
+#include "meshlm/core/param_layout.h"
+#include "meshlm/core/param_stream.h"
+#include "meshlm/model/attention.h"
+#include "meshlm/model/embedding.h"
+#include "meshlm/model/head.h"
+#include "meshlm/model/mlp.h"
+#include "meshlm/model/model_config.h"
+#include "meshlm/model/norm.h"
+#include "meshlm/model/tensors.h"
+
+namespace meshlm {
+
+// Floats of activations a model rank plans for a (B, T) batch; info reports it without building.
+std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, int model = 1);
+
+class Transformer {
+  public:
+    // `mp` (outliving the model) is the model-parallel group; nullptr = one rank.
+    Transformer(const ModelConfig& cfg, int max_batch, int max_seq, ModelComm* mp = nullptr);
+
+    const ModelConfig& config() const { return cfg_; }
+    const ParamLayout& layout() const { return layout_; }  // this rank's (transformer_layout)
+    int model_ranks() const { return mp_->size(); }
+    int vocab_begin() const { return head_.v0; }  // first vocabulary column of logits()
+    int vocab_local() const { return head_.Vvalid; }  // real (unpadded) columns of logits()
+    int logits_stride() const { return head_.Vl; }
+    std::size_t activation_bytes() const { return acts_.capacity() * sizeof(float); }
+
+    // Dropout masks are keyed by (seed, step, layer, global row): `row0` is the index of this
+    // call's first row in the step's global batch. Only training forwards (grad_scale != 0) drop.
+    void set_dropout_key(std::uint64_t seed, std::int64_t step, std::int64_t row0) {
+        drop_seed_ = seed, drop_step_ = step, drop_row0_ = row0;
+    }
+
+    // Runs the model on tokens (B, T), B*T <= max_batch*max_seq and T <= max_seq. With targets,
+    // returns the mean cross-entropy over the rows whose target is >= 0, and when grad_scale !=
+    // 0 leaves scale * dloss/dlogits in the logits buffer for backward(). Without targets,
+    // returns 0 and leaves the logits. Collective over the model ranks.
+    float forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,
+                  int B, int T, float grad_scale = 0.f);
+    // Accumulates gradients (+=) into grads for the last forward (which had grad_scale != 0).
+    void backward(const float* params, float* grads);
+
+    // With a stream (nullptr = none), forward and backward take parameters and put gradients a
+    // unit at a time through it (FSDP) and ignore their params / grads arguments.
+    void set_param_stream(ParamStream* stream) { views_.set_stream(stream); }
+    // Called by backward() as soon as block `layer`'s parameter gradients are complete for this
+    // call (layers L-1 down to 0), so data parallelism can start reducing them while earlier
+    // blocks are still being differentiated. The embeddings and the head finish only at the end.
+    void set_block_backward_hook(std::function<void(int layer)> hook) {
+        block_hook_ = std::move(hook);
+    }
+
+    const float* logits() const { return logits_; }  // (B*T, logits_stride()) after forward
+    // Block `layer`'s q | k | v rows of the last forward, q and k rotated (the decoder's cache).
+    const float* block_qkv(int layer) const { return blocks_[layer].qkv; }
+    const float* losses() const { return losses_; }  // (B*T) per-token losses
+
+  private:
+    struct BlockActs {
+        float *ln1, *mean1, *rstd1;  // (N,C) (N) (N)
+        float* qkv;                  // (N, qkv width), q and k rotated
+        float *y, *lse;              // (N, Hl D) (Hl N)
+        float* mid;                  // (N,C) residual after attention (sequential)
+        float *ln2, *mean2, *rstd2;  // sequential
+        float *h, *a;                // MLP: (N, h width) (N, Fl)
+        float* out;                  // (N,C) residual after the block
+    };
+    template <typename P>
+    void plan(P& p);
+    // out = reduce(out) + b1 (+ b2), dropped out, + residual: closes a row-parallel branch.
+    void close_branch(float* out, const float* b1, const float* b2, const float* residual, int N,
+                      int layer, int site, bool train);
+    // The gradient entering a branch: dres, masked like the branch's dropout (into scratch).
+    const float* branch_grad(int N, int layer, int site);
+    kernels::AttnDropout attn_dropout(int layer) const;
+    void block_forward(int l, const float* x, int B, int T, bool train);
+    void block_backward(int l, const float* x, int B, int T);
+
+    ModelConfig cfg_;
+    SingleRank single_;
+    ModelComm* mp_;
+    ParamLayout layout_;
+    Embedding embed_layer_;
+    Norm norm_;
+    Attention attn_;
+    Mlp mlp_;
+    Head head_;
+    bool parallel_block_;
+    int max_batch_, max_seq_;
+    Arena acts_;
+    float* embed_;  // (N,C) residual stream entering block 0
+    std::vector<BlockActs> blocks_;
+    float *lnf_, *lnf_mean_, *lnf_rstd_;  // (N,C) (N) (N)
+    float* logits_;                       // (N,Vl), reused in place for dlogits
+    float *losses_, *row_max_, *ce_stats_;
+    // Backward scratch, shared by all blocks.
+    float *dres_, *dln_, *dbranch_, *dy_, *dqkv_, *da_, *dh_;
+    WeightViews views_;
+    const std::int32_t* tokens_ = nullptr;
+    int B_ = 0, T_ = 0;
+    bool grad_ready_ = false, dropped_ = false;
+    std::uint64_t drop_seed_ = 0;
+    std::int64_t drop_step_ = 0, drop_row0_ = 0;
+    std::function<void(int)> block_hook_;
+};
+
+}  // namespace meshlm

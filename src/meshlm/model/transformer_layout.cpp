@@ -1,0 +1,138 @@
+#include "meshlm/model/transformer_layout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "meshlm/core/error.h"
+#include "meshlm/core/rng.h"
+
+namespace meshlm {
+namespace {
+
+// Builds slices in order, with their facts, for one model rank.
+class Builder {
+  public:
+    Builder(const ModelConfig& cfg, int model) : cfg_(cfg), M_(model) {}
+
+    void add(const std::string& name, Shape full, int layer, int unit, TpSplit split,
+             InitRule init, float std = 0.f, std::vector<std::int64_t> sections = {}) {
+        ParamSlice s;
+        s.name = name;
+        s.full_shape = full;
+        s.layer = layer;
+        s.unit = unit;
+        s.split = split;  // a fact of the tensor, whatever the rank count
+        s.sections = std::move(sections);
+        s.shape = tp_local_shape(s, M_);
+        s.decay = full.ndim == 2;
+        s.init = init;
+        s.init_std = std;
+        s.index = static_cast<int>(layout.slices().size());
+        layout.add(std::move(s));
+    }
+    // A weight matrix [out, in]: N(0, std) by the init rule.
+    float matrix_std(std::int64_t fan_in, bool residual) const {
+        if (cfg_.init == "fan_in") return 1.f / std::sqrt(static_cast<float>(fan_in));
+        return residual ? cfg_.init_std / std::sqrt(2.f * cfg_.n_layer) : cfg_.init_std;
+    }
+    void norm(const std::string& name, int layer, int unit) {
+        const std::int64_t C = cfg_.d_model;
+        add(name + ".weight", {C}, layer, unit, TpSplit::replicated, InitRule::ones);
+        if (cfg_.norm_bias) add(name + ".bias", {C}, layer, unit, TpSplit::replicated, InitRule::zeros);
+    }
+
+    ParamLayout layout;
+
+  private:
+    const ModelConfig& cfg_;
+    int M_;
+};
+
+void check_divides(int n, int model, const char* what, const char* key) {
+    if (n % model != 0)
+        MESHLM_INVALID(what, " (", key, " = ", n, ") do not divide over parallel.model = ", model,
+                       " model ranks; choose a parallel.model that divides ", n);
+}
+
+}  // namespace
+
+ParamLayout transformer_layout(const ModelConfig& cfg, int model) {
+    check_model_config(cfg);
+    MESHLM_CHECK(model >= 1, "parallel.model must be at least 1");
+    const std::int64_t C = cfg.d_model, V = cfg.vocab_size, H = cfg.n_head, K = cfg.kv_heads(),
+                       D = cfg.head_dim(), F = cfg.mlp_width(), L = cfg.n_layer;
+    if (model > 1) {
+        check_divides(cfg.n_head, model, "attention heads", "model.n_head");
+        check_divides(cfg.kv_heads(), model, "key/value heads", "model.n_kv_head");
+        check_divides(cfg.mlp_width(), model, "MLP widths", "model.d_ff");
+    }
+    Builder b(cfg, model);
+    const auto rows = TpSplit::rows, cols = TpSplit::columns, rep = TpSplit::replicated;
+    const auto normal = InitRule::normal, zeros = InitRule::zeros;
+    // Embeddings count as one-hot linears: fan-in = rows.
+    b.add("wte.weight", {V, C}, -1, 0, rows, normal, b.matrix_std(V, false));
+    if (cfg.position == "learned")
+        b.add("wpe.weight", {cfg.max_seq_len, C}, -1, 0, rep, normal,
+              b.matrix_std(cfg.max_seq_len, false));
+    const std::int64_t fc_rows = cfg.gated_mlp() ? 2 * F : F;
+    const std::vector<std::int64_t> qkv_sections{H * D, K * D, K * D};
+    const std::vector<std::int64_t> fc_sections =
+        cfg.gated_mlp() ? std::vector<std::int64_t>{F, F} : std::vector<std::int64_t>{F};
+    for (int l = 0; l < L; ++l) {
+        const std::string h = "h." + std::to_string(l) + ".";
+        const int u = l + 1;
+        b.norm(h + "ln_1", l, u);
+        b.add(h + "attn.c_attn.weight", {(H + 2 * K) * D, C}, l, u, rows, normal,
+              b.matrix_std(C, false), qkv_sections);
+        if (cfg.qkv_bias) {
+            b.add(h + "attn.c_attn.bias", {(H + 2 * K) * D}, l, u, rows, zeros, 0, qkv_sections);
+            // The key bias shifts every score of a query by the same q.b: softmax ignores it,
+            // so its gradient is exactly zero -- unless rotary positions rotate it per position.
+            if (cfg.position != "rope") {
+                ParamSlice& s = const_cast<ParamSlice&>(b.layout.slices().back());
+                const std::size_t q = s.shape.dims[0] * H / (H + 2 * K),
+                                  k = s.shape.dims[0] * K / (H + 2 * K);
+                s.null_grad_begin = q;
+                s.null_grad_end = q + k;
+            }
+        }
+        b.add(h + "attn.c_proj.weight", {C, H * D}, l, u, cols, normal, b.matrix_std(H * D, true));
+        if (cfg.proj_bias) b.add(h + "attn.c_proj.bias", {C}, l, u, rep, zeros);
+        if (cfg.block == "sequential") b.norm(h + "ln_2", l, u);
+        b.add(h + "mlp.c_fc.weight", {fc_rows, C}, l, u, rows, normal, b.matrix_std(C, false),
+              fc_sections);
+        if (cfg.mlp_bias) b.add(h + "mlp.c_fc.bias", {fc_rows}, l, u, rows, zeros, 0, fc_sections);
+        b.add(h + "mlp.c_proj.weight", {C, F}, l, u, cols, normal, b.matrix_std(F, true));
+        if (cfg.mlp_bias) b.add(h + "mlp.c_proj.bias", {C}, l, u, rep, zeros);
+    }
+    const int last = cfg.n_layer + 1;
+    b.norm("ln_f", -1, last);
+    if (!cfg.tied_head) b.add("lm_head.weight", {V, C}, -1, last, rows, normal, b.matrix_std(C, false));
+    if (cfg.head_bias) b.add("lm_head.bias", {V}, -1, last, rows, zeros);
+    return std::move(b.layout);
+}
+
+void init_params(const ModelConfig& cfg, const ParamLayout& layout, int model, int rank,
+                 float* params, std::uint64_t seed, std::size_t begin, std::size_t end) {
+    for (const ParamSlice& s : layout.slices()) {
+        tp_for_each_piece(s, model, rank, [&](std::size_t fo, std::size_t lo, std::size_t n) {
+            const std::size_t at = s.offset + lo;  // the piece, locally
+            const std::size_t a = std::max(at, begin), b = std::min(at + n, end);
+            if (a >= b) return;
+            float* p = params + (a - begin);
+            const std::size_t count = b - a;
+            if (s.init != InitRule::normal) {
+                std::fill_n(p, count, s.init == InitRule::ones ? 1.f : 0.f);
+                return;
+            }
+            // Element j of the whole tensor is draw j of its stream: a piece starts drawing
+            // at its first element.
+            Philox rng(seed, 0x1000 + static_cast<std::uint64_t>(s.index));
+            rng.set_counter(fo + (a - at));
+            for (std::size_t k = 0; k < count; ++k) p[k] = s.init_std * rng.normal();
+        });
+    }
+}
+
+}  // namespace meshlm
