@@ -205,6 +205,8 @@ def silu(x):
 
 
 def rope_inv_freq(cfg):
+    if "inv_freq" in cfg:  # not a meshlm key: hf_families_reference.py's llama3 frequencies
+        return cfg["inv_freq"]
     _, _, _, _, _, _, R = dims(cfg)
     i = torch.arange(R // 2, dtype=F64)
     return cfg["rope_base"] ** (-2.0 * i / R)
