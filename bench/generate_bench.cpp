@@ -14,6 +14,7 @@
 #include "meshlm/core/rng.h"
 #include "meshlm/infer/generate.h"
 #include "meshlm/kernels/kernels.h"
+#include "meshlm/model/transformer_layout.h"
 
 using namespace meshlm;
 using Clock = std::chrono::steady_clock;
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
     kernels::set_threads(threads);
     ParamLayout layout = transformer_layout(cfg);
     std::vector<float> params(layout.total());
-    gpt2_init(cfg, layout, params.data(), 1234);
+    init_params(cfg, layout, params.data(), 1234);
     Philox rng(42, 0);
     std::vector<std::int32_t> prompt(prompt_len);
     for (auto& t : prompt) t = static_cast<std::int32_t>(rng.below(cfg.vocab_size));

@@ -11,6 +11,7 @@
 #include "meshlm/io/safetensors.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/decoder.h"
+#include "meshlm/model/transformer_layout.h"
 #include "test_util.h"
 
 namespace meshlm {
@@ -26,7 +27,7 @@ double scaled_error(const float* a, const float* b, int n) {
     return err / scale;
 }
 
-class Decoder : public ::testing::Test {
+class KvDecoder : public ::testing::Test {
   protected:
     void SetUp() override {
         kernels::set_threads(2);
@@ -66,7 +67,7 @@ class Decoder : public ::testing::Test {
     std::vector<float> params_;
 };
 
-TEST_F(Decoder, StepLogitsEqualFullForwardAndTransformersAtEveryPosition) {
+TEST_F(KvDecoder, StepLogitsEqualFullForwardAndTransformersAtEveryPosition) {
     const int V = cfg_.vocab_size;
     auto prompt = file_->i32("prompt_0");
     const int P = static_cast<int>(prompt.size());
@@ -101,7 +102,7 @@ TEST_F(Decoder, StepLogitsEqualFullForwardAndTransformersAtEveryPosition) {
     std::printf("  max error vs full forward %.2e, vs transformers %.2e\n", worst, worst_hf);
 }
 
-TEST_F(Decoder, PrefillOfOneRowPerSequenceThenSteps) {
+TEST_F(KvDecoder, PrefillOfOneRowPerSequenceThenSteps) {
     const int V = cfg_.vocab_size, S = 2, T0 = 8;
     std::vector<std::int32_t> a = concat(file_->i32("prompt_1"), file_->i32("greedy_1"));
     std::vector<std::int32_t> b = concat(file_->i32("prompt_0"), file_->i32("penalty_0"));
@@ -118,7 +119,7 @@ TEST_F(Decoder, PrefillOfOneRowPerSequenceThenSteps) {
     }
 }
 
-TEST_F(Decoder, Bf16WeightsStayCloseToFp32) {
+TEST_F(KvDecoder, Bf16WeightsStayCloseToFp32) {
     const int V = cfg_.vocab_size;
     auto seq = concat(file_->i32("prompt_1"), file_->i32("greedy_1"));
     auto full = forward(seq);
@@ -136,7 +137,7 @@ TEST_F(Decoder, Bf16WeightsStayCloseToFp32) {
     std::printf("  bf16 max error vs fp32 forward %.2e\n", worst);
 }
 
-TEST_F(Decoder, RejectsOverflowAndBadTokens) {
+TEST_F(KvDecoder, RejectsOverflowAndBadTokens) {
     Decoder dec(cfg_, 1, 4);
     std::vector<std::int32_t> p = {1, 2, 3, 4};
     dec.prefill(params_.data(), p.data(), 4);

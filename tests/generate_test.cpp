@@ -60,9 +60,8 @@ TEST_F(Generate, GreedyEqualsTransformers) {
         EXPECT_EQ(out[0].tokens, expect) << "prompt " << p;
         EXPECT_EQ(out[0].reason, StopReason::max_tokens);
         // The original entry point gives the same tokens and streams them in order.
-        Transformer model(cfg_, 1, cfg_.max_seq_len);
         std::vector<std::int32_t> streamed;
-        auto legacy = generate(model, params_.data(), prompt, -1, greedy(),
+        auto legacy = generate(cfg_, params_.data(), prompt, -1, greedy(),
                                [&](std::int32_t id) { streamed.push_back(id); });
         EXPECT_EQ(legacy, expect);
         EXPECT_EQ(streamed, expect);

@@ -19,7 +19,7 @@ TEST(Gpt2BlockHook, FiresPerBlockWithFinalGradients) {
     Transformer model(cfg, B, T);
     const ParamLayout& layout = model.layout();
     Buffer<float> params(layout.total()), grads(layout.total());
-    gpt2_init(cfg, layout, params.data(), 7);
+    init_params(cfg, layout, params.data(), 7);
     std::vector<std::int32_t> tokens(B * T), targets(B * T);
     Philox rng(3, 0);
     for (int i = 0; i < B * T; ++i) {

@@ -52,7 +52,7 @@ TEST(GradReducer, StartsBlocksDuringBackwardAndCoversTheRestAtTheEnd) {
     Transformer model(cfg, 2, 8);
     const ParamLayout& layout = model.layout();
     Buffer<float> params(layout.total()), grads(layout.total());
-    gpt2_init(cfg, layout, params.data(), 1);
+    init_params(cfg, layout, params.data(), 1);
     RecordingComm comm(grads.data());
     GradReducer reducer(comm, 1000);  // buckets of 1000 floats
     reducer.begin(grads.data(), grads.size());

@@ -123,7 +123,7 @@ TEST(HfConvert, ImportedModelGivesTransformersLogits) {
     EXPECT_EQ(hf.cfg.model.n_head, 4);
     EXPECT_EQ(hf.cfg.model.vocab_size, ref.V);
     EXPECT_EQ(hf.cfg.model.max_seq_len, 32);
-    EXPECT_FLOAT_EQ(hf.cfg.model.ln_eps, 1e-5f);
+    EXPECT_FLOAT_EQ(hf.cfg.model.norm_eps, 1e-5f);
     auto mine = meshlm_logits(hf.cfg.model, hf.params.data(), ref.tokens, ref.B, ref.T);
     const double d = max_abs_diff(mine, ref.values);
     std::printf("import: max |meshlm - transformers| = %.3g (logits up to %.3g)\n", d,
@@ -277,7 +277,7 @@ TEST(HfConvert, TokenizerJsonTravelsBothWays) {
     m.max_seq_len = 16;
     const ParamLayout layout = transformer_layout(m);
     Buffer<float> params(layout.total());
-    gpt2_init(m, layout, params.data(), 5);
+    init_params(m, layout, params.data(), 5);
     write_hf_gpt2(tmp + "/hf", m, layout, params.data(), {});
     fs::copy_file(tok, tmp + "/hf/tokenizer.json");
     auto r = convert("--from hf --to meshlm " + tmp + "/hf " + tmp + "/run");

@@ -94,14 +94,14 @@ TEST(Fsdp, ChunkInitEqualsThatPartOfTheWholeInit) {
     const ModelConfig m = small_model();
     const ParamLayout layout = transformer_layout(m);
     std::vector<float> whole(layout.total());
-    gpt2_init(m, layout, whole.data(), 11);
+    init_params(m, layout, whole.data(), 11);
     for (int n : {2, 3, 7}) {
         const ZeroPlan plan(layout.total(), n, 0, 3);
         for (int r = 0; r < n; ++r) {
             const std::size_t begin = plan.chunk * r,
                               end = std::min(begin + plan.chunk, layout.total());
             std::vector<float> chunk(end - begin, -7.f);
-            gpt2_init_range(m, layout, chunk.data(), 11, begin, end);
+            init_params(m, layout, 1, 0, chunk.data(), 11, begin, end);
             for (std::size_t i = begin; i < end; ++i) {
                 // Alignment gaps between slices are not the init's: the whole buffer has 0.
                 if (chunk[i - begin] == -7.f && whole[i] == 0.f) continue;
@@ -120,7 +120,7 @@ TEST(Fsdp, StreamOnOneRankEqualsFlatBuffers) {
     Transformer flat(m, B, T), streamed(m, B, T);
     const ParamLayout& layout = flat.layout();
     std::vector<float> params(layout.total()), grads(layout.total(), 0.f);
-    gpt2_init(m, layout, params.data(), 7);
+    init_params(m, layout, params.data(), 7);
     Philox rng(1, 2);
     std::vector<std::int32_t> tokens(B * T), targets(B * T);
     random_tokens(B, T, m.vocab_size, rng, tokens.data(), targets.data());

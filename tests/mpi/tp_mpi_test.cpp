@@ -1,6 +1,8 @@
-// Tensor parallelism on real ranks (run under mpirun -np 2 and -np 4): TensorParallelGPT2 on
-// every (data x model) mesh that fits the world -- TP 2, TP 4, TP 2 x DP 2 -- against the
-// single-process Transformer on the same parameters, which every rank also runs: logits, loss, every
+// Tensor parallelism on real ranks (run under mpirun -np 2 and -np 4): the transformer's shard on
+// every (data x model) mesh that fits the world -- TP 2, TP 4, TP 2 x DP 2 -- and for three
+// families (GPT-2 with a vocabulary that does not divide, GPT-J-style parallel blocks with
+// partial interleaved rotary and an untied biased head, Llama-style GQA + SwiGLU + RMSNorm)
+// against the single-process Transformer on the same parameters, which every rank also runs: logits, loss, every
 // gradient (gathered to the full layout), bit-identical replicated gradients across model
 // ranks, and 20 AdamW steps with global-norm clipping (losses and final weights).
 // Assertions are EXPECT_*: a rank that returned early would skip collectives its peers enter.
@@ -16,10 +18,9 @@
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/model/key_bias.h"
 #include "meshlm/optim/adamw.h"
 #include "meshlm/parallel/mesh.h"
-#include "meshlm/parallel/tp_gpt2.h"
+#include "meshlm/parallel/traffic.h"
 #include "meshlm/parallel/tp_shard.h"
 #include "mpi_main.h"
 
@@ -28,15 +29,48 @@ namespace {
 
 constexpr int kB = 4, kT = 16;
 
-ModelConfig small_config() {
+ModelConfig family_config(const std::string& family) {
     ModelConfig cfg;
     cfg.n_layer = 2;
     cfg.d_model = 64;
     cfg.n_head = 4;
-    cfg.vocab_size = 96;  // divisible by 2 and 4 (an uneven vocabulary is padded, not split)
+    cfg.vocab_size = 97;  // divides by neither 2 nor 4: padded inside the model
     cfg.max_seq_len = 16;
     cfg.init_std = 0.05f;
+    if (family == "gptj") {
+        cfg.block = "parallel";
+        cfg.position = "rope";
+        cfg.rope_style = "interleaved";
+        cfg.rope_dim = 8;
+        cfg.qkv_bias = cfg.proj_bias = false;
+        cfg.tied_head = false;
+        cfg.head_bias = true;
+    } else if (family == "llama") {
+        cfg.n_head = 8;
+        cfg.n_kv_head = 4;
+        cfg.norm = "rmsnorm";
+        cfg.norm_bias = false;
+        cfg.position = "rope";
+        cfg.mlp = "swiglu";
+        cfg.d_ff = 96;
+        cfg.qkv_bias = cfg.proj_bias = cfg.mlp_bias = false;
+        cfg.tied_head = false;
+    }
     return cfg;
+}
+
+// Bytes one forward (with targets) + backward sends from model rank `rank` (parallel/traffic.h
+// convention), counted from the model's structure: the (N, C) all-reduces of the embedding, of
+// every row-parallel output (two per sequential block, one per parallel block, forward) and of
+// every column-parallel input gradient (the same number, backward), of the head's input
+// gradient, and the cross-entropy's row max (N) and statistics (2N).
+std::uint64_t tp_step_bytes(const ModelConfig& cfg, int model, int rank, int B, int T) {
+    const std::size_t N = static_cast<std::size_t>(B) * T, NC = N * cfg.d_model;
+    const int per_block = cfg.block == "parallel" ? 1 : 2;
+    const int wide = 2 + 2 * per_block * cfg.n_layer;
+    return wide * traffic_all_reduce(NC, model, rank, sizeof(float)) +
+           traffic_all_reduce(N, model, rank, sizeof(float)) +
+           traffic_all_reduce(2 * N, model, rank, sizeof(float));
 }
 
 struct Batch {
@@ -82,16 +116,22 @@ float max_abs(const std::vector<float>& x) {
 // One (data, model) mesh: D data-parallel replicas, each M-way tensor parallel.
 class TpRun {
   public:
-    TpRun(Comm& world, int D, int M)
-        : cfg(small_config()),
+    TpRun(Comm& world, int D, int M, const std::string& family)
+        : cfg(family_config(family)),
           mesh(world, D, M),
+          group(mesh.model_comm()),
           full_layout(transformer_layout(cfg)),
           ref(cfg, kB, kT),
-          tp(cfg, mesh.model_comm(), kB / D, kT),
+          tp(cfg, kB / D, kT, &group),
           full(full_layout.total()),
           local(tp.layout().total()) {
-        gpt2_init(cfg, full_layout, full.data(), 1234);
-        tp_init_shard(cfg, M, mesh.model_index(), local.data(), 1234);
+        init_params(cfg, full_layout, full.data(), 1234);
+        // Biases and norms away from 0 and 1, so a wrong split of them cannot hide.
+        Philox rng(5, 6);
+        for (const ParamSlice& s : full_layout.slices())
+            if (!s.is_matrix())
+                for (std::size_t j = 0; j < s.numel; ++j) full[s.offset + j] += 0.1f * rng.normal();
+        tp_scatter(full_layout, tp.layout(), M, mesh.model_index(), full.data(), local.data());
     }
     // This data rank's rows of a global batch.
     std::size_t row0() const { return static_cast<std::size_t>(mesh.data_index()) * rows(); }
@@ -122,20 +162,22 @@ class TpRun {
 
     ModelConfig cfg;
     DeviceMesh mesh;
+    CommModelGroup group;
     ParamLayout full_layout;
     Transformer ref;
-    TensorParallelGPT2 tp;
+    Transformer tp;
     std::vector<float> full, local;
 };
 
-class TpMpi : public ::testing::TestWithParam<std::pair<int, int>> {};
+class TpMpi : public ::testing::TestWithParam<std::tuple<int, int, std::string>> {};
 
 TEST_P(TpMpi, LogitsLossAndGradientsMatchSingleProcess) {
-    const auto [D, M] = GetParam();
+    const auto [D, M, family] = GetParam();
     if (D * M != test::mpi_world().size()) GTEST_SKIP() << "needs " << D * M << " ranks";
-    TpRun run(test::mpi_world(), D, M);
+    TpRun run(test::mpi_world(), D, M, family);
     const Batch b = make_batch(0, run.cfg.vocab_size);
-    const int V = run.cfg.vocab_size, Vl = V / M, N = run.rows() * kT;
+    const int V = run.cfg.vocab_size, Vl = run.tp.vocab_local(), ld = run.tp.logits_stride(),
+              N = run.rows() * kT;
 
     // Logits: this rank's columns of its rows, without ever forming (N, V) on a TP rank.
     run.ref.forward(run.full.data(), b.tokens.data(), nullptr, kB, kT);
@@ -145,7 +187,7 @@ TEST_P(TpMpi, LogitsLossAndGradientsMatchSingleProcess) {
     for (int n = 0; n < N; ++n)
         for (int v = 0; v < Vl; ++v) {
             const float r = run.ref.logits()[(off + n) * V + run.tp.vocab_begin() + v];
-            max_diff = std::max(max_diff, std::fabs(run.tp.logits()[n * Vl + v] - r));
+            max_diff = std::max(max_diff, std::fabs(run.tp.logits()[n * ld + v] - r));
             max_ref = std::max(max_ref, std::fabs(r));
         }
     EXPECT_LE(max_diff, 1e-5f * max_ref);
@@ -158,7 +200,8 @@ TEST_P(TpMpi, LogitsLossAndGradientsMatchSingleProcess) {
     EXPECT_EQ(run.mesh.model_comm().bytes_sent(),
               tp_step_bytes(run.cfg, M, run.mesh.model_index(), run.rows(), kT));
 
-    tp_gather(run.cfg, run.mesh.model_comm(), g_local.data(), g_gathered.data());
+    tp_gather(run.full_layout, run.tp.layout(), run.mesh.model_comm(), g_local.data(),
+              g_gathered.data());
     float worst = 0;
     for (const ParamSlice& s : run.full_layout.slices()) {
         const auto [diff, ref] = slice_diff(s, g_gathered.data(), g_full.data());
@@ -167,7 +210,7 @@ TEST_P(TpMpi, LogitsLossAndGradientsMatchSingleProcess) {
     }
     // Replicated gradients: identical bits on every model rank (max == min over the group).
     for (const ParamSlice& s : run.tp.layout().slices()) {
-        if (tp_split_of(s.name) != TpSplit::replicated) continue;
+        if (s.split != TpSplit::replicated) continue;
         std::vector<float> hi(g_local.begin() + s.offset, g_local.begin() + s.offset + s.numel);
         std::vector<float> lo = hi;
         run.mesh.model_comm().all_reduce_max(hi.data(), hi.size());
@@ -175,14 +218,14 @@ TEST_P(TpMpi, LogitsLossAndGradientsMatchSingleProcess) {
         EXPECT_EQ(hi, lo) << s.name;
     }
     if (test::mpi_world().rank() == 0)
-        std::printf("data %d x model %d: loss %.7f vs %.7f, worst gradient diff / max %.2e\n", D, M,
-                    l_tp, l_ref, worst);
+        std::printf("%s, data %d x model %d: loss %.7f vs %.7f, worst gradient diff / max %.2e\n",
+                    family.c_str(), D, M, l_tp, l_ref, worst);
 }
 
 TEST_P(TpMpi, TwentyAdamWStepsMatchSingleProcess) {
-    const auto [D, M] = GetParam();
+    const auto [D, M, family] = GetParam();
     if (D * M != test::mpi_world().size()) GTEST_SKIP() << "needs " << D * M << " ranks";
-    TpRun run(test::mpi_world(), D, M);
+    TpRun run(test::mpi_world(), D, M, family);
     OptimConfig oc;
     oc.weight_decay = 0.1f;
     const float lr = 1e-3f, max_norm = 0.5f;
@@ -196,11 +239,12 @@ TEST_P(TpMpi, TwentyAdamWStepsMatchSingleProcess) {
         const auto [l_ref, l_tp] = run.step_grads(b, g_full, g_local);
         EXPECT_LE(std::fabs(l_tp - l_ref), 1e-5f * l_ref) << "step " << step;
         worst_loss = std::max(worst_loss, std::fabs(l_tp - l_ref) / l_ref);
-        // Both runs' key-bias gradients are rounding noise (model/key_bias.h): AdamW would
-        // random-walk them apart by ~3e-5 in 20 steps. Zeroed, the weights compare exactly.
+        // Both runs' key-bias gradients are rounding noise (ParamSlice::null_grad_begin): AdamW
+        // would random-walk them apart by ~3e-5 in 20 steps. Zeroed, the weights compare exactly.
         const float scale = max_abs(g_full);
-        EXPECT_LE(zero_key_bias_grads(run.full_layout, g_full.data()), 1e-7f * scale);
-        EXPECT_LE(zero_key_bias_grads(run.tp.layout(), g_local.data()), 1e-7f * scale);
+        EXPECT_LE(zero_null_grads(run.full_layout, g_full.data(), 0, g_full.size()), 1e-7f * scale);
+        EXPECT_LE(zero_null_grads(run.tp.layout(), g_local.data(), 0, g_local.size()),
+                  1e-7f * scale);
         // Global-norm clipping: sharded slices summed over model ranks, replicated counted once.
         const float norm_ref = clip_grad_norm(g_full.data(), g_full.size(), max_norm);
         const float norm_tp = static_cast<float>(
@@ -214,7 +258,8 @@ TEST_P(TpMpi, TwentyAdamWStepsMatchSingleProcess) {
         opt_tp.step(run.local.data(), g_local.data(), lr);
     }
     std::vector<float> gathered(run.full.size());
-    tp_gather(run.cfg, run.mesh.model_comm(), run.local.data(), gathered.data());
+    tp_gather(run.full_layout, run.tp.layout(), run.mesh.model_comm(), run.local.data(),
+              gathered.data());
     float worst = 0;
     std::string worst_name;
     for (const ParamSlice& s : run.full_layout.slices()) {
@@ -224,17 +269,20 @@ TEST_P(TpMpi, TwentyAdamWStepsMatchSingleProcess) {
     }
     if (test::mpi_world().rank() == 0)
         std::printf(
-            "data %d x model %d: 20 steps (%d clipped), worst loss rel diff %.2e, "
+            "%s, data %d x model %d: 20 steps (%d clipped), worst loss rel diff %.2e, "
             "worst weight abs diff %.2e (%s)\n",
-            D, M, clipped, worst_loss, worst, worst_name.c_str());
+            family.c_str(), D, M, clipped, worst_loss, worst, worst_name.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Meshes, TpMpi,
-                         ::testing::Values(std::pair{1, 2}, std::pair{1, 4}, std::pair{2, 2}),
-                         [](const auto& info) {
-                             return "data" + std::to_string(info.param.first) + "_model" +
-                                    std::to_string(info.param.second);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Meshes, TpMpi,
+    ::testing::Combine(::testing::Values(1, 2), ::testing::Values(2, 4),
+                       ::testing::Values(std::string("gpt2"), std::string("gptj"),
+                                         std::string("llama"))),
+    [](const auto& info) {
+        return std::get<2>(info.param) + "_data" + std::to_string(std::get<0>(info.param)) +
+               "_model" + std::to_string(std::get<1>(info.param));
+    });
 
 }  // namespace
 }  // namespace meshlm

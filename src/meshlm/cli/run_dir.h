@@ -22,7 +22,7 @@ struct RunDir {
 
 // Throws InvalidInput naming what is missing when `path` is not a run directory.
 RunDir open_run_dir(const std::string& path);
-// Reads the weights into params, laid out by `layout` (gpt2_layout of the run's model): a
+// Reads the weights into params, laid out by `layout` (transformer_layout of the run's model): a
 // checkpoint's (single-file or sharded) or the run's final model.safetensors.
 void load_run_weights(const RunDir& run, const ParamLayout& layout, float* params);
 

@@ -31,5 +31,10 @@ ParamLayout transformer_layout(const ModelConfig& cfg, int model = 1);
 // exactly its part of the single-process init. Padding is left untouched.
 void init_params(const ModelConfig& cfg, const ParamLayout& layout, int model, int rank,
                  float* params, std::uint64_t seed, std::size_t begin, std::size_t end);
+// The whole single-process model (layout = transformer_layout(cfg)).
+inline void init_params(const ModelConfig& cfg, const ParamLayout& layout, float* params,
+                        std::uint64_t seed) {
+    init_params(cfg, layout, 1, 0, params, seed, 0, layout.total());
+}
 
 }  // namespace meshlm

@@ -46,7 +46,7 @@ struct TrainerState {
     bool sharded() const { return !layout.is_null(); }
 };
 
-// The whole training state in the single-process layout (gpt2_layout): what a checkpoint of
+// The whole training state in the single-process layout (transformer_layout): what a checkpoint of
 // any format holds, and what `meshlm reshard` moves between formats.
 struct FullTrainingState {
     std::vector<float> params, m, v;  // transformer_layout(model).total() floats each

@@ -10,7 +10,7 @@
 
 namespace meshlm {
 
-// Loads weights into params (layout of gpt2_layout); returns a description of the source for
+// Loads weights into params (layout of transformer_layout); returns a description of the source for
 // the log. Throws InvalidInput naming the path and what is wrong (missing, other shapes).
 std::string load_init_weights(const std::string& path, const ModelConfig& model,
                               const ParamLayout& layout, float* params);

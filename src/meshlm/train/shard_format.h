@@ -2,7 +2,7 @@
 // (d, m) of a (data D x model M) mesh holds, its shard file, the manifest, and the moves
 // between shards and the single-process layout.
 //
-// Rank (d, m) holds model rank m's local layout (parallel/tp_layout.h; gpt2_layout for M = 1),
+// Rank (d, m) holds model rank m's local layout (transformer_layout(cfg, M)),
 // cut by ZeRO over the D data ranks into chunks of `chunk` floats (parallel/zero_plan.h): its
 // shard is [d * chunk, min((d + 1) * chunk, local total)) of the local parameters and AdamW
 // moments. The cut depends only on D and the local total, not on the ZeRO stage, so a

@@ -304,6 +304,9 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         }
         fault_point(world.rank(), "train_step", step + 1);
         mesh.reset_bytes_sent();
+        // Dropout masks follow each row's place in the global batch (this rank's rows come
+        // after those of the ranks before it), so any data-parallel layout drops alike.
+        learner.set_dropout(tc.seed, static_cast<std::int64_t>(dp_rank) * Bs);
         StepStats st = learner.train_step(tokens.data(), targets.data(), accum, Bs, Ts);
         const std::uint64_t step_bytes = mesh.bytes_sent();
         if (!std::isfinite(st.loss))

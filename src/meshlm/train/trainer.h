@@ -33,7 +33,7 @@ struct TrainJob {
     std::string run_dir;        // resolved log.dir
     std::string resume_from;    // a checkpoint directory to continue from; empty = a fresh run
     std::string resolved_yaml;  // saved as RUN_DIR/config.yaml
-    // Called with the final parameters (layout of gpt2_layout) once they are saved; the CLI
+    // Called with the final parameters (layout of transformer_layout) once they are saved; the CLI
     // prints a sample with it (sampling lives above this layer).
     std::function<void(const float* params, const Tokenizer& tok)> on_finish;
 };
