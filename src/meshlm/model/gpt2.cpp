@@ -114,13 +114,14 @@ float GPT2::forward(const float* params, const std::int32_t* tokens, const std::
         BlockActs& a = blocks_[l];
         k::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, bw.ln1_w, bw.ln1_b, N, C, eps);
         k::linear_forward(a.qkv, a.ln1, bw.qkv_w, bw.qkv_b, N, C, 3 * C);
-        k::attention_forward(a.atty, a.lse, a.qkv, B, T, C, H);
+        k::attention_forward(a.atty, a.lse, a.qkv, B, T, H, H, C / H, nullptr);
         k::linear_forward(a.res_mid, a.atty, bw.attn_proj_w, bw.attn_proj_b, N, C, C);
         k::residual_forward(a.res_mid, a.res_mid, x, static_cast<std::size_t>(N) * C);
         k::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res_mid, bw.ln2_w, bw.ln2_b, N, C,
                              eps);
         k::linear_forward(a.fch, a.ln2, bw.fc_w, bw.fc_b, N, C, F);
-        k::gelu_forward(a.fch_gelu, a.fch, static_cast<std::size_t>(N) * F);
+        k::activation_forward(k::Act::gelu_tanh, a.fch_gelu, a.fch,
+                              static_cast<std::size_t>(N) * F);
         k::linear_forward(a.res_out, a.fch_gelu, bw.mlp_proj_w, bw.mlp_proj_b, N, F, C);
         k::residual_forward(a.res_out, a.res_out, a.res_mid, static_cast<std::size_t>(N) * C);
         views_.end_block(l, Pass::forward);
@@ -167,13 +168,14 @@ void GPT2::backward(const float* params, float* grads) {
         const float* x = l ? blocks_[l - 1].res_out : embed_;
         k::linear_backward(dfch_gelu_, bg.mlp_proj_w, bg.mlp_proj_b, dres_, a.fch_gelu,
                            bw.mlp_proj_w, N, F, C);
-        k::gelu_backward(dfch_, a.fch, dfch_gelu_, static_cast<std::size_t>(N) * F);
+        k::activation_backward(k::Act::gelu_tanh, dfch_, a.fch, dfch_gelu_,
+                               static_cast<std::size_t>(N) * F);
         k::linear_backward(dln_, bg.fc_w, bg.fc_b, dfch_, a.ln2, bw.fc_w, N, C, F);
         k::layernorm_backward(dres_, bg.ln2_w, bg.ln2_b, dln_, a.res_mid, bw.ln2_w, a.ln2_mean,
                               a.ln2_rstd, N, C);
         k::linear_backward(datty_, bg.attn_proj_w, bg.attn_proj_b, dres_, a.atty, bw.attn_proj_w, N,
                            C, C);
-        k::attention_backward(dqkv_, datty_, a.atty, a.lse, a.qkv, B, T, C, H);
+        k::attention_backward(dqkv_, datty_, a.atty, a.lse, a.qkv, B, T, H, H, C / H, nullptr);
         k::linear_backward(dln_, bg.qkv_w, bg.qkv_b, dqkv_, a.ln1, bw.qkv_w, N, C, 3 * C);
         k::layernorm_backward(dres_, bg.ln1_w, bg.ln1_b, dln_, x, bw.ln1_w, a.ln1_mean, a.ln1_rstd,
                               N, C);

@@ -88,7 +88,8 @@ const float* GPT2Decoder::prefill(const float* params, const std::int32_t* token
         k::layernorm_forward(pln_.data(), pmean_.data(), prstd_.data(), px_.data(), bw.ln1_w,
                              bw.ln1_b, N, C, eps);
         k::linear_forward(pqkv_.data(), pln_.data(), bw.qkv_w, bw.qkv_b, N, C, 3 * C);
-        k::attention_forward(patty_.data(), plse_.data(), pqkv_.data(), rows, T, C, H);
+        k::attention_forward(patty_.data(), plse_.data(), pqkv_.data(), rows, T, H, H, C / H,
+                             nullptr);
         for (int s = 0; s < S_; ++s) {
             const float* qkv =
                 pqkv_.data() + static_cast<std::size_t>(rows == 1 ? 0 : s) * T * 3 * C;
@@ -100,7 +101,8 @@ const float* GPT2Decoder::prefill(const float* params, const std::int32_t* token
         k::layernorm_forward(pln_.data(), pmean_.data(), prstd_.data(), px_.data(), bw.ln2_w,
                              bw.ln2_b, N, C, eps);
         k::linear_forward(pfch_.data(), pln_.data(), bw.fc_w, bw.fc_b, N, C, F);
-        k::gelu_forward(pfch_.data(), pfch_.data(), static_cast<std::size_t>(N) * F);
+        k::activation_forward(k::Act::gelu_tanh, pfch_.data(), pfch_.data(),
+                              static_cast<std::size_t>(N) * F);
         k::linear_forward(pproj_.data(), pfch_.data(), bw.mlp_proj_w, bw.mlp_proj_b, N, F, C);
         k::residual_forward(px_.data(), px_.data(), pproj_.data(), NC);
     }
@@ -147,13 +149,14 @@ const float* GPT2Decoder::step(const float* params, const std::int32_t* tokens) 
         for (int m = 0; m < M; ++m)
             store_kv(l, active_[m], pos_, qkv_.data() + static_cast<std::size_t>(m) * 3 * C);
         k::attention_decode(atty_.data(), qkv_.data(), 3 * C, k_[l].data(), v_[l].data(),
-                            active_.data(), M, pos_ + 1, max_seq_, C, H);
+                            active_.data(), M, pos_ + 1, max_seq_, H, H, C / H, nullptr);
         linear(proj_.data(), atty_.data(), bw.attn_proj_w, bw.attn_proj_b, M, C, C);
         k::residual_forward(x_.data(), x_.data(), proj_.data(), MC);
         k::layernorm_forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), bw.ln2_w, bw.ln2_b,
                              M, C, eps);
         linear(fch_.data(), ln_.data(), bw.fc_w, bw.fc_b, M, C, F);
-        k::gelu_forward(fch_.data(), fch_.data(), static_cast<std::size_t>(M) * F);
+        k::activation_forward(k::Act::gelu_tanh, fch_.data(), fch_.data(),
+                              static_cast<std::size_t>(M) * F);
         linear(proj_.data(), fch_.data(), bw.mlp_proj_w, bw.mlp_proj_b, M, F, C);
         k::residual_forward(x_.data(), x_.data(), proj_.data(), MC);
     }

@@ -139,13 +139,14 @@ float TensorParallelGPT2::forward(const float* params, const std::int32_t* token
         BlockActs& a = blocks_[l];
         k::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, bw.ln1_w, bw.ln1_b, N, C, eps);
         k::linear_forward(a.qkv, a.ln1, bw.qkv_w, bw.qkv_b, N, C, 3 * Cl_);
-        k::attention_forward(a.atty, a.lse, a.qkv, B, T, Cl_, Hl_);
+        k::attention_forward(a.atty, a.lse, a.qkv, B, T, Hl_, Hl_, Cl_ / Hl_, nullptr);
         k::linear_forward(a.res_mid, a.atty, bw.attn_proj_w, nullptr, N, Cl_, C);
         close_row_parallel(a.res_mid, bw.attn_proj_b, x, N);
         k::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res_mid, bw.ln2_w, bw.ln2_b, N, C,
                              eps);
         k::linear_forward(a.fch, a.ln2, bw.fc_w, bw.fc_b, N, C, Fl_);
-        k::gelu_forward(a.fch_gelu, a.fch, static_cast<std::size_t>(N) * Fl_);
+        k::activation_forward(k::Act::gelu_tanh, a.fch_gelu, a.fch,
+                              static_cast<std::size_t>(N) * Fl_);
         k::linear_forward(a.res_out, a.fch_gelu, bw.mlp_proj_w, nullptr, N, Fl_, C);
         close_row_parallel(a.res_out, bw.mlp_proj_b, a.res_mid, N);
         views_.end_block(l, Pass::forward);
@@ -198,14 +199,16 @@ void TensorParallelGPT2::backward(const float* params, float* grads) {
         const float* x = l ? blocks_[l - 1].res_out : embed_;
         k::linear_backward(dfch_gelu_, bg.mlp_proj_w, bg.mlp_proj_b, dres_, a.fch_gelu,
                            bw.mlp_proj_w, N, Fl_, C);
-        k::gelu_backward(dfch_, a.fch, dfch_gelu_, static_cast<std::size_t>(N) * Fl_);
+        k::activation_backward(k::Act::gelu_tanh, dfch_, a.fch, dfch_gelu_,
+                               static_cast<std::size_t>(N) * Fl_);
         k::linear_backward(dln_, bg.fc_w, bg.fc_b, dfch_, a.ln2, bw.fc_w, N, C, Fl_);
         comm_.all_reduce_sum(dln_, NC);
         k::layernorm_backward(dres_, bg.ln2_w, bg.ln2_b, dln_, a.res_mid, bw.ln2_w, a.ln2_mean,
                               a.ln2_rstd, N, C);
         k::linear_backward(datty_, bg.attn_proj_w, bg.attn_proj_b, dres_, a.atty, bw.attn_proj_w, N,
                            Cl_, C);
-        k::attention_backward(dqkv_, datty_, a.atty, a.lse, a.qkv, B, T, Cl_, Hl_);
+        k::attention_backward(dqkv_, datty_, a.atty, a.lse, a.qkv, B, T, Hl_, Hl_, Cl_ / Hl_,
+                              nullptr);
         k::linear_backward(dln_, bg.qkv_w, bg.qkv_b, dqkv_, a.ln1, bw.qkv_w, N, C, 3 * Cl_);
         comm_.all_reduce_sum(dln_, NC);
         k::layernorm_backward(dres_, bg.ln1_w, bg.ln1_b, dln_, x, bw.ln1_w, a.ln1_mean, a.ln1_rstd,
