@@ -303,7 +303,7 @@ TEST(KernelGrad, Gelu) {
 
     std::vector<float> out(n);
     auto objective = [&] {
-        kn::gelu_forward(out.data(), x.data(), n);
+        kn::activation_forward(kn::Act::gelu_tanh, out.data(), x.data(), n);
         return dot(out, R);
     };
 
@@ -314,7 +314,7 @@ TEST(KernelGrad, Gelu) {
     expect_close("gelu out", out, ref, {1e-6, 1e-6});
 
     auto dx = nan_filled(n);  // "=": overwritten
-    kn::gelu_backward(dx.data(), x.data(), R.data(), n);
+    kn::activation_backward(kn::Act::gelu_tanh, dx.data(), x.data(), R.data(), n);
     // One output per input: rounding ~ |out R| * 3 * 2^-24 / (2h) <= ~1.5e-4 for |x| = 15 and
     // |R| ~ 3; truncation h^2/6 |gelu'''| |R| <= ~5e-5.
     check_gradient("gelu dx", x, to_double(dx), objective, kStep, {2e-4, 1e-3});
@@ -399,7 +399,7 @@ TEST_P(AttentionGrad, ForwardAndBackward) {
 
     std::vector<float> out(B * T * C), lse(B * H * T);
     auto objective = [&] {
-        kn::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, H);
+        kn::attention_forward(out.data(), lse.data(), qkv.data(), B, T, H, H, C / H, nullptr);
         return dot(out, R);
     };
 
@@ -413,7 +413,8 @@ TEST_P(AttentionGrad, ForwardAndBackward) {
     expect_close("attention lse", lse, lse_ref, {1e-5, 1e-6});
 
     auto dqkv = nan_filled(qkv.size());  // "=": overwritten
-    kn::attention_backward(dqkv.data(), R.data(), out.data(), lse.data(), qkv.data(), B, T, C, H);
+    kn::attention_backward(dqkv.data(), R.data(), out.data(), lse.data(), qkv.data(), B, T, H, H,
+                           C / H, nullptr);
     // A key or value reaches up to T * D = 4160 outputs of size < 1; sqrt(4160) * few * 2^-24
     // / (2h) ~ 1e-4.
     check_gradient("attention dqkv", qkv, to_double(dqkv), objective, kStep, {5e-4, 1e-3},
@@ -573,11 +574,11 @@ TEST(KernelDeterminism, BackwardRepeatsBitwise) {
         const int B = 2, T = 130, C = 48, H = 3;
         auto qkv = randn(std::size_t(B) * T * 3 * C, 101), dout = randn(B * T * C, 102);
         std::vector<float> out(B * T * C), lse(B * H * T);
-        kn::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, H);
+        kn::attention_forward(out.data(), lse.data(), qkv.data(), B, T, H, H, C / H, nullptr);
         auto run = [&] {
             auto d = nan_filled(qkv.size());
             kn::attention_backward(d.data(), dout.data(), out.data(), lse.data(), qkv.data(), B, T,
-                                   C, H);
+                                   H, H, C / H, nullptr);
             return d;
         };
         EXPECT_TRUE(bitwise_equal(run(), run())) << "attention_backward";
@@ -625,10 +626,10 @@ TEST(KernelDeterminism, ForwardAcrossThreadCounts) {
     auto forwards = [&](int threads) {
         kn::set_threads(threads);
         std::vector<float> att(N * C), lse(B * H * T), ln(N * C), mean(N), rstd(N), gelu(N * C);
-        kn::attention_forward(att.data(), lse.data(), qkv.data(), B, T, C, H);
+        kn::attention_forward(att.data(), lse.data(), qkv.data(), B, T, H, H, C / H, nullptr);
         kn::layernorm_forward(ln.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N,
                               C, 1e-5f);
-        kn::gelu_forward(gelu.data(), x.data(), x.size());
+        kn::activation_forward(kn::Act::gelu_tanh, gelu.data(), x.data(), x.size());
         return std::vector<std::vector<float>>{att, lse, ln, gelu};
     };
     const auto one = forwards(1), two = forwards(2);

@@ -27,24 +27,36 @@ TEST(VocabParallel, CrossEntropyMatchesWholeVocabulary) {
     k::softmax_cross_entropy(ref.data(), ref_losses.data(), targets.data(), N, V, V, scale);
 
     for (int M : {1, 2, 4}) {
-        const int Vl = V / M;
-        // Each "rank" works on its columns in place (row stride V), as on its own (N, Vl).
-        std::vector<float> x = logits, row_max(N, -INFINITY), stats(2 * N, 0.f), part(2 * N);
+        const int Vl = V / M, ldv = Vl + 3;
+        // Each "rank" holds its own (N, Vl) logits in rows of stride ldv; ce_finish zeroes the
+        // padding columns of the gradient.
+        std::vector<std::vector<float>> x(M, std::vector<float>(std::size_t(N) * ldv, 99.f));
+        for (int r = 0; r < M; ++r)
+            for (int n = 0; n < N; ++n)
+                for (int v = 0; v < Vl; ++v) x[r][n * ldv + v] = logits[n * V + r * Vl + v];
+        std::vector<float> row_max(N, -INFINITY), stats(2 * N, 0.f), part(2 * N);
         std::vector<float> local_max(N), losses(N);
         for (int r = 0; r < M; ++r) {
-            k::ce_row_max(local_max.data(), x.data() + r * Vl, targets.data(), N, Vl, V);
+            k::ce_row_max(local_max.data(), x[r].data(), targets.data(), N, Vl, ldv);
             for (int n = 0; n < N; ++n) row_max[n] = std::max(row_max[n], local_max[n]);
         }
         for (int r = 0; r < M; ++r) {
-            k::ce_row_sums(part.data(), x.data() + r * Vl, targets.data(), row_max.data(), r * Vl,
-                           N, Vl, V, true);
+            k::ce_row_sums(part.data(), x[r].data(), targets.data(), row_max.data(), r * Vl, N, Vl,
+                           ldv, true);
             for (int i = 0; i < 2 * N; ++i) stats[i] += part[i];
         }
         for (int r = 0; r < M; ++r)
-            k::ce_finish(x.data() + r * Vl, losses.data(), targets.data(), row_max.data(),
-                         stats.data(), r * Vl, N, Vl, V, scale);
+            k::ce_finish(x[r].data(), losses.data(), targets.data(), row_max.data(), stats.data(),
+                         r * Vl, N, Vl, ldv, scale);
         for (int n = 0; n < N; ++n) EXPECT_NEAR(losses[n], ref_losses[n], 1e-5f) << "M=" << M;
-        for (int i = 0; i < N * V; ++i) ASSERT_NEAR(x[i], ref[i], 1e-6f) << "M=" << M << " " << i;
+        for (int r = 0; r < M; ++r)
+            for (int n = 0; n < N; ++n) {
+                for (int v = 0; v < Vl; ++v)
+                    ASSERT_NEAR(x[r][n * ldv + v], ref[n * V + r * Vl + v], 1e-6f)
+                        << "M=" << M << " rank " << r << " row " << n << " column " << v;
+                for (int v = Vl; v < ldv; ++v)
+                    ASSERT_EQ(x[r][n * ldv + v], 0.f) << "M=" << M << " padding of row " << n;
+            }
     }
 }
 

@@ -1,17 +1,32 @@
-// Causal multi-head self-attention, tiled like FlashAttention-2 so memory is O(block * T) per
-// thread and never O(T^2).
+// Causal self-attention with grouped key/value heads, ALiBi and attention-probability dropout,
+// tiled like FlashAttention-2 so memory is O(block * T) per thread and never O(T^2).
 //
-// Per (batch b, head h), with Q, K, V the [T, D] slices of qkv and s = 1/sqrt(D):
-//   forward:  S = s Q K^T (causal), P = softmax(S), O = P V, lse = logsumexp(S) per row.
-//             Key blocks are visited with an online softmax: running max m and sum l per row,
-//             O rescaled by exp(m_old - m_new) whenever the max grows.
-//   backward: P is recomputed from S and lse; Dvec = rowsum(dO * O);
-//             dV += P^T dO,  dP = dO V^T,  dS = P * (dP - Dvec),
+// Per (batch b, query head h), with Q the [T, D] slice of head h, K and V those of its key/value
+// head g = h / G (G = H / Hkv query heads share one), s = 1/sqrt(D), bias[i, j] = -slope[h] (i - j)
+// (0 without ALiBi) and Z the dropout scales (Z[i, j] = keep[i, j] / (1 - rate), 1 without
+// dropout):
+//   forward:  S = s Q K^T + bias (causal), P = softmax(S), O = (P * Z) V, lse = logsumexp(S).
+//             Key blocks are visited with an online softmax: running max m and sum l per row
+//             (of the undropped P, so lse is dropout-free), O rescaled by exp(m_old - m_new)
+//             whenever the max grows; Z multiplies a block's exps only after they entered l.
+//   backward: P is recomputed from S and lse, Pd = P * Z; Dvec = rowsum(dO * O), which equals
+//             rowsum(P * Z * dPd) because O = Pd V;
+//             dV += Pd^T dO,  dPd = dO V^T,  dS = Pd * dPd - P * Dvec,
 //             dQ += s dS K,  dK += s dS^T Q.
-// Each (b, h) is owned by one thread and written only by it: deterministic, no atomics.
+// The bias is constant, so it only enters the recomputation of S.
+//
+// Dropout draw of (global row R = row0 + b, global head n = head0 + h, query i, key j) is draw
+//   X = ((R * n_head + n) * T + i) * T + j
+// of the Philox stream (seed, stream) (cpu/dropout_mask.h); the backward regenerates it.
+//
+// Determinism: the forward gives each (b, h) to one thread. The backward gives each (b, g) to one
+// thread, which runs the G query heads of the group in order: it alone writes their dQ and the
+// dK, dV they share, so the sum over the group has a fixed order and needs no atomics.
 #include <cmath>
+#include <cstdint>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/cpu/dropout_mask.h"
 #include "meshlm/kernels/cpu/vec_math.h"
 #include "meshlm/kernels/kernels.h"
 
@@ -45,22 +60,68 @@ inline float exp_row(float* p, const float* s, int lim, int n, float shift) {
     return sum;
 }
 
+// max(m, row[0..lim)).
+inline float row_max(const float* row, int lim, float m) {
+    __m256 v = _mm256_set1_ps(m);
+    int c = 0;
+    for (; c + 8 <= lim; c += 8) v = _mm256_max_ps(v, _mm256_loadu_ps(row + c));
+    float r = cpu::hmax256(v);
+    for (; c < lim; ++c) r = row[c] > r ? row[c] : r;
+    return r;
+}
+
+// row[c] += -slope * (i - j0 - c) for c < lim. Each term is the float product
+// -(slope * float(i - j)), the same expression attention_decode uses.
+inline void add_alibi(float* row, int lim, float slope, int i, int j0) {
+    for (int c = 0; c < lim; ++c) row[c] += -(slope * static_cast<float>(i - (j0 + c)));
+}
+
+// Where the dropout draws of (b, h) start: draw X of query i, key j is base + i * T + j.
+inline std::uint64_t dropout_base(const AttnDropout& d, int b, int h, int T) {
+    const std::uint64_t row = static_cast<std::uint64_t>(d.row0 + b);
+    const std::uint64_t head = static_cast<std::uint64_t>(d.head0 + h);
+    return (row * static_cast<std::uint64_t>(d.n_head) + head) * static_cast<std::uint64_t>(T) *
+           static_cast<std::uint64_t>(T);
+}
+
+const AttnDropout* active_dropout(const AttnDropout* d, int H) {
+    if (d == nullptr || d->rate == 0.f) return nullptr;
+    MESHLM_CHECK(d->rate > 0.f && d->rate < 1.f, "attention dropout rate ", d->rate,
+                 " outside [0, 1)");
+    MESHLM_CHECK(d->head0 >= 0 && d->n_head >= d->head0 + H, "attention dropout heads ", d->head0,
+                 "..", d->head0 + H, " outside the model's ", d->n_head);
+    MESHLM_CHECK(d->row0 >= 0, "attention dropout row0 ", d->row0, " < 0");
+    return d;
+}
+
+void check_shape(int H, int Hkv, int D) {
+    MESHLM_CHECK(H >= 1 && Hkv >= 1 && H % Hkv == 0, "query heads ", H,
+                 " not a multiple of key/value heads ", Hkv);
+    MESHLM_CHECK(D >= 1 && D <= kMaxHeadDim, "head dim ", D, " outside 1..", kMaxHeadDim);
+}
+
 }  // namespace
 
-void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int H) {
-    const int D = C / H, ld = 3 * C;
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
+                       int D, const float* alibi_slopes, const AttnDropout* dropout) {
+    check_shape(H, Hkv, D);
+    const AttnDropout* drop = active_dropout(dropout, H);
+    const int G = H / Hkv, ld = (H + 2 * Hkv) * D, HD = H * D;
     const float s = 1.f / std::sqrt(static_cast<float>(D));
-    MESHLM_CHECK(D <= kMaxHeadDim, "head dim ", D, " exceeds ", kMaxHeadDim);
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H; ++bh) {
-        const int b = bh / H, h = bh % H;
-        const float* Q = qkv + static_cast<std::size_t>(b) * T * ld + h * D;
-        const float* K = Q + C;
-        const float* V = Q + 2 * C;
-        float* O = out + static_cast<std::size_t>(b) * T * C + h * D;
+        const int b = bh / H, h = bh % H, g = h / G;
+        const float* row0 = qkv + static_cast<std::size_t>(b) * T * ld;
+        const float* Q = row0 + h * D;
+        const float* K = row0 + (H + g) * D;
+        const float* V = row0 + (H + Hkv + g) * D;
+        float* O = out + static_cast<std::size_t>(b) * T * HD + h * D;
         float* L = lse + static_cast<std::size_t>(bh) * T;
+        const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
+        const std::uint64_t dbase = drop ? dropout_base(*drop, b, h, T) : 0;
         alignas(64) float S[kBlock * kBlock];
         alignas(64) float acc[kBlock * kMaxHeadDim];
+        alignas(32) float z[kBlock];
         float m[kBlock], l[kBlock];
         for (int i0 = 0; i0 < T; i0 += kBlock) {
             const int nq = T - i0 < kBlock ? T - i0 : kBlock;
@@ -72,25 +133,37 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
                      K + static_cast<std::size_t>(j0) * ld, ld, 0.f, S, kBlock);
                 for (int r = 0; r < nq; ++r) {
                     float* row = S + r * kBlock;
-                    const int lim = causal_limit(i0 + r, j0, nk);
+                    const int i = i0 + r, lim = causal_limit(i, j0, nk);
                     if (lim == 0) {
                         for (int c = 0; c < nk; ++c) row[c] = 0.f;
                         continue;
                     }
-                    float mx = m[r];
-                    for (int c = 0; c < lim; ++c) mx = row[c] > mx ? row[c] : mx;
+                    if (alibi_slopes) add_alibi(row, lim, slope, i, j0);
+                    const float mx = row_max(row, lim, m[r]);
                     const float corr = cpu::exp_scalar(m[r] - mx);
                     l[r] = l[r] * corr + exp_row(row, row, lim, nk, mx);
                     m[r] = mx;
-                    if (corr != 1.f)
-                        for (int d = 0; d < D; ++d) acc[r * D + d] *= corr;
+                    if (drop) {
+                        cpu::dropout_scales(z, drop->seed, drop->stream,
+                                            dbase + static_cast<std::uint64_t>(i) * T + j0, lim,
+                                            drop->rate);
+                        for (int c = 0; c < lim; ++c) row[c] *= z[c];
+                    }
+                    if (corr != 1.f) {
+                        float* a = acc + r * D;
+                        const __m256 vc = _mm256_set1_ps(corr);
+                        int d = 0;
+                        for (; d + 8 <= D; d += 8)
+                            _mm256_storeu_ps(a + d, _mm256_mul_ps(_mm256_loadu_ps(a + d), vc));
+                        for (; d < D; ++d) a[d] *= corr;
+                    }
                 }
                 gemm(false, false, nq, D, nk, 1.f, S, kBlock, V + static_cast<std::size_t>(j0) * ld,
                      ld, 1.f, acc, D);
             }
             for (int r = 0; r < nq; ++r) {
-                float inv = 1.f / l[r];
-                float* o = O + static_cast<std::size_t>(i0 + r) * C;
+                const float inv = 1.f / l[r];
+                float* o = O + static_cast<std::size_t>(i0 + r) * HD;
                 for (int d = 0; d < D; ++d) o[d] = acc[r * D + d] * inv;
                 L[i0 + r] = m[r] + std::log(l[r]);
             }
@@ -99,55 +172,91 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
-                        const float* qkv, int B, int T, int C, int H) {
-    const int D = C / H, ld = 3 * C;
+                        const float* qkv, int B, int T, int H, int Hkv, int D,
+                        const float* alibi_slopes, const AttnDropout* dropout) {
+    check_shape(H, Hkv, D);
+    const AttnDropout* drop = active_dropout(dropout, H);
+    const int G = H / Hkv, ld = (H + 2 * Hkv) * D, HD = H * D;
     const float s = 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; ++bh) {
-        const int b = bh / H, h = bh % H;
-        const std::size_t base = static_cast<std::size_t>(b) * T * ld + h * D;
-        const float *Q = qkv + base, *K = Q + C, *V = Q + 2 * C;
-        float *dQ = dqkv + base, *dK = dQ + C, *dV = dQ + 2 * C;
-        const float* dO = dout + static_cast<std::size_t>(b) * T * C + h * D;
-        const float* O = out + static_cast<std::size_t>(b) * T * C + h * D;
-        const float* L = lse + static_cast<std::size_t>(bh) * T;
+    for (int bg = 0; bg < B * Hkv; ++bg) {
+        const int b = bg / Hkv, g = bg % Hkv;
+        const std::size_t row0 = static_cast<std::size_t>(b) * T * ld;
+        const float* K = qkv + row0 + (H + g) * D;
+        const float* V = qkv + row0 + (H + Hkv + g) * D;
+        float* dK = dqkv + row0 + (H + g) * D;
+        float* dV = dqkv + row0 + (H + Hkv + g) * D;
         for (int t = 0; t < T; ++t)
             for (int d = 0; d < D; ++d) {
-                std::size_t o = static_cast<std::size_t>(t) * ld + d;
-                dQ[o] = 0.f, dK[o] = 0.f, dV[o] = 0.f;
+                const std::size_t o = static_cast<std::size_t>(t) * ld + d;
+                dK[o] = 0.f, dV[o] = 0.f;
             }
         alignas(64) float P[kBlock * kBlock];
+        alignas(64) float Pd[kBlock * kBlock];
         alignas(64) float dP[kBlock * kBlock];
+        alignas(32) float z[kBlock];
         float Dvec[kBlock];
-        for (int i0 = 0; i0 < T; i0 += kBlock) {
-            const int nq = T - i0 < kBlock ? T - i0 : kBlock;
-            for (int r = 0; r < nq; ++r) {
-                const float* a = dO + static_cast<std::size_t>(i0 + r) * C;
-                const float* o = O + static_cast<std::size_t>(i0 + r) * C;
-                float acc = 0.f;
-                for (int d = 0; d < D; ++d) acc += a[d] * o[d];
-                Dvec[r] = acc;
-            }
-            const float* Qi = Q + static_cast<std::size_t>(i0) * ld;
-            const float* dOi = dO + static_cast<std::size_t>(i0) * C;
-            for (int j0 = 0; j0 < i0 + nq; j0 += kBlock) {
-                const int nk = i0 + nq - j0 < kBlock ? i0 + nq - j0 : kBlock;
-                const float* Kj = K + static_cast<std::size_t>(j0) * ld;
-                const float* Vj = V + static_cast<std::size_t>(j0) * ld;
-                gemm(false, true, nq, nk, D, s, Qi, ld, Kj, ld, 0.f, P, kBlock);
-                for (int r = 0; r < nq; ++r)
-                    exp_row(P + r * kBlock, P + r * kBlock, causal_limit(i0 + r, j0, nk), nk,
-                            L[i0 + r]);
-                gemm(true, false, nk, D, nq, 1.f, P, kBlock, dOi, C, 1.f,
-                     dV + static_cast<std::size_t>(j0) * ld, ld);
-                gemm(false, true, nq, nk, D, 1.f, dOi, C, Vj, ld, 0.f, dP, kBlock);
-                for (int r = 0; r < nq; ++r)
-                    for (int c = 0; c < nk; ++c)
-                        dP[r * kBlock + c] = P[r * kBlock + c] * (dP[r * kBlock + c] - Dvec[r]) * s;
-                gemm(false, false, nq, D, nk, 1.f, dP, kBlock, Kj, ld, 1.f,
-                     dQ + static_cast<std::size_t>(i0) * ld, ld);
-                gemm(true, false, nk, D, nq, 1.f, dP, kBlock, Qi, ld, 1.f,
-                     dK + static_cast<std::size_t>(j0) * ld, ld);
+        for (int h = g * G; h < (g + 1) * G; ++h) {
+            const float* Q = qkv + row0 + h * D;
+            float* dQ = dqkv + row0 + h * D;
+            const float* dO = dout + static_cast<std::size_t>(b) * T * HD + h * D;
+            const float* O = out + static_cast<std::size_t>(b) * T * HD + h * D;
+            const float* L = lse + (static_cast<std::size_t>(b) * H + h) * T;
+            const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
+            const std::uint64_t dbase = drop ? dropout_base(*drop, b, h, T) : 0;
+            for (int t = 0; t < T; ++t)
+                for (int d = 0; d < D; ++d) dQ[static_cast<std::size_t>(t) * ld + d] = 0.f;
+            for (int i0 = 0; i0 < T; i0 += kBlock) {
+                const int nq = T - i0 < kBlock ? T - i0 : kBlock;
+                for (int r = 0; r < nq; ++r) {
+                    const float* a = dO + static_cast<std::size_t>(i0 + r) * HD;
+                    const float* o = O + static_cast<std::size_t>(i0 + r) * HD;
+                    float acc = 0.f;
+                    for (int d = 0; d < D; ++d) acc += a[d] * o[d];
+                    Dvec[r] = acc;
+                }
+                const float* Qi = Q + static_cast<std::size_t>(i0) * ld;
+                const float* dOi = dO + static_cast<std::size_t>(i0) * HD;
+                for (int j0 = 0; j0 < i0 + nq; j0 += kBlock) {
+                    const int nk = i0 + nq - j0 < kBlock ? i0 + nq - j0 : kBlock;
+                    const float* Kj = K + static_cast<std::size_t>(j0) * ld;
+                    const float* Vj = V + static_cast<std::size_t>(j0) * ld;
+                    gemm(false, true, nq, nk, D, s, Qi, ld, Kj, ld, 0.f, P, kBlock);
+                    for (int r = 0; r < nq; ++r) {
+                        float* row = P + r * kBlock;
+                        const int i = i0 + r, lim = causal_limit(i, j0, nk);
+                        if (alibi_slopes) add_alibi(row, lim, slope, i, j0);
+                        exp_row(row, row, lim, nk, L[i]);
+                        if (drop) {
+                            float* rd = Pd + r * kBlock;
+                            cpu::dropout_scales(z, drop->seed, drop->stream,
+                                                dbase + static_cast<std::uint64_t>(i) * T + j0, lim,
+                                                drop->rate);
+                            for (int c = 0; c < lim; ++c) rd[c] = row[c] * z[c];
+                            for (int c = lim; c < nk; ++c) rd[c] = 0.f;
+                        }
+                    }
+                    const float* Pv = drop ? Pd : P;  // the probabilities that weighted V
+                    gemm(true, false, nk, D, nq, 1.f, Pv, kBlock, dOi, HD, 1.f,
+                         dV + static_cast<std::size_t>(j0) * ld, ld);
+                    gemm(false, true, nq, nk, D, 1.f, dOi, HD, Vj, ld, 0.f, dP, kBlock);
+                    if (drop) {
+                        for (int r = 0; r < nq; ++r)
+                            for (int c = 0; c < nk; ++c) {
+                                const int x = r * kBlock + c;
+                                dP[x] = (Pd[x] * dP[x] - P[x] * Dvec[r]) * s;
+                            }
+                    } else {
+                        for (int r = 0; r < nq; ++r)
+                            for (int c = 0; c < nk; ++c)
+                                dP[r * kBlock + c] =
+                                    P[r * kBlock + c] * (dP[r * kBlock + c] - Dvec[r]) * s;
+                    }
+                    gemm(false, false, nq, D, nk, 1.f, dP, kBlock, Kj, ld, 1.f,
+                         dQ + static_cast<std::size_t>(i0) * ld, ld);
+                    gemm(true, false, nk, D, nq, 1.f, dP, kBlock, Qi, ld, 1.f,
+                         dK + static_cast<std::size_t>(j0) * ld, ld);
+                }
             }
         }
     }

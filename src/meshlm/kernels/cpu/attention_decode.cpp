@@ -1,8 +1,10 @@
 // Single-query attention over a KV cache, for decoding one new position per sequence.
-// Per (row m, head h), with q the row's query, K, V the sequence's cached [T, D] keys and
-// values of that head and s = 1/sqrt(D):  out = softmax(s q K^T) V  (every cached position is
-// in the past, so no mask). Keys are visited in blocks with an online softmax (running max
-// and sum, the partial output rescaled when the max grows): stack memory only, any T.
+// Per (row m, query head h), with q the row's query, K, V the sequence's cached [T, D] keys and
+// values of key/value head h / (H / Hkv) and s = 1/sqrt(D):
+//   out = softmax(s q K^T + bias) V,  bias_j = -slope[h] (T - 1 - j)  (0 without ALiBi)
+// (the query sits at position T - 1; every cached position is in the past, so no mask).
+// Keys are visited in blocks with an online softmax (running max and sum, the partial output
+// rescaled when the max grows): stack memory only, any T.
 #include <cmath>
 
 #include "meshlm/core/error.h"
@@ -42,18 +44,21 @@ inline float exp_inplace(float* p, int n, float shift) {
 }  // namespace
 
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
-                      const float* v_cache, const std::int32_t* seq, int M, int T, int Tmax, int C,
-                      int H) {
-    const int D = C / H;
+                      const float* v_cache, const std::int32_t* seq, int M, int T, int Tmax, int H,
+                      int Hkv, int D, const float* alibi_slopes) {
     const float scale = 1.f / std::sqrt(static_cast<float>(D));
-    MESHLM_CHECK(D <= kMaxHeadDim, "head dim ", D, " exceeds ", kMaxHeadDim);
+    MESHLM_CHECK(H >= 1 && Hkv >= 1 && H % Hkv == 0, "query heads ", H,
+                 " not a multiple of key/value heads ", Hkv);
+    MESHLM_CHECK(D >= 1 && D <= kMaxHeadDim, "head dim ", D, " outside 1..", kMaxHeadDim);
+    const int G = H / Hkv;
     MESHLM_CHECK(T >= 1 && T <= Tmax, "attending to ", T, " positions of a ", Tmax, " cache");
 #pragma omp parallel for schedule(static)
     for (int mh = 0; mh < M * H; ++mh) {
         const int m = mh / H, h = mh % H;
         const int s = seq ? seq[m] : m;
         const float* qh = q + static_cast<std::size_t>(m) * ldq + h * D;
-        const std::size_t base = (static_cast<std::size_t>(s) * H + h) * Tmax * D;
+        const std::size_t base = (static_cast<std::size_t>(s) * Hkv + h / G) * Tmax * D;
+        const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
         const float* K = k_cache + base;
         const float* V = v_cache + base;
         alignas(32) float p[kBlock];
@@ -64,6 +69,8 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
             float bm = -INFINITY;
             for (int j = 0; j < n; ++j) {
                 p[j] = scale * dot(qh, K + static_cast<std::size_t>(t0 + j) * D, D);
+                // The same float bias term as attention_forward's -(slope * float(i - j)).
+                if (alibi_slopes) p[j] += -(slope * static_cast<float>(T - 1 - (t0 + j)));
                 bm = p[j] > bm ? p[j] : bm;
             }
             const float mnew = bm > mx ? bm : mx;
@@ -78,7 +85,7 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                 for (int d = 0; d < D; ++d) acc[d] += pj * v[d];
             }
         }
-        float* o = out + static_cast<std::size_t>(m) * C + h * D;
+        float* o = out + static_cast<std::size_t>(m) * H * D + h * D;
         const float inv = 1.f / l;
         for (int d = 0; d < D; ++d) o[d] = acc[d] * inv;
     }

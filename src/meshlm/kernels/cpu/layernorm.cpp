@@ -1,9 +1,9 @@
 // LayerNorm over the last dimension C.
-//   forward:  xhat = (x - mean) * rstd, rstd = 1/sqrt(var + eps) (biased var); y = xhat*w + b.
-//             Saves mean and rstd per row for the backward.
+//   forward:  xhat = (x - mean) * rstd, rstd = 1/sqrt(var + eps) (biased var); y = xhat*w + b
+//             (no b term when b is null). Saves mean and rstd per row for the backward.
 //   backward: dxhat = dy * w
 //             dx  += rstd * (dxhat - mean_c(dxhat) - xhat * mean_c(dxhat * xhat))
-//             dw  += sum_n dy * xhat,  db += sum_n dy
+//             dw  += sum_n dy * xhat,  db += sum_n dy (skipped when db is null)
 // dx is parallel over rows; dw/db over channel slices (one thread per element, row order).
 #include <omp.h>
 
@@ -32,8 +32,13 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* x, con
 #pragma omp simd reduction(+ : v)
         for (int c = 0; c < C; ++c) v += (xr[c] - m) * (xr[c] - m);
         float r = 1.f / std::sqrt(v / C + eps);
+        if (b) {
 #pragma omp simd
-        for (int c = 0; c < C; ++c) yr[c] = (xr[c] - m) * r * w[c] + b[c];
+            for (int c = 0; c < C; ++c) yr[c] = (xr[c] - m) * r * w[c] + b[c];
+        } else {
+#pragma omp simd
+            for (int c = 0; c < C; ++c) yr[c] = (xr[c] - m) * r * w[c];
+        }
         mean[n] = m;
         rstd[n] = r;
     }
@@ -71,9 +76,10 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
             const float* g = dout + static_cast<std::size_t>(n) * C;
             float m = mean[n], r = rstd[n];
 #pragma omp simd
-            for (int c = c0; c < c1; ++c) {
-                dw[c] += g[c] * (xr[c] - m) * r;
-                db[c] += g[c];
+            for (int c = c0; c < c1; ++c) dw[c] += g[c] * (xr[c] - m) * r;
+            if (db) {
+#pragma omp simd
+                for (int c = c0; c < c1; ++c) db[c] += g[c];
             }
         }
     }

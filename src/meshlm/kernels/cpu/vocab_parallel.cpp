@@ -115,11 +115,16 @@ void ce_row_sums(float* stats, float* logits, const int32_t* targets, const floa
 }
 
 void ce_finish(float* logits, float* losses, const int32_t* targets, const float* row_max,
-               const float* stats, int v0, int N, int Vl, int ldv, float dlogits_scale) {
+               const float* stats, int v0, int N, int Vl, int ldv, float dlogits_scale,
+               float z_loss) {
     const bool grad = dlogits_scale != 0.f;
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
         float* x = logits + static_cast<std::size_t>(n) * ldv;
+        // Padding columns (ldv > Vl) become 0, so a GEMM over the whole row stride reads no stale
+        // logits.
+        if (grad)
+            for (int v = Vl; v < ldv; ++v) x[v] = 0.f;
         if (targets[n] < 0) {
             losses[n] = 0.f;
             if (grad)
@@ -127,9 +132,11 @@ void ce_finish(float* logits, float* losses, const int32_t* targets, const float
             continue;
         }
         const float sum = stats[2 * n];
-        losses[n] = std::log(sum) + row_max[n] - stats[2 * n + 1];
+        const float lse = std::log(sum) + row_max[n];
+        losses[n] = lse - stats[2 * n + 1];
         if (!grad) continue;
-        const float k = dlogits_scale / sum;
+        // softmax_cross_entropy's gradient with its z-loss; z_loss = 0 gives dlogits_scale / sum.
+        const float k = dlogits_scale * (1.f + 2.f * z_loss * lse) / sum;
 #pragma omp simd
         for (int v = 0; v < Vl; ++v) x[v] *= k;
         const int t = targets[n] - v0;
