@@ -45,6 +45,7 @@ ModelConfig family_config(const std::string& family) {
         cfg.qkv_bias = cfg.proj_bias = false;
         cfg.tied_head = false;
         cfg.head_bias = true;
+        cfg.z_loss = 1e-2f;  // large enough to matter in every gradient
     } else if (family == "llama") {
         cfg.n_head = 8;
         cfg.n_kv_head = 4;
