@@ -15,15 +15,6 @@
 namespace meshlm {
 namespace {
 
-// Max |a - b| / max(max |b|, floor): error relative to the tensor's scale.
-double scaled_max_error(const float* a, const std::vector<float>& b, double floor = 1e-6) {
-    double err = 0, scale = floor;
-    for (std::size_t i = 0; i < b.size(); ++i) {
-        err = std::max(err, std::fabs(double(a[i]) - b[i]));
-        scale = std::max(scale, std::fabs(double(b[i])));
-    }
-    return err / scale;
-}
 
 class Gpt2Reference : public ::testing::Test {
   protected:
@@ -70,7 +61,7 @@ TEST_F(Gpt2Reference, LogitsLossAndEveryGradientMatchPyTorch) {
     Transformer& m = learner_->model();
     // Logits first (the loss pass overwrites them with dlogits).
     m.forward(learner_->params(), tokens.data(), nullptr, B_, T_);
-    double logit_err = scaled_max_error(m.logits(), file_->f32("logits"));
+    double logit_err = test::scaled_max_error(m.logits(), file_->f32("logits"));
     EXPECT_LT(logit_err, 1e-5) << "logits, error relative to max |logit|";
 
     const float grad_scale = 1.f / (B_ * T_);
@@ -81,7 +72,7 @@ TEST_F(Gpt2Reference, LogitsLossAndEveryGradientMatchPyTorch) {
     std::fill(learner_->grads(), learner_->grads() + learner_->layout().total(), 0.f);
     m.backward(learner_->params(), learner_->grads());
     for (const auto& s : learner_->layout().slices()) {
-        double err = scaled_max_error(learner_->grads() + s.offset, file_->f32("grad." + s.name));
+        double err = test::scaled_max_error(learner_->grads() + s.offset, file_->f32("grad." + s.name));
         EXPECT_LT(err, 1e-4) << "gradient of " << s.name << " (error relative to its max)";
         std::printf("  grad %-26s max err / max |g| = %.2e\n", s.name.c_str(), err);
     }

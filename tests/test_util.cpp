@@ -15,6 +15,15 @@
 
 namespace meshlm::test {
 
+double scaled_max_error(const float* a, const std::vector<float>& b, double floor) {
+    double err = 0, scale = floor;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+        err = std::max(err, std::fabs(double(a[i]) - b[i]));
+        scale = std::max(scale, std::fabs(double(b[i])));
+    }
+    return err / scale;
+}
+
 std::string source_dir() {
     return MESHLM_SOURCE_DIR;
 }

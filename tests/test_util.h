@@ -17,6 +17,9 @@ struct BlockSpans {
 };
 BlockSpans block_spans(const ParamLayout& layout, int n_layer);
 
+// Max |a - b| / max(max |b|, floor) over b's elements: an error relative to the tensor's scale.
+double scaled_max_error(const float* a, const std::vector<float>& b, double floor = 1e-6);
+
 std::string source_dir();                      // repository root
 std::string meshlm_binary();                   // build/meshlm
 std::string fixture(const std::string& name);  // tests/fixtures/<name>

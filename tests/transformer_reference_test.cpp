@@ -20,15 +20,6 @@
 namespace meshlm {
 namespace {
 
-// Max |a - b| / max(max |b|, floor): error relative to the tensor's scale.
-double scaled_max_error(const float* a, const std::vector<float>& b, double floor = 1e-6) {
-    double err = 0, scale = floor;
-    for (std::size_t i = 0; i < b.size(); ++i) {
-        err = std::max(err, std::fabs(double(a[i]) - b[i]));
-        scale = std::max(scale, std::fabs(double(b[i])));
-    }
-    return err / scale;
-}
 
 // The fixture's model.* keys (the other metadata describes the batch and the generator).
 ModelConfig config_of(const std::map<std::string, std::string>& md) {
@@ -71,7 +62,7 @@ TEST_P(TransformerReference, LogitsLossAndEveryGradientMatchPyTorch) {
 
     auto tokens = file.i32("tokens"), targets = file.i32("targets");
     m.forward(params.data(), tokens.data(), nullptr, B, T);
-    const double logit_err = scaled_max_error(m.logits(), file.f32("logits"));
+    const double logit_err = test::scaled_max_error(m.logits(), file.f32("logits"));
     EXPECT_LT(logit_err, 1e-5) << "logits, error relative to max |logit|";
 
     int scored = 0;
@@ -85,7 +76,7 @@ TEST_P(TransformerReference, LogitsLossAndEveryGradientMatchPyTorch) {
         const std::vector<float> ref = file.f32("grad." + s.name);
         // The key bias's true gradient is exactly zero without rotary positions: the error
         // is relative to the whole tensor's scale, as for every tensor.
-        const double err = scaled_max_error(grads.data() + s.offset, ref);
+        const double err = test::scaled_max_error(grads.data() + s.offset, ref);
         EXPECT_LT(err, 1e-4) << "gradient of " << s.name << " (error relative to its max)";
         worst = std::max(worst, err);
     }

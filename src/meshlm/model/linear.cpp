@@ -1,7 +1,5 @@
 #include "meshlm/model/linear.h"
 
-#include <omp.h>
-
 #include <cstddef>
 
 #include "meshlm/kernels/kernels.h"
@@ -27,21 +25,3 @@ void backward(float* dx, float* dW, float* db, const float* dy, const float* x, 
 
 }  // namespace meshlm::linear
 
-namespace meshlm::linear {
-
-void bias_backward(float* db, const float* dy, int N, int O) {
-    // Each thread owns a range of columns and sums the rows in order: deterministic.
-#pragma omp parallel
-    {
-        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        const int o0 = static_cast<int>(static_cast<long>(O) * t / nt);
-        const int o1 = static_cast<int>(static_cast<long>(O) * (t + 1) / nt);
-        for (int n = 0; n < N; ++n) {
-            const float* g = dy + static_cast<std::size_t>(n) * O;
-#pragma omp simd
-            for (int o = o0; o < o1; ++o) db[o] += g[o];
-        }
-    }
-}
-
-}  // namespace meshlm::linear

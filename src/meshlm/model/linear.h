@@ -19,7 +19,3 @@ void backward(float* dx, float* dW, float* db, const float* dy, const float* x, 
 
 }  // namespace meshlm::linear
 
-namespace meshlm::linear {
-// db[O] += sum_n dy[n, O]: the gradient of a bias added after a row-parallel reduction.
-void bias_backward(float* db, const float* dy, int N, int O);
-}  // namespace meshlm::linear

@@ -218,8 +218,8 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
     const k::AttnDropout* pdrop = dropped_ && drop.rate > 0.f ? &drop : nullptr;
     if (parallel_block_) {
         const float* gb = branch_grad(N, l, kAttnResid);
-        if (g.proj_b) linear::bias_backward(g.proj_b, gb, N, C);
-        if (g.out_b) linear::bias_backward(g.out_b, gb, N, C);
+        if (g.proj_b) k::bias_backward(g.proj_b, gb, N, C);
+        if (g.out_b) k::bias_backward(g.out_b, gb, N, C);
         mlp_.backward(dln_, g, da_, dh_, gb, a.ln1, a.h, a.a, w, N, false);
         attn_.backward(dln_, g, dy_, dqkv_, gb, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, true);
         mp_->sum(dln_, NC);
@@ -227,12 +227,12 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
         return;
     }
     const float* gm = branch_grad(N, l, kMlpResid);
-    if (g.out_b) linear::bias_backward(g.out_b, gm, N, C);
+    if (g.out_b) k::bias_backward(g.out_b, gm, N, C);
     mlp_.backward(dln_, g, da_, dh_, gm, a.ln2, a.h, a.a, w, N, false);
     mp_->sum(dln_, NC);
     norm_.backward(dres_, g.ln2_w, g.ln2_b, dln_, a.mid, w.ln2_w, a.mean2, a.rstd2, N);
     const float* ga = branch_grad(N, l, kAttnResid);
-    if (g.proj_b) linear::bias_backward(g.proj_b, ga, N, C);
+    if (g.proj_b) k::bias_backward(g.proj_b, ga, N, C);
     attn_.backward(dln_, g, dy_, dqkv_, ga, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, false);
     mp_->sum(dln_, NC);
     norm_.backward(dres_, g.ln1_w, g.ln1_b, dln_, x, w.ln1_w, a.mean1, a.rstd1, N);

@@ -24,17 +24,20 @@ void linear_backward(float* dx, float* dW, float* dbias, const float* dy, const 
                      const float* W, int N, int I, int O) {
     if (dx) gemm(false, false, N, I, O, 1.f, dy, O, W, I, 0.f, dx, I);
     gemm(true, false, O, I, N, 1.f, dy, O, x, I, 1.f, dW, I);
-    if (dbias) {
+    if (dbias) bias_backward(dbias, dy, N, O);
+}
+
+void bias_backward(float* db, const float* dy, int N, int O) {
+    // Each thread owns a range of columns and sums the rows in order: deterministic.
 #pragma omp parallel
-        {
-            int nt = omp_get_num_threads(), t = omp_get_thread_num();
-            int o0 = static_cast<int>(static_cast<long>(O) * t / nt);
-            int o1 = static_cast<int>(static_cast<long>(O) * (t + 1) / nt);
-            for (int n = 0; n < N; ++n) {
-                const float* g = dy + static_cast<std::size_t>(n) * O;
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int o0 = static_cast<int>(static_cast<long>(O) * t / nt);
+        int o1 = static_cast<int>(static_cast<long>(O) * (t + 1) / nt);
+        for (int n = 0; n < N; ++n) {
+            const float* g = dy + static_cast<std::size_t>(n) * O;
 #pragma omp simd
-                for (int o = o0; o < o1; ++o) dbias[o] += g[o];
-            }
+            for (int o = o0; o < o1; ++o) db[o] += g[o];
         }
     }
 }
