@@ -116,20 +116,20 @@ TEST(Mesh, WrongProductNamesBothSizesAndTheWorld) {
 }
 
 TEST(Mesh, ModelParallelShapesMustDivide) {
-    EXPECT_NO_THROW(check_model_parallel_shapes(4, 12, 3072, 50304));
-    EXPECT_NO_THROW(check_model_parallel_shapes(1, 3, 7, 257));
+    // (model ranks, heads, key/value heads, MLP width); the vocabulary is padded, never refused.
+    EXPECT_NO_THROW(check_model_parallel_shapes(4, 12, 12, 3072));
+    EXPECT_NO_THROW(check_model_parallel_shapes(1, 3, 1, 7));
     try {
-        check_model_parallel_shapes(4, 12, 3072, 50257);
+        check_model_parallel_shapes(4, 12, 2, 3072);
         FAIL() << "no error";
     } catch (const InvalidInput& e) {
-        EXPECT_NE(
-            std::string(e.what()).find("model.vocab_size (50257) must be divisible by "
-                                       "parallel.model (4) for tensor parallelism: use 50260"),
-            std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("(model.n_kv_head, 0 = n_head) (2) must be divisible "
+                                             "by parallel.model (4)"),
+                  std::string::npos)
             << e.what();
     }
-    EXPECT_THROW(check_model_parallel_shapes(8, 12, 3072, 50304), InvalidInput);  // heads
-    EXPECT_THROW(check_model_parallel_shapes(3, 3, 512, 258), InvalidInput);      // MLP width
+    EXPECT_THROW(check_model_parallel_shapes(8, 12, 12, 3072), InvalidInput);  // heads
+    EXPECT_THROW(check_model_parallel_shapes(3, 3, 3, 512), InvalidInput);     // MLP width
 }
 
 TEST(Fault, ThrowsOnlyAtTheChosenRankAndPoint) {

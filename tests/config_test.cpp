@@ -160,12 +160,13 @@ TEST(Config, UnknownSection) {
 }
 
 TEST(Config, ParallelSection) {
-    // The default model (4 heads, vocabulary 257) does not split over 3 or 2 model ranks.
+    // The default model's 4 heads do not split over 3 model ranks; its vocabulary of 257 is
+    // padded, so 2 model ranks are fine.
     EXPECT_CONTAINS(override_error({"parallel.model=3"}),
                     "model.n_head (4) must be divisible by parallel.model (3)");
-    EXPECT_CONTAINS(override_error({"parallel.model=2"}),
-                    "model.vocab_size (257) must be divisible by parallel.model (2)");
-    EXPECT_EQ(load_config("", {"parallel.model=2", "model.vocab_size=300"}).parallel.model, 2);
+    EXPECT_EQ(load_config("", {"parallel.model=2"}).parallel.model, 2);
+    EXPECT_CONTAINS(override_error({"parallel.model=4", "model.n_kv_head=2"}),
+                    "must be divisible by parallel.model (4)");
     EXPECT_CONTAINS(override_error({"parallel.zero_stage=4"}), "parallel.zero_stage");
     EXPECT_CONTAINS(override_error({"parallel.data=0"}), "parallel.data");
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "meshlm/infer/generate.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/infer/stop_strings.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/kernels/kernels.h"

@@ -208,9 +208,9 @@ TEST(TpShard, KeyBiasGradientsZeroedInFullAndShardLayouts) {
         EXPECT_GT(zero_null_grads(layout, g.data(), 0, layout.total()), 0.f);
         for (const ParamSlice& s : layout.slices())
             for (std::size_t j = 0; j < s.numel; ++j) {
-                // q heads are 2/3 of the rows with 4 heads and 2 key/value heads: k is 4/6..5/6.
-                const bool key = s.name.ends_with("attn.c_attn.bias") && j >= s.numel * 4 / 6 &&
-                                 j < s.numel * 5 / 6;
+                // (4 + 2 + 2) heads of rows: q is 4/8 of them, k the next 2/8.
+                const bool key = s.name.ends_with("attn.c_attn.bias") && j >= s.numel * 4 / 8 &&
+                                 j < s.numel * 6 / 8;
                 ASSERT_EQ(g[s.offset + j], key ? 0.f : before[s.offset + j]) << s.name << j;
             }
     }

@@ -589,7 +589,7 @@ std::string closest_key(const OptionTable& table, std::string_view key) {
     std::size_t best_score = static_cast<std::size_t>(-1);
     for (const auto& o : table.options) {
         const auto [o_section, o_leaf] = split_key(o.key);
-        const std::size_t penalty = o_section == section ? 0 : 2;
+        const std::size_t penalty = o_section == section ? 0 : 1;
         const std::size_t score =
             std::min(edit_distance(key, o.key), edit_distance(leaf, o_leaf) + penalty);
         if (score < best_score) best_score = score, best = o.key;

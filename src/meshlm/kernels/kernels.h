@@ -72,7 +72,8 @@ void residual_forward(float* out, const float* a, const float* b, std::size_t n)
 // Dropout of attention probabilities (the counter-based mask of `dropout` below, one draw per
 // (global row, global head, query, key)): P[i, j] is kept with probability 1 - rate and scaled
 // by 1 / (1 - rate). row0 = index of row b = 0 in the global batch, head0 = global index of this
-// call's head 0 (tensor parallelism splits heads).
+// call's head 0 (tensor parallelism splits heads). The draw of (row, head, query i, key j) is
+// draw ((row * n_head + head) * T + i) * T + j of the stream, numbered as in `dropout`.
 struct AttnDropout {
     float rate = 0.f;
     std::uint64_t seed = 0, stream = 0;
@@ -108,6 +109,7 @@ void rope_backward(float* dx, int ld, const int32_t* pos, int N, int T, int head
 // Inverted dropout, in place: x[n, c] *= keep / (1 - rate) with keep = (uniform >= rate), the
 // uniform drawn from Philox(seed, stream) at counter (row0 + n) * C + c, so a mask depends only
 // on (seed, stream, global row, column): never on threads, ranks or how rows are batched.
+// Draw X is the X-th Philox(seed, stream).uniform() from counter 0 (word X % 4 of block X / 4).
 // Applying it to the output gradient with the same arguments is its backward.
 void dropout(float* x, int N, int C, float rate, std::uint64_t seed, std::uint64_t stream,
              std::int64_t row0);

@@ -16,6 +16,7 @@
 #include "meshlm/model/transformer.h"
 
 #include <cstring>
+#include <utility>
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/kernels.h"
@@ -146,6 +147,7 @@ k::AttnDropout Transformer::attn_dropout(int layer) const {
 void Transformer::close_branch(float* out, const float* b1, const float* b2,
                                const float* residual, int N, int layer, int site, bool train) {
     const int C = cfg_.d_model;
+    if (!b1) std::swap(b1, b2);  // either bias may be absent
     mp_->sum(out, static_cast<std::size_t>(N) * C);
     const float rate = cfg_.dropout_resid;
     if (train && rate > 0.f) {

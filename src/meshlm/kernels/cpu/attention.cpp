@@ -76,6 +76,41 @@ inline void add_alibi(float* row, int lim, float slope, int i, int j0) {
     for (int c = 0; c < lim; ++c) row[c] += -(slope * static_cast<float>(i - (j0 + c)));
 }
 
+// a . b over n floats, 8 lanes then the tail.
+inline float dot(const float* a, const float* b, int n) {
+    __m256 acc = _mm256_setzero_ps();
+    int d = 0;
+    for (; d + 8 <= n; d += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc);
+    float r = cpu::hsum256(acc);
+    for (; d < n; ++d) r += a[d] * b[d];
+    return r;
+}
+
+// dS = P * (dP - Dvec) * s over one row of n keys, written over dP.
+inline void score_grad(float* dp, const float* p, float dvec, float s, int n) {
+    const __m256 vd = _mm256_set1_ps(dvec), vs = _mm256_set1_ps(s);
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+        const __m256 g = _mm256_sub_ps(_mm256_loadu_ps(dp + c), vd);
+        _mm256_storeu_ps(dp + c, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(p + c), g), vs));
+    }
+    for (; c < n; ++c) dp[c] = p[c] * (dp[c] - dvec) * s;
+}
+
+// With dropout: dS = (Pd * dPd - P * Dvec) * s.
+inline void score_grad_dropout(float* dp, const float* p, const float* pd, float dvec, float s,
+                               int n) {
+    const __m256 vd = _mm256_set1_ps(dvec), vs = _mm256_set1_ps(s);
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+        const __m256 a = _mm256_mul_ps(_mm256_loadu_ps(pd + c), _mm256_loadu_ps(dp + c));
+        const __m256 b = _mm256_mul_ps(_mm256_loadu_ps(p + c), vd);
+        _mm256_storeu_ps(dp + c, _mm256_mul_ps(_mm256_sub_ps(a, b), vs));
+    }
+    for (; c < n; ++c) dp[c] = (pd[c] * dp[c] - p[c] * dvec) * s;
+}
+
 // Where the dropout draws of (b, h) start: draw X of query i, key j is base + i * T + j.
 inline std::uint64_t dropout_base(const AttnDropout& d, int b, int h, int T) {
     const std::uint64_t row = static_cast<std::uint64_t>(d.row0 + b);
@@ -186,11 +221,6 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
         const float* V = qkv + row0 + (H + Hkv + g) * D;
         float* dK = dqkv + row0 + (H + g) * D;
         float* dV = dqkv + row0 + (H + Hkv + g) * D;
-        for (int t = 0; t < T; ++t)
-            for (int d = 0; d < D; ++d) {
-                const std::size_t o = static_cast<std::size_t>(t) * ld + d;
-                dK[o] = 0.f, dV[o] = 0.f;
-            }
         alignas(64) float P[kBlock * kBlock];
         alignas(64) float Pd[kBlock * kBlock];
         alignas(64) float dP[kBlock * kBlock];
@@ -204,23 +234,22 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
             const float* L = lse + (static_cast<std::size_t>(b) * H + h) * T;
             const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
             const std::uint64_t dbase = drop ? dropout_base(*drop, b, h, T) : 0;
-            for (int t = 0; t < T; ++t)
-                for (int d = 0; d < D; ++d) dQ[static_cast<std::size_t>(t) * ld + d] = 0.f;
             for (int i0 = 0; i0 < T; i0 += kBlock) {
                 const int nq = T - i0 < kBlock ? T - i0 : kBlock;
-                for (int r = 0; r < nq; ++r) {
-                    const float* a = dO + static_cast<std::size_t>(i0 + r) * HD;
-                    const float* o = O + static_cast<std::size_t>(i0 + r) * HD;
-                    float acc = 0.f;
-                    for (int d = 0; d < D; ++d) acc += a[d] * o[d];
-                    Dvec[r] = acc;
-                }
+                for (int r = 0; r < nq; ++r)
+                    Dvec[r] = dot(dO + static_cast<std::size_t>(i0 + r) * HD,
+                                  O + static_cast<std::size_t>(i0 + r) * HD, D);
                 const float* Qi = Q + static_cast<std::size_t>(i0) * ld;
                 const float* dOi = dO + static_cast<std::size_t>(i0) * HD;
                 for (int j0 = 0; j0 < i0 + nq; j0 += kBlock) {
                     const int nk = i0 + nq - j0 < kBlock ? i0 + nq - j0 : kBlock;
                     const float* Kj = K + static_cast<std::size_t>(j0) * ld;
                     const float* Vj = V + static_cast<std::size_t>(j0) * ld;
+                    // The first product into a block overwrites it (no zeroing pass): dQ rows
+                    // i0.. first at j0 = 0; dK, dV rows j0.. (all of them: nk = kBlock or the
+                    // tail) first at i0 = j0 for the group's first head.
+                    const float beta_q = j0 == 0 ? 0.f : 1.f;
+                    const float beta_kv = i0 == j0 && h == g * G ? 0.f : 1.f;
                     gemm(false, true, nq, nk, D, s, Qi, ld, Kj, ld, 0.f, P, kBlock);
                     for (int r = 0; r < nq; ++r) {
                         float* row = P + r * kBlock;
@@ -237,24 +266,20 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                         }
                     }
                     const float* Pv = drop ? Pd : P;  // the probabilities that weighted V
-                    gemm(true, false, nk, D, nq, 1.f, Pv, kBlock, dOi, HD, 1.f,
+                    gemm(true, false, nk, D, nq, 1.f, Pv, kBlock, dOi, HD, beta_kv,
                          dV + static_cast<std::size_t>(j0) * ld, ld);
                     gemm(false, true, nq, nk, D, 1.f, dOi, HD, Vj, ld, 0.f, dP, kBlock);
-                    if (drop) {
-                        for (int r = 0; r < nq; ++r)
-                            for (int c = 0; c < nk; ++c) {
-                                const int x = r * kBlock + c;
-                                dP[x] = (Pd[x] * dP[x] - P[x] * Dvec[r]) * s;
-                            }
-                    } else {
-                        for (int r = 0; r < nq; ++r)
-                            for (int c = 0; c < nk; ++c)
-                                dP[r * kBlock + c] =
-                                    P[r * kBlock + c] * (dP[r * kBlock + c] - Dvec[r]) * s;
+                    for (int r = 0; r < nq; ++r) {
+                        const int x = r * kBlock;
+                        if (drop) {
+                            score_grad_dropout(dP + x, P + x, Pd + x, Dvec[r], s, nk);
+                        } else {
+                            score_grad(dP + x, P + x, Dvec[r], s, nk);
+                        }
                     }
-                    gemm(false, false, nq, D, nk, 1.f, dP, kBlock, Kj, ld, 1.f,
+                    gemm(false, false, nq, D, nk, 1.f, dP, kBlock, Kj, ld, beta_q,
                          dQ + static_cast<std::size_t>(i0) * ld, ld);
-                    gemm(true, false, nk, D, nq, 1.f, dP, kBlock, Qi, ld, 1.f,
+                    gemm(true, false, nk, D, nq, 1.f, dP, kBlock, Qi, ld, beta_kv,
                          dK + static_cast<std::size_t>(j0) * ld, ld);
                 }
             }
