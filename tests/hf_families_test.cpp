@@ -399,6 +399,21 @@ TEST(HfFamiliesExport, RefusesModelsNoFamilyComputes) {
     EXPECT_EQ(hf_export_architecture(m), "Qwen2ForCausalLM");
 }
 
+TEST(HfFamiliesImport, InitFromNamesTheArchitectureKeysThatDiffer) {
+    // model.init_from needs the run's model to compute what the HF model computes.
+    const ModelConfig hf = read_hf_config(test::fixture("hf_llama_tiny")).model;
+    EXPECT_TRUE(hf_architecture_mismatch(hf, hf).empty());
+    ModelConfig m = hf;
+    m.norm = "layernorm";
+    m.rope_scaling = "none";
+    m.max_seq_len = 64;  // only a bound with rotary positions
+    m.dropout_resid = 0.1f;
+    EXPECT_EQ(hf_architecture_mismatch(hf, m),
+              (std::vector<std::string>{
+                  "model.norm is layernorm (the Hugging Face model has rmsnorm)",
+                  "model.rope_scaling is none (the Hugging Face model has llama3)"}));
+}
+
 test::CommandResult convert(const std::string& args) {
     return test::run_command(test::meshlm_binary() + " convert " + args);
 }

@@ -15,7 +15,6 @@
 #include "meshlm/core/error.h"
 #include "meshlm/io/hf_family.h"
 #include "meshlm/io/safetensors_set.h"
-#include "meshlm/model/transformer_layout.h"
 
 namespace meshlm {
 namespace {
