@@ -285,11 +285,12 @@ TEST(DataParallelFailure, AMeshThatDoesNotFitIsReportedOnce) {
     auto r = run_train(2, flags(dir, 1, 1) + " --config.parallel.data=3");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_EQ(count_of(r.output, "parallel.data (3) x parallel.model (1) = 3"), 1) << r.output;
-    // A vocabulary that does not split over the model ranks: one clear error, before training.
+    // Key/value heads that do not split over the model ranks: one clear error, before training.
     auto tp =
-        run_train(2, flags(dir, 1, 1) + " --config.parallel.model=2 --config.model.vocab_size=301");
+        run_train(2, flags(dir, 1, 1) + " --config.parallel.model=2 --config.model.n_kv_head=1");
     EXPECT_NE(tp.exit_code, 0) << tp.output;
-    EXPECT_EQ(count_of(tp.output, "model.vocab_size (301) must be divisible by parallel.model (2)"),
+    EXPECT_EQ(count_of(tp.output, "(model.n_kv_head, 0 = n_head) (1) must be divisible by "
+                                  "parallel.model (2)"),
               1)
         << tp.output;
 }

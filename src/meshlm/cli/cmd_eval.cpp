@@ -19,7 +19,7 @@ namespace meshlm {
 namespace {
 struct EvalArgs {
     std::string checkpoint, split = "val";
-    int batch_size = 0, threads = 0;
+    int batch_size = 0, threads = 0, seq_len = 0;
 };
 }  // namespace
 
@@ -32,6 +32,9 @@ CommandRunner add_eval_command(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"val", "test", "train"}));
     cmd->add_option("--batch-size", a->batch_size, "rows per batch (0 = the run's batch size)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--seq-len", a->seq_len,
+                    "tokens per row (0 = the run's train.seq_len); up to model.max_seq_len")
         ->check(CLI::NonNegativeNumber);
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
     return [a] {
@@ -51,7 +54,13 @@ CommandRunner add_eval_command(CLI::App& app) {
                            " is empty (prepare with a non-zero --",
                            a->split == "test" ? "test" : "val", "-fraction)");
         const int B = a->batch_size > 0 ? a->batch_size : cfg.train.batch_size;
-        const int T = cfg.train.seq_len;
+        const int T = a->seq_len > 0 ? a->seq_len : cfg.train.seq_len;
+        if (T > cfg.model.max_seq_len)
+            MESHLM_INVALID("--seq-len ", T, " exceeds the model's context model.max_seq_len = ",
+                           cfg.model.max_seq_len,
+                           cfg.model.position == "learned"
+                               ? " (learned positions have no row beyond it)"
+                               : " (raise it with --config.model.max_seq_len at training time)");
         LoaderOptions opt;
         opt.packing = parse_packing(cfg.data.packing);
         opt.seq_len = T;

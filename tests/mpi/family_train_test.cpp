@@ -1,0 +1,115 @@
+// Every family trains alike on any layout: a tiny GPT-J-style model (parallel blocks, partial
+// interleaved rotary, untied biased head, z-loss) and a tiny Llama-style one (GQA, SwiGLU,
+// RMSNorm, rotary, untied head) through `mpirun ... meshlm train` with data parallelism at ZeRO 3
+// and with tensor parallelism, against one process with the same global batch (losses per step
+// and final weights); dropout keyed by (seed, step, layer, global row) keeps data-parallel and
+// tensor-parallel runs equal to one process, and resumes bitwise.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "train_runs.h"
+
+namespace meshlm {
+namespace {
+
+constexpr int kSteps = 12;
+
+struct Family {
+    std::string name, flags;
+    ModelConfig model;
+};
+
+Family gptj() {
+    Family f{"gptj",
+             " --config.model.block=parallel --config.model.position=rope"
+             " --config.model.rope_style=interleaved --config.model.rope_dim=8"
+             " --config.model.qkv_bias=false --config.model.proj_bias=false"
+             " --config.model.tied_head=false --config.model.head_bias=true"
+             " --config.model.z_loss=1e-4"
+             // Adam's first update of an element is g / (|g| + eps): with the default 1e-8, an
+             // embedding element whose gradient cancels to ~1e-8 (seen: wte[135, 20]) turns
+             // summation-order rounding into 2e-4 of weight by step 12 (tensor-parallel gradients
+             // themselves match to 1e-5 with z-loss: tp_mpi). 1e-6 is below every real gradient.
+             " --config.optim.eps=1e-6",
+             test::tiny_model()};
+    ModelConfig& m = f.model;
+    m.block = "parallel", m.position = "rope", m.rope_style = "interleaved", m.rope_dim = 8;
+    m.qkv_bias = m.proj_bias = false, m.tied_head = false, m.head_bias = true, m.z_loss = 1e-4f;
+    return f;
+}
+
+Family llama() {
+    Family f{"llama",
+             " --config.model.n_head=4 --config.model.n_kv_head=2 --config.model.norm=rmsnorm"
+             " --config.model.norm_bias=false --config.model.position=rope"
+             " --config.model.mlp=swiglu --config.model.d_ff=48 --config.model.qkv_bias=false"
+             " --config.model.proj_bias=false --config.model.mlp_bias=false"
+             " --config.model.tied_head=false",
+             test::tiny_model()};
+    ModelConfig& m = f.model;
+    m.n_head = 4, m.n_kv_head = 2, m.norm = "rmsnorm", m.norm_bias = false, m.position = "rope";
+    m.mlp = "swiglu", m.d_ff = 48, m.qkv_bias = m.proj_bias = m.mlp_bias = false;
+    m.tied_head = false;
+    return f;
+}
+
+Family dropout() {
+    Family f{"dropout",
+             " --config.model.dropout_embd=0.1 --config.model.dropout_attn=0.1"
+             " --config.model.dropout_resid=0.1",
+             test::tiny_model()};
+    f.model.dropout_embd = f.model.dropout_attn = f.model.dropout_resid = 0.1f;
+    return f;
+}
+
+std::string flags(const Family& f, const std::string& dir, int batch, int data, int model,
+                  int stage, int checkpoint_interval = 0) {
+    return test::tiny_flags(dir, kSteps, batch, 1, checkpoint_interval) + f.flags +
+           test::mesh_flags(data, model, stage);
+}
+
+class FamilyTraining : public ::testing::TestWithParam<Family> {};
+
+TEST_P(FamilyTraining, DataAndTensorParallelMatchOneProcess) {
+    const Family& f = GetParam();
+    const std::string dir = test::temp_dir("family_" + f.name);
+    const test::TrainedRun ref =
+        test::train_run(1, dir + "/ref", flags(f, dir + "/ref", 4, 1, 1, 0), f.model);
+    ASSERT_EQ(ref.steps.size(), static_cast<std::size_t>(kSteps)) << ref.output;
+    const test::TrainedRun dp =
+        test::train_run(2, dir + "/dp", flags(f, dir + "/dp", 2, 2, 1, 3), f.model);
+    test::expect_same_training(ref, dp, kSteps, f.name + ": DP 2, ZeRO 3");
+    const test::TrainedRun tp =
+        test::train_run(2, dir + "/tp", flags(f, dir + "/tp", 4, 1, 2, 0), f.model);
+    test::expect_same_training(ref, tp, kSteps, f.name + ": TP 2");
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyTraining, ::testing::Values(gptj(), llama(), dropout()),
+                         [](const auto& info) { return info.param.name; });
+
+// Dropout masks come from the counter-based RNG: a resumed run draws the masks the
+// uninterrupted run drew, so its losses and weights are bitwise the same.
+TEST(FamilyTraining, DropoutResumesBitwise) {
+    const Family f = dropout();
+    const std::string dir = test::temp_dir("family_resume");
+    const test::TrainedRun whole =
+        test::train_run(1, dir + "/whole", flags(f, dir + "/whole", 4, 1, 1, 0, 6), f.model);
+    ASSERT_EQ(whole.steps.size(), static_cast<std::size_t>(kSteps)) << whole.output;
+    const std::string branch = dir + "/branch";
+    const test::TrainedRun resumed = test::train_run(
+        1, branch, " --resume " + dir + "/whole/checkpoints/step_6 --config.log.dir=" + branch,
+        f.model);
+    ASSERT_EQ(resumed.steps.size(), static_cast<std::size_t>(kSteps - 6)) << resumed.output;
+    for (int s = 6; s < kSteps; ++s)
+        EXPECT_EQ(whole.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
+    EXPECT_EQ(whole.weights, resumed.weights);
+    // Dropout is on: the same run without it trains differently.
+    EXPECT_NE(whole.steps[kSteps - 1]["loss"], test::train_run(1, dir + "/plain",
+                                                               test::tiny_flags(dir + "/plain", kSteps, 4, 1, 0),
+                                                               test::tiny_model())
+                                                   .steps[kSteps - 1]["loss"]);
+}
+
+}  // namespace
+}  // namespace meshlm
