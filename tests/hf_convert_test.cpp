@@ -320,8 +320,8 @@ TEST(HfConvert, RefusesBadInput) {
         expect_refused(tmp + "/empty", "has no config.json");
         test::write_file(tmp + "/foreign/config.json", R"({"name": "not a model", "x": [1, 2]})");
         expect_refused(tmp + "/foreign", "config.json: no \"model_type\"");
-        test::write_file(tmp + "/llama/config.json", R"({"model_type": "llama"})");
-        expect_refused(tmp + "/llama", "model_type is \"llama\"; meshlm converts only \"gpt2\"");
+        test::write_file(tmp + "/bert/config.json", R"({"model_type": "bert"})");
+        expect_refused(tmp + "/bert", "model_type is \"bert\"; meshlm converts \"gpt2\", ");
         test::write_file(tmp + "/broken/config.json", R"({"model_type": )");
         expect_refused(tmp + "/broken", "config.json: not valid JSON");
     }

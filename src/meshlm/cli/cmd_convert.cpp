@@ -1,5 +1,8 @@
-// meshlm convert --from hf --to meshlm IN OUT   (HF GPT2LMHeadModel directory -> run directory)
-// meshlm convert --from meshlm --to hf IN OUT   (run directory -> HF GPT2LMHeadModel directory)
+// meshlm convert --from hf --to meshlm IN OUT   (HF causal-LM directory -> run directory)
+// meshlm convert --from meshlm --to hf IN OUT   (run directory -> HF causal-LM directory)
+//
+// The families and their mapping are io/hf_model.h's; the run directory records the architecture
+// as its model.* keys.
 //
 // OUT is built in a hidden sibling directory and renamed into place at the end, so a failure
 // leaves nothing half-written; an existing non-empty OUT is replaced only with --force.
@@ -18,7 +21,7 @@
 #include "meshlm/core/byte_size.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/tokenizer.h"
-#include "meshlm/io/hf_gpt2.h"
+#include "meshlm/io/hf_model.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
@@ -57,10 +60,10 @@ std::string choose_tokenizer(const ConvertArgs& a, const ModelConfig& m) {
 int convert_hf_to_meshlm(const ConvertArgs& a) {
     if (a.dtype != "f32")
         MESHLM_INVALID("--dtype ", a.dtype, ": meshlm run directories hold f32 weights");
-    const HfGpt2Config hf = read_hf_gpt2_config(a.in);
+    const HfModelConfig hf = read_hf_config(a.in);
     const ParamLayout layout = transformer_layout(hf.model);
     Buffer<float> params(layout.total());
-    read_hf_gpt2_weights(a.in, hf, layout, params.data());
+    read_hf_weights(a.in, hf, layout, params.data());
     const std::string tok_spec = choose_tokenizer(a, hf.model);
 
     StagingDir out(a.out, a.force, "convert");
@@ -78,13 +81,14 @@ int convert_hf_to_meshlm(const ConvertArgs& a) {
     write_file_atomic(out.path() + "/config.yaml", config_to_yaml(c));
     load_config(out.path() + "/config.yaml", {});  // what sample / eval will read must load
     save_weights(out.path() + "/model.safetensors", layout, params.data(),
-                 {{"converted_from", "huggingface gpt2"}});
+                 {{"converted_from", "huggingface " + hf.model_type}});
     out.publish();
     std::printf(
-        "converted %s (GPT-2: %d layers, width %d, %d heads, vocab %d, context %d, %zu "
+        "converted %s (%s: %d layers, width %d, %d heads, vocab %d, context %d, %zu "
         "parameters) to the meshlm run directory %s; tokenizer: %s\n",
-        a.in.c_str(), hf.model.n_layer, hf.model.d_model, hf.model.n_head, hf.model.vocab_size,
-        hf.model.max_seq_len, layout.count(), out.final_path().c_str(), c.data.tokenizer.c_str());
+        a.in.c_str(), hf.architecture.c_str(), hf.model.n_layer, hf.model.d_model, hf.model.n_head,
+        hf.model.vocab_size, hf.model.max_seq_len, layout.count(), out.final_path().c_str(),
+        c.data.tokenizer.c_str());
     return 0;
 }
 
@@ -104,13 +108,13 @@ int convert_meshlm_to_hf(const ConvertArgs& a) {
 
     StagingDir out(a.out, a.force, "convert");
     std::string tok_note;
-    auto files = export_hf_dir(out.path(), run, params.data(), opt, tok_note);
+    const HfExport ex = export_hf_dir(out.path(), run, params.data(), opt, tok_note);
     out.publish();
     std::printf(
-        "exported %s to %s: config.json, generation_config.json, %zu weight file%s (%s, "
+        "exported %s to %s as %s: config.json, generation_config.json, %zu weight file%s (%s, "
         "%zu parameters); %s\n",
-        a.in.c_str(), out.final_path().c_str(), files.size(), files.size() == 1 ? "" : "s",
-        a.dtype.c_str(), layout.count(), tok_note.c_str());
+        a.in.c_str(), out.final_path().c_str(), ex.architecture.c_str(), ex.files.size(),
+        ex.files.size() == 1 ? "" : "s", a.dtype.c_str(), layout.count(), tok_note.c_str());
     return 0;
 }
 
@@ -118,7 +122,9 @@ int convert_meshlm_to_hf(const ConvertArgs& a) {
 
 CommandRunner add_convert_command(CLI::App& app) {
     auto* cmd = app.add_subcommand(
-        "convert", "Convert between meshlm run directories and Hugging Face GPT-2 directories");
+        "convert",
+        "Convert between meshlm run directories and Hugging Face directories (GPT-2, GPT-J, "
+        "Llama, Mistral, Qwen2)");
     auto a = std::make_shared<ConvertArgs>();
     cmd->add_option("--from", a->from, "source format")
         ->required()

@@ -6,7 +6,7 @@
 // files when D x M > 1, the single-file format for 1 x 1, with the same trainer state, so
 // `meshlm train --resume OUT` on D x M ranks continues exactly. The config follows: the
 // parallel section is set, train.batch_size keeps the global batch, log.dir is cleared so the
-// run continues in OUT. --hf writes the Hugging Face GPT-2 directory instead (as convert).
+// run continues in OUT. --hf writes the Hugging Face directory instead (as convert).
 // OUT is built in a hidden sibling and renamed into place; an existing OUT needs --force.
 #include <cstdio>
 #include <filesystem>
@@ -44,11 +44,11 @@ int reshard_to_hf(const ReshardArgs& a, const std::string& ckpt) {
     load_run_weights(run, layout, params.data());
     StagingDir out(a.out, a.force, "reshard");
     std::string tok_note;
-    auto files = export_hf_dir(out.path(), run, params.data(), HfExportOptions{}, tok_note);
+    const HfExport ex = export_hf_dir(out.path(), run, params.data(), HfExportOptions{}, tok_note);
     out.publish();
-    std::printf("wrote %s as the Hugging Face GPT-2 directory %s (%zu weight file%s, f32); %s\n",
-                ckpt.c_str(), out.final_path().c_str(), files.size(), files.size() == 1 ? "" : "s",
-                tok_note.c_str());
+    std::printf("wrote %s as the Hugging Face %s directory %s (%zu weight file%s, f32); %s\n",
+                ckpt.c_str(), ex.architecture.c_str(), out.final_path().c_str(), ex.files.size(),
+                ex.files.size() == 1 ? "" : "s", tok_note.c_str());
     return 0;
 }
 
@@ -115,8 +115,7 @@ CommandRunner add_reshard_command(CLI::App& app) {
     auto* stage = cmd->add_option("--zero-stage", a->zero_stage,
                                   "ZeRO stage of the new layout (default: the checkpoint's)")
                       ->check(CLI::Range(0, 3));
-    cmd->add_flag("--hf", a->hf,
-                  "write the Hugging Face GPT-2 directory (single-file model) instead")
+    cmd->add_flag("--hf", a->hf, "write the Hugging Face directory (single-file model) instead")
         ->excludes(data)
         ->excludes(model)
         ->excludes(stage);

@@ -359,8 +359,7 @@ OptionTable build_table() {
         .add("rope_high_freq_factor", &ModelConfig::rope_high_freq_factor, "llama3 scaling",
              greater_than(0))
         .add("rope_original_max_seq", &ModelConfig::rope_original_max_seq,
-             "llama3 scaling: the original context (original_max_position_embeddings)",
-             at_least(1))
+             "llama3 scaling: the original context (original_max_position_embeddings)", at_least(1))
         .add("qkv_bias", &ModelConfig::qkv_bias, "biases of the q, k, v projections")
         .add("proj_bias", &ModelConfig::proj_bias, "bias of the attention output projection")
         .add("mlp_bias", &ModelConfig::mlp_bias, "biases of the MLP")
@@ -371,14 +370,13 @@ OptionTable build_table() {
              "the output head is the token embedding (false: its own lm_head matrix)")
         .add("head_bias", &ModelConfig::head_bias, "the output head has a bias (GPT-J)")
         .add("z_loss", &ModelConfig::z_loss,
-             "coefficient of the log-partition penalty z * logsumexp^2 (GPT-J: 1e-4)",
-             at_least(0))
+             "coefficient of the log-partition penalty z * logsumexp^2 (GPT-J: 1e-4)", at_least(0))
         .add("dropout_embd", &ModelConfig::dropout_embd, "dropout rate after the embedding",
              in_closed_open(0, 1))
         .add("dropout_attn", &ModelConfig::dropout_attn,
              "dropout rate of the attention probabilities", in_closed_open(0, 1))
-        .add("dropout_resid", &ModelConfig::dropout_resid,
-             "dropout rate of each residual branch", in_closed_open(0, 1))
+        .add("dropout_resid", &ModelConfig::dropout_resid, "dropout rate of each residual branch",
+             in_closed_open(0, 1))
         .add("init", &ModelConfig::init,
              "gpt2: N(0, init_std), residual projections / sqrt(2L); fan_in: N(0, 1/sqrt(fan_in))",
              one_of({"gpt2", "fan_in"}))
@@ -387,7 +385,7 @@ OptionTable build_table() {
              greater_than(0))
         .add("init_from", &ModelConfig::init_from,
              "warm start: weights of a meshlm run / checkpoint directory, a .safetensors file or "
-             "an HF GPT-2 directory (fresh optimizer and schedule); empty = random init");
+             "a Hugging Face directory (fresh optimizer and schedule); empty = random init");
 
     Section<DataConfig>(t, "data", &Config::data)
         .add("path", &DataConfig::path,

@@ -9,12 +9,11 @@ namespace fs = std::filesystem;
 
 namespace meshlm {
 
-std::vector<std::string> export_hf_dir(const std::string& dir, const RunDir& run,
-                                       const float* params, HfExportOptions opt,
-                                       std::string& tokenizer_note) {
+HfExport export_hf_dir(const std::string& dir, const RunDir& run, const float* params,
+                       HfExportOptions opt, std::string& tokenizer_note) {
     const ModelConfig& m = run.config.model;
     opt.eot_id = run.tokenizer->eot_id();
-    auto files = write_hf_gpt2(dir, m, transformer_layout(m), params, opt);
+    auto ex = write_hf_model(dir, m, transformer_layout(m), params, opt);
     const std::string& spec = run.tokenizer_spec;
     if (spec.ends_with(".json")) {
         fs::copy_file(spec, dir + "/tokenizer.json");
@@ -25,7 +24,7 @@ std::vector<std::string> export_hf_dir(const std::string& dir, const RunDir& run
                          "; token ids are the same, give transformers a matching tokenizer "
                          "yourself)";
     }
-    return files;
+    return ex;
 }
 
 }  // namespace meshlm

@@ -1,20 +1,20 @@
-// A run's weights as a Hugging Face GPT2LMHeadModel directory (meshlm convert --to hf,
-// meshlm reshard --hf).
+// A run's weights as a Hugging Face directory of the architecture its model maps onto
+// (meshlm convert --to hf, meshlm reshard --hf).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "meshlm/cli/run_dir.h"
-#include "meshlm/io/hf_gpt2.h"
+#include "meshlm/io/hf_model.h"
 
 namespace meshlm {
 
-// Writes config.json, generation_config.json and the weights (params in gpt2_layout of the
-// run's model) into dir, plus tokenizer.json when the run's tokenizer is one. Returns the
-// weight files written; `tokenizer_note` says what became of the tokenizer.
-std::vector<std::string> export_hf_dir(const std::string& dir, const RunDir& run,
-                                       const float* params, HfExportOptions opt,
-                                       std::string& tokenizer_note);
+// Writes config.json, generation_config.json and the weights (params in transformer_layout of
+// the run's model) into dir, plus tokenizer.json when the run's tokenizer is one. Returns the
+// architecture and the weight files written; `tokenizer_note` says what became of the
+// tokenizer. A model no HF architecture computes is refused before anything is written.
+HfExport export_hf_dir(const std::string& dir, const RunDir& run, const float* params,
+                       HfExportOptions opt, std::string& tokenizer_note);
 
 }  // namespace meshlm

@@ -1,12 +1,12 @@
 // model.init_from: where warm-start weights come from. Accepted: a .safetensors file in meshlm's
-// names, a Hugging Face GPT-2 directory (config.json), a run directory (its final weights, else
-// its latest checkpoint) or a checkpoint directory.
+// names, a Hugging Face model directory (config.json; io/hf_model.h), a run directory (its final
+// weights, else its latest checkpoint) or a checkpoint directory.
 #pragma once
 
 #include <string>
 
-#include "meshlm/model/model_config.h"
 #include "meshlm/core/param_layout.h"
+#include "meshlm/model/model_config.h"
 
 namespace meshlm {
 
