@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "meshlm/io/weights.h"
+#include "meshlm/model/transformer_layout.h"
 #include "train_runs.h"
 
 namespace meshlm {
@@ -109,6 +112,27 @@ TEST(FamilyTraining, DropoutResumesBitwise) {
                                                                test::tiny_flags(dir + "/plain", kSteps, 4, 1, 0),
                                                                test::tiny_model())
                                                    .steps[kSteps - 1]["loss"]);
+}
+
+}  // namespace
+}  // namespace meshlm
+
+namespace meshlm {
+namespace {
+
+// The default model's vocabulary (257) divides by no model-rank count: it is padded inside,
+// so tensor parallelism runs on the default config, and its files keep 257 rows.
+TEST(DefaultConfig, TrainsTensorParallelOnTwoRanks) {
+    const std::string dir = test::temp_dir("default_tp") + "/run";
+    auto r = test::run_train(2, " --config.parallel.model=2 --config.train.steps=3"
+                                " --config.train.threads=1 --config.log.sample_tokens=0"
+                                " --config.log.dir=" + dir);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("tensor parallel: 2 model ranks per replica"), std::string::npos)
+        << r.output;
+    ModelConfig m;  // the default model
+    std::vector<float> w(transformer_layout(m).total());
+    EXPECT_NO_THROW(load_weights(dir + "/model.safetensors", transformer_layout(m), w.data()));
 }
 
 }  // namespace
