@@ -21,17 +21,11 @@ Embedding::Embedding(const ModelConfig& cfg, ModelComm& comm)
     Vvalid = s.valid;
 }
 
-void Embedding::forward(float* x, const std::int32_t* tokens, const std::int32_t* pos,
-                        const float* wte, const float* wpe, int N, int T) const {
+void Embedding::forward(float* x, const std::int32_t* tokens, const float* wte, const float* wpe,
+                        int N, int T) const {
     k::embedding_forward_vocab_range(x, tokens, wte, v0, Vvalid, N, C);
     mp->sum(x, static_cast<std::size_t>(N) * C);
-    if (!learned) return;
-    if (!pos) return k::position_embedding_forward(x, wpe, N, T, C);
-    for (int n = 0; n < N; ++n) {
-        float* r = x + static_cast<std::size_t>(n) * C;
-        const float* p = wpe + static_cast<std::size_t>(pos[n]) * C;
-        for (int c = 0; c < C; ++c) r[c] += p[c];
-    }
+    if (learned) k::position_embedding_forward(x, wpe, N, T, C);
 }
 
 void Embedding::backward(float* dwte, float* dwpe, const float* dx, const std::int32_t* tokens,

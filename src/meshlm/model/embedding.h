@@ -18,9 +18,9 @@ struct Embedding {
     ModelComm* mp;
 
     Embedding(const ModelConfig& cfg, ModelComm& comm);
-    // pos: positions of the rows (null: n % T).
-    void forward(float* x, const std::int32_t* tokens, const std::int32_t* pos, const float* wte,
-                 const float* wpe, int N, int T) const;
+    // Row n is at position n % T.
+    void forward(float* x, const std::int32_t* tokens, const float* wte, const float* wpe, int N,
+                 int T) const;
     void backward(float* dwte, float* dwpe, const float* dx, const std::int32_t* tokens, int N,
                   int T) const;
 };

@@ -254,7 +254,7 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     views_.begin(params, nullptr, Pass::forward);
     const ModelTensors& w = views_.w;
 
-    embed_layer_.forward(embed_, tokens, nullptr, w.wte, w.wpe, N, T);
+    embed_layer_.forward(embed_, tokens, w.wte, w.wpe, N, T);
     if (train && cfg_.dropout_embd > 0.f)
         k::dropout(embed_, N, C, cfg_.dropout_embd, drop_seed_, dropout_stream(drop_step_, -1, kEmbd),
                    drop_row0_ * T);
