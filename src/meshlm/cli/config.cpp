@@ -823,6 +823,44 @@ SplitArgs split_config_overrides(int argc, const char* const* argv) {
     return out;
 }
 
+std::vector<ModelKeyChange> model_changes(const Config& before, const Config& after) {
+    // Keys that only matter before the first step (how fresh weights are drawn, where warm-start
+    // weights come from): the computation from given weights does not depend on them.
+    static const std::vector<std::string> not_computation = {"model.init_std", "model.init_from"};
+    std::vector<ModelKeyChange> out;
+    for (const auto& o : option_table().options) {
+        if (o.section != "model" || std::find(not_computation.begin(), not_computation.end(),
+                                              o.key) != not_computation.end())
+            continue;
+        const std::string a = o.dump(before), b = o.dump(after);
+        if (a != b) out.push_back({o.key, a, b});
+    }
+    return out;
+}
+
+std::string config_summary(const Config& c) {
+    const OptionTable& table = option_table();
+    auto v = [&](const char* key) { return table.find(key)->dump(c); };
+    std::string model;
+    for (const auto& o : table.options)
+        if (o.section == "model" && o.key != "model.init_std" && o.key != "model.init_from")
+            model += (model.empty() ? "" : " ") + o.key.substr(6) + "=" + o.dump(c);
+    std::string out = "  model: " + model + "\n";
+    if (!c.model.init_from.empty()) out += "  init_from: " + c.model.init_from + "\n";
+    out += "  data: " + (c.data.synthetic ? std::string("synthetic") : c.data.path) +
+           " | tokenizer " + c.data.tokenizer + " | cache " + c.data.cache_dir + "\n";
+    out += "  train: steps=" + v("train.steps") + " batch_size=" + v("train.batch_size") +
+           " seq_len=" + v("train.seq_len") + " grad_accum=" + v("train.grad_accum") +
+           " seed=" + v("train.seed") + "\n";
+    out += "  optim: lr=" + v("optim.lr") + " -> " + v("optim.end_lr") + " (" + c.optim.schedule +
+           ", warmup " + v("optim.warmup_steps") + ") weight_decay=" + v("optim.weight_decay") +
+           "\n";
+    out += "  parallel: data=" + v("parallel.data") + " model=" + v("parallel.model") +
+           " zero_stage=" + v("parallel.zero_stage") + "\n";
+    out += "  run directory: " + c.log.dir + "\n";
+    return out;
+}
+
 std::vector<std::string> config_keys() {
     std::vector<std::string> keys;
     for (const auto& o : option_table().options) keys.push_back(o.key);

@@ -143,11 +143,15 @@ json meta_to_json(const PreparedMeta& m) {
 }  // namespace
 
 std::string tokenizer_fingerprint(const Tokenizer& tok, const std::string& spec) {
+    // Content only, never the path: a run directory's copy of the file, or the same file named
+    // by another path, is the same tokenizer. The kind comes from the spec's form (byte, or the
+    // file type), the rest from the file's bytes (vocabulary, merges, special tokens) and from
+    // what the tokenizer makes of a probe text.
     Fnv1a h;
-    h.add(tok.name());
+    std::error_code ec;
+    h.add(spec == "byte" || !fs::exists(spec, ec) ? spec : fs::path(spec).extension().string());
     std::int64_t nums[2] = {tok.vocab_size(), tok.eot_id()};
     h.add(nums, sizeof nums);
-    std::error_code ec;
     if (fs::is_regular_file(spec, ec)) {
         hash_file(h, spec);
     } else if (fs::is_directory(spec, ec)) {
@@ -359,8 +363,8 @@ void check_prepared_tokenizer(const std::string& dir, const Tokenizer& tok,
                               const std::string& spec) {
     PreparedMeta m = read_prepared_meta(dir);
     std::string hash = tokenizer_fingerprint(tok, spec);
-    if (m.tokenizer_name == tok.name() && m.vocab_size == tok.vocab_size() &&
-        m.eot_id == tok.eot_id() && m.tokenizer_hash == hash)
+    // By content (the fingerprint), not by name: a tokenizer file's name is its path.
+    if (m.vocab_size == tok.vocab_size() && m.eot_id == tok.eot_id() && m.tokenizer_hash == hash)
         return;
     MESHLM_INVALID("data in ", dir, " was prepared with tokenizer '", m.tokenizer_spec, "' (",
                    m.tokenizer_name, ", vocab ", m.vocab_size, ", ", m.tokenizer_hash,

@@ -33,6 +33,7 @@
 #include "meshlm/train/init_from.h"
 #include "meshlm/train/learner.h"
 #include "meshlm/train/metrics.h"
+#include "meshlm/train/run_owner.h"
 #include "meshlm/train/sharded_checkpoint.h"
 #include "meshlm/train/stop_signal.h"
 
@@ -61,6 +62,13 @@ std::string human_count(double n) {
     else
         std::snprintf(buf, sizeof buf, "%.0f", n);
     return buf;
+}
+
+// What to type to continue a run stopped by a signal: the same launch (any launch resumes it;
+// this one continues exactly).
+std::string resume_command(int ranks, const std::string& run_dir) {
+    const std::string train = "meshlm train --resume " + run_dir;
+    return ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " " + train : train;
 }
 
 }  // namespace
@@ -93,7 +101,6 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                                            : available_cpus();
     kernels::set_threads(threads);
 
-    out << "resolved config:\n" << job.resolved_yaml << "\n";
     // A checkpoint to resume from is verified (sizes, checksums) before anything is written.
     std::optional<TrainerState> resume;
     if (!job.resume_from.empty()) {
@@ -102,7 +109,24 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             MESHLM_INVALID("train.seed is ", tc.seed, " but the checkpoint ", job.resume_from,
                            " was trained with seed ", resume->seed,
                            "; an exact resume needs the same seed");
+        check_resume_target(job.run_dir, job.resume_from, resume->run_id);
+    } else if (!job.replace_run) {
+        check_run_dir_free(job.run_dir, job.model.init_from);
     }
+    TrainResult result;
+    result.final_val_loss = std::numeric_limits<float>::quiet_NaN();
+    if (resume && resume->step >= tc.steps) {
+        // A finished run: nothing is trained, saved or sampled.
+        out << job.resume_from << " is at step " << resume->step << " and train.steps is "
+            << tc.steps << ": nothing left to train, nothing changed (raise train.steps with "
+            << "--config.train.steps=N to train on)\n";
+        result.last_checkpoint = job.resume_from;
+        result.nothing_to_do = true;
+        return result;
+    }
+    const std::string run_id = resume ? resume->run_id : new_run_id();
+    out << "resolved config: (every key: " << job.run_dir << "/config.yaml)\n"
+        << (job.resolved_summary.empty() ? job.resolved_yaml : job.resolved_summary);
     auto tokenizer = make_tokenizer(job.data.tokenizer);
     if (tokenizer->vocab_size() > job.model.vocab_size)
         MESHLM_INVALID("tokenizer '", tokenizer->name(), "' has ", tokenizer->vocab_size(),
@@ -174,7 +198,12 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         learner.init_params(tc.seed);
     }
 
-    // Inputs are valid: only now does the run directory appear.
+    // Inputs are valid: only now does the run directory appear (replacing an old run when
+    // asked to).
+    if (writer && !resume && job.replace_run && holds_run(job.run_dir)) {
+        out << "--force: removing the run in " << job.run_dir << "\n";
+        remove_run(job.run_dir);
+    }
     if (writer) std::filesystem::create_directories(job.run_dir);
     if (writer) write_file_atomic(job.run_dir + "/config.yaml", job.resolved_yaml);
     if (writer && std::filesystem::is_regular_file(job.data.tokenizer)) {
@@ -244,8 +273,6 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     std::vector<std::int32_t> all_tokens, all_targets;
     if (job.data.synthetic && W > 1)
         all_tokens.resize(per_micro * W), all_targets.resize(per_micro * W);
-    TrainResult result;
-    result.final_val_loss = std::numeric_limits<float>::quiet_NaN();
 
     auto save_checkpoint = [&](long step) {
         TrainerState st;
@@ -255,6 +282,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         st.seed = tc.seed;
         st.best_val = best_val;
         st.config_yaml = job.resolved_yaml;
+        st.run_id = run_id;
         const auto t0 = Clock::now();
         if (world.size() > 1) {
             // Every rank writes its own shard (collective); nothing is gathered.
@@ -279,9 +307,6 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     StopSignals stop;
     auto interval_start = Clock::now();
     long interval_tokens = 0;
-    if (start_step >= tc.steps)
-        out << "the checkpoint is at step " << start_step << " and train.steps is " << tc.steps
-            << ": nothing left to train\n";
     for (long step = start_step; step < tc.steps; ++step) {
         // Staged sequence-length warmup: shorter rows, more of them, same tokens per step.
         const bool warm = step < tc.seq_warmup_steps;
@@ -368,7 +393,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                 << ": stopping after step " << done << "\n";
             save_checkpoint(done);
             result.interrupted = true;
-            out << "resume with: meshlm train --resume " << job.run_dir << "\n";
+            out << "resume with: " << resume_command(world.size(), job.run_dir) << "\n";
             out.flush();
             return result;
         }
