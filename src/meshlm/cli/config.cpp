@@ -6,6 +6,7 @@
 // key's origin is remembered so that range errors found after resolution can point at the file
 // line or the override that set the value. All problems are collected and thrown together.
 #include "meshlm/cli/config.h"
+#include "meshlm/cli/suggest.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -498,23 +499,6 @@ const OptionTable& option_table() {
 // ---------------------------------------------------------------------------------------------
 // Loading.
 
-// Optimal-string-alignment distance: Levenshtein plus adjacent transpositions.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    const std::size_t n = a.size(), m = b.size();
-    std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
-    for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
-    for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
-    for (std::size_t i = 1; i <= n; ++i) {
-        for (std::size_t j = 1; j <= m; ++j) {
-            const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-        }
-    }
-    return d[n][m];
-}
-
 std::pair<std::string_view, std::string_view> split_key(std::string_view key) {
     const auto dot = key.find('.');
     if (dot == std::string_view::npos) return {std::string_view{}, key};
@@ -573,10 +557,7 @@ std::string unknown_key_message(const OptionTable& table, const std::string& key
 
 std::string unknown_section_message(const OptionTable& table, const std::string& section) {
     std::string msg = "unknown config section '" + section + "'";
-    std::string best;
-    std::size_t best_score = 2 + section.size() / 4 + 1;
-    for (const auto& s : table.sections)
-        if (const auto d = edit_distance(section, s); d < best_score) best_score = d, best = s;
+    const std::string best = closest_word(section, table.sections);
     if (!best.empty()) msg += "; did you mean '" + best + "'?";
     return msg + " (sections: " + join(table.sections, ", ") + ")";
 }
