@@ -375,7 +375,9 @@ OptionTable build_table() {
         .add("peak_gflops", &TrainConfig::peak_gflops, "fp32 peak for MFU; 0 = measure at start",
              at_least(0))
         .add("eval_batches", &TrainConfig::eval_batches,
-             "validation batches per evaluation; 0 = the whole split", at_least(0))
+             "validation batches per periodic evaluation; 0 = the whole split", at_least(0))
+        .add("final_eval_batches", &TrainConfig::final_eval_batches,
+             "validation batches of the final evaluation; 0 = the whole split", at_least(0))
         .add("seq_warmup_steps", &TrainConfig::seq_warmup_steps,
              "steps trained at seq_warmup_len before seq_len (tokens per step kept)", at_least(0))
         .add("seq_warmup_len", &TrainConfig::seq_warmup_len,

@@ -1,6 +1,7 @@
 #include "meshlm/train/trainer.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -33,6 +34,7 @@
 #include "meshlm/train/init_from.h"
 #include "meshlm/train/learner.h"
 #include "meshlm/train/metrics.h"
+#include "meshlm/train/progress.h"
 #include "meshlm/train/run_owner.h"
 #include "meshlm/train/sharded_checkpoint.h"
 #include "meshlm/train/stop_signal.h"
@@ -62,6 +64,15 @@ std::string human_count(double n) {
     else
         std::snprintf(buf, sizeof buf, "%.0f", n);
     return buf;
+}
+
+// The fp32 peak for MFU: the best of a few short FMA probes. One probe reads low whenever
+// something else runs on the same cores for a moment (117 to 233 GFLOP/s were seen on the same
+// two threads); the best of several is the machine's peak far more often.
+double robust_peak_gflops(int threads) {
+    double best = 0;
+    for (int i = 0; i < 5; ++i) best = std::max(best, kernels::measure_peak_gflops(threads, 0.05));
+    return best;
 }
 
 // What to type to continue a run stopped by a signal: the same launch (any launch resumes it;
@@ -216,14 +227,23 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     }
     // A fresh, unshuffled loader per evaluation: every pass scores the same rows. Data-parallel
     // ranks score their rows of each global batch and sum the results.
-    auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt) {
+    // Progress lines go to a terminal live, to a log every 10 s.
+    const bool live = writer && ::isatty(STDOUT_FILENO);
+    auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt,
+                            const char* what) {
         LoaderOptions opt = train_opt;
         opt.shuffle = false;
         auto val = DataLoader::open_split(data_dir, "val", opt);
         auto losses = [&](const std::int32_t* tk, const std::int32_t* tg, int rows, int t) {
             return learner.eval_losses(tk, tg, rows, t);
         };
-        EvalResult r = evaluate(losses, *val, B, T, max_batches, token_bytes, tok, tgt, dp_rank, W);
+        ProgressLine line(out, what, live);
+        auto progress = [&](long done, long total) {
+            if (writer) line.update(done, total, "batches");
+        };
+        EvalResult r =
+            evaluate(losses, *val, B, T, max_batches, token_bytes, tok, tgt, dp_rank, W, progress);
+        line.finish();
         if (W > 1) {
             std::int64_t counts[2] = {static_cast<std::int64_t>(r.tokens),
                                       static_cast<std::int64_t>(r.bytes)};
@@ -235,7 +255,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         return r;
     };
     const double flops_per_token = train_flops_per_token(job.model, learner.full_layout(), T);
-    const double peak = tc.peak_gflops > 0 ? tc.peak_gflops : kernels::measure_peak_gflops(threads);
+    double peak = tc.peak_gflops > 0 ? tc.peak_gflops : robust_peak_gflops(threads);
     out << "model: " << human_count(static_cast<double>(learner.full_layout().count()))
         << " parameters ("
         << human_count(static_cast<double>(nonembedding_params(learner.full_layout())))
@@ -261,7 +281,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             << " working " << learner.working_bytes() << "\n";
     }
     out << "threads: " << threads << ", fp32 peak " << static_cast<int>(peak) << " GFLOP/s"
-        << (tc.peak_gflops > 0 ? " (train.peak_gflops)" : " (measured)") << "\n"
+        << (tc.peak_gflops > 0 ? " (train.peak_gflops)" : " (measured: best of 5 FMA probes)")
+        << "\n"
         << "run directory: " << job.run_dir << "\n";
     out.flush();
 
@@ -305,7 +326,9 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     };
 
     StopSignals stop;
-    auto interval_start = Clock::now();
+    bool mfu_capped = false;
+    const auto train_start = Clock::now();
+    auto interval_start = train_start;
     long interval_tokens = 0;
     for (long step = start_step; step < tc.steps; ++step) {
         // Staged sequence-length warmup: shorter rows, more of them, same tokens per step.
@@ -353,7 +376,18 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             double tps = interval_tokens / secs;
             m.loss = st.loss, m.lr = st.lr, m.grad_norm = st.grad_norm;
             m.tokens_per_s = tps;
-            m.mfu = tps * flops_per_token / (peak * 1e9 * world.size());
+            // Never above 100 %: throughput beyond the peak means the peak was set or measured
+            // too low (say so once).
+            const double achieved = tps * flops_per_token / (1e9 * world.size());
+            if (achieved > peak && !mfu_capped) {
+                mfu_capped = true;
+                out << "note: " << static_cast<int>(achieved)
+                    << " GFLOP/s per rank exceeds the fp32 peak of " << static_cast<int>(peak)
+                    << " GFLOP/s" << (tc.peak_gflops > 0 ? " (train.peak_gflops)" : " (measured)")
+                    << "; MFU is shown capped at 100 %; set train.peak_gflops to the machine's "
+                       "peak\n";
+            }
+            m.mfu = std::min(1.0, achieved / peak);
             if (world.size() > 1) m.comm_bytes = step_bytes;
             char line[320];
             std::snprintf(
@@ -364,11 +398,21 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             out << line;
             if (world.size() > 1)
                 out << " | sent " << human_bytes(static_cast<double>(step_bytes)) << "/rank";
+            // Elapsed since this process started training; the ETA from its mean step time.
+            const double elapsed =
+                std::chrono::duration<double>(Clock::now() - train_start).count();
+            out << " | " << human_duration(elapsed) << " elapsed";
+            if (!last)
+                out << ", ETA "
+                    << human_duration(elapsed / static_cast<double>(done - start_step) *
+                                      static_cast<double>(tc.steps - done));
             out << "\n";
         }
         std::optional<double> val_now;
         if (eval_now) {
-            EvalResult ev = evaluate_val(last ? 0 : tc.eval_batches, tokens.data(), targets.data());
+            EvalResult ev =
+                evaluate_val(last ? tc.final_eval_batches : tc.eval_batches, tokens.data(),
+                             targets.data(), last ? "final evaluation" : "evaluation");
             const float val = static_cast<float>(ev.loss());
             m.val_loss = val;
             val_now = val;
@@ -401,7 +445,9 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             bool write = true;
             if (job.checkpoint.only_better && !job.data.synthetic) {
                 if (!val_now)
-                    val_now = evaluate_val(tc.eval_batches, tokens.data(), targets.data()).loss();
+                    val_now =
+                        evaluate_val(tc.eval_batches, tokens.data(), targets.data(), "evaluation")
+                            .loss();
                 write = !best_val || *val_now < *best_val;
                 if (write)
                     best_val = val_now;
