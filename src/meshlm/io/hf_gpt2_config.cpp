@@ -121,15 +121,20 @@ HfGpt2Config read_hf_gpt2_config(const std::string& dir) {
 
 std::string hf_gpt2_config_json(const ModelConfig& m, int eot_id, DType dtype) {
     const json token = eot_id >= 0 ? json(eot_id) : json(nullptr);
-    // Keys sorted, as transformers writes them; GPT2Config's defaults for what meshlm lacks.
+    // The dropout rates the weights were trained with, so that fine-tuning the export in
+    // transformers does not silently turn dropout on. meshlm's model has no dropout yet: 0.
+    // When ModelConfig gains rates (embedding, attention, residual), they must be written here.
+    const double embd_pdrop = 0.0, attn_pdrop = 0.0, resid_pdrop = 0.0;
+    // Keys sorted, as transformers writes them; GPT2Config's defaults for what meshlm lacks
+    // (the dropout rates aside).
     json j = {
         {"activation_function", "gelu_new"},
         {"add_cross_attention", false},
         {"architectures", {"GPT2LMHeadModel"}},
-        {"attn_pdrop", 0.1},
+        {"attn_pdrop", attn_pdrop},
         {"bos_token_id", token},
         {"dtype", dtype == DType::bf16 ? "bfloat16" : "float32"},
-        {"embd_pdrop", 0.1},
+        {"embd_pdrop", embd_pdrop},
         {"eos_token_id", token},
         {"initializer_range", shortest(m.init_std)},
         {"layer_norm_epsilon", shortest(m.ln_eps)},
@@ -141,7 +146,7 @@ std::string hf_gpt2_config_json(const ModelConfig& m, int eot_id, DType dtype) {
         {"n_positions", m.max_seq_len},
         {"pad_token_id", nullptr},
         {"reorder_and_upcast_attn", false},
-        {"resid_pdrop", 0.1},
+        {"resid_pdrop", resid_pdrop},
         {"scale_attn_by_inverse_layer_idx", false},
         {"scale_attn_weights", true},
         {"summary_activation", nullptr},
