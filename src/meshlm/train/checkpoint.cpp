@@ -206,8 +206,17 @@ std::string resolve_checkpoint(const std::string& path) {
 }
 
 std::string checkpoint_run_dir(const std::string& checkpoint_dir) {
-    fs::path p = fs::absolute(checkpoint_dir).lexically_normal();
+    // Spelled as the checkpoint was (runs/a/checkpoints/step_4 -> runs/a), so that the run's
+    // config and messages keep the user's relative path; absolute when that cannot be done
+    // lexically.
+    fs::path p = fs::path(checkpoint_dir).lexically_normal();
     if (!p.has_filename()) p = p.parent_path();  // a trailing slash
+    const fs::path run = p.parent_path().parent_path();
+    const bool lexical = !run.empty() && std::none_of(run.begin(), run.end(),
+                                                      [](const fs::path& c) { return c == ".."; });
+    if (lexical) return run.string();
+    p = fs::absolute(checkpoint_dir).lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();
     return p.parent_path().parent_path().string();
 }
 
