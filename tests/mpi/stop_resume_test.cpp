@@ -109,6 +109,15 @@ TEST(StopResume, AutoResumeContinuesATensorParallelCheckpoint) {
     EXPECT_NE(r.output.find("checkpoint.resume=auto: continuing from"), std::string::npos)
         << r.output;
     EXPECT_TRUE(fs::exists(run + "/checkpoints/step_6"));
+    // Another launch, no parallel.* given: the layout comes from the launch (2 ranks: data 2),
+    // then one process.
+    r = run_train(2, tiny_flags(run, 8, 2, 1, 2) + " --config.checkpoint.resume=auto");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("continuing from " + run + "/checkpoints/step_6"), std::string::npos)
+        << r.output;
+    r = run_train(1, tiny_flags(run, 10, 2, 1, 2) + " --config.checkpoint.resume=auto");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(fs::exists(run + "/checkpoints/step_10"));
 }
 
 }  // namespace
