@@ -27,7 +27,7 @@ for stage in 0 1 2 3; do
   rm -f "$out"/rss.$stage.*
   OMP_WAIT_POLICY=PASSIVE "${mpirun[@]}" -np "$np" sh -c \
       '/usr/bin/time -f %M -o "$0.$OMPI_COMM_WORLD_RANK" "$@"' "$out/rss.$stage" \
-      "$bin" train "${common[@]}" --config.parallel.zero_stage=$stage \
+      "$bin" train --force "${common[@]}" --config.parallel.zero_stage=$stage \
       --config.log.dir="$out/run$stage" > "$log" 2>&1
   # The trainer's peak RSS of the largest rank before the final weights are gathered, in MiB.
   peak=$(awk '/peak RSS during training/ {print $(NF-1)}' "$log")

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <iomanip>
+#include <map>
 #include <set>
+#include <sstream>
 
 #include "meshlm/core/error.h"
 #include "test_util.h"
@@ -339,6 +342,69 @@ TEST(Config, SplitConfigOverrides) {
     const auto back = load_config("", split.overrides);
     EXPECT_EQ(back.model.n_layer, 2);
     EXPECT_EQ(back.data.split_seed, -7);
+}
+
+}  // namespace
+}  // namespace meshlm
+
+namespace meshlm {
+namespace {
+
+// Resume and warm start compare every key of the model section, whatever keys it gains: each
+// model key (but init_std and init_from) changed on its own is reported, alone, with both values.
+TEST(Config, ModelChangesCoverEveryModelKey) {
+    const Config base = load_config("", {});
+    // The defaults as YAML text, key -> value.
+    std::map<std::string, std::string> value;
+    std::string section;
+    std::istringstream yaml(config_to_yaml(base));
+    for (std::string line; std::getline(yaml, line);) {
+        if (line.empty()) continue;
+        if (line[0] != ' ') {
+            section = line.substr(0, line.size() - 1);
+            continue;
+        }
+        const auto colon = line.find(':');
+        value[section + "." + line.substr(2, colon - 2)] = line.substr(colon + 2);
+    }
+    int checked = 0;
+    for (const auto& key : config_keys()) {
+        if (!key.starts_with("model.")) continue;
+        const std::string& v = value.at(key);
+        // Another valid value: a number doubled, a boolean flipped (string keys: when one of a
+        // few common alternatives is valid).
+        std::vector<std::string> candidates;
+        if (v == "true" || v == "false") {
+            candidates = {v == "true" ? "false" : "true"};
+        } else if (!v.empty() && v[0] != '"') {
+            std::ostringstream twice;
+            twice << std::setprecision(17) << std::stod(v) * 2;
+            candidates = {twice.str()};
+        } else {
+            candidates = {"x.safetensors"};
+        }
+        for (const auto& c : candidates) {
+            Config changed;
+            try {
+                changed = load_config("", {key + "=" + c});
+            } catch (const InvalidInput&) {
+                continue;
+            }
+            const auto diff = model_changes(base, changed);
+            if (key == "model.init_std" || key == "model.init_from") {
+                EXPECT_TRUE(diff.empty()) << key << " does not change the computation";
+            } else {
+                ASSERT_EQ(diff.size(), 1u) << key;
+                EXPECT_EQ(diff[0].key, key);
+                EXPECT_EQ(diff[0].before, v);
+                EXPECT_NE(diff[0].after, v);
+            }
+            ++checked;
+            break;
+        }
+    }
+    EXPECT_GE(checked, 8) << "every model key of today's table has a valid changed value";
+    EXPECT_TRUE(model_changes(base, base).empty());
 }
 
 }  // namespace

@@ -268,8 +268,9 @@ int count_of(const std::string& text, const std::string& what) {
 }
 
 TEST(DataParallelFailure, AFailingRankEndsTheJob) {
-    const std::string dir = test::temp_dir("dp_fail");
     for (int np : {2, 4}) {
+        // A run directory per job: the failed first job's directory holds a run.
+        const std::string dir = test::temp_dir("dp_fail" + std::to_string(np));
         auto r = run_train(np, flags(dir, 1, 1) + " --config.parallel.data=" + std::to_string(np),
                            "MESHLM_FAULT_RANK=1 MESHLM_FAULT_AT=train_step:3");
         EXPECT_NE(r.exit_code, 0) << r.output;

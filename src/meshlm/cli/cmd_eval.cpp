@@ -4,6 +4,7 @@
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/run_dir.h"
+#include "meshlm/cli/validators.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/data_source.h"
 #include "meshlm/data/loader.h"
@@ -32,10 +33,10 @@ CommandRunner add_eval_command(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"val", "test", "train"}));
     cmd->add_option("--batch-size", a->batch_size, "rows per batch (0 = the run's batch size)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
     cmd->add_option("--seq-len", a->seq_len,
                     "tokens per row (0 = the run's train.seq_len); up to model.max_seq_len")
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
     return [a] {
         RunDir run = open_run_dir(a->checkpoint);

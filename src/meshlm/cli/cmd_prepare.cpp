@@ -1,8 +1,10 @@
 // meshlm prepare --input PATH... --tokenizer SPEC --out DIR [reader, split and shard flags]
+#include <filesystem>
 #include <iostream>
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/corpus_flags.h"
+#include "meshlm/cli/validators.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/prepare.h"
 #include "meshlm/data/tokenizer.h"
@@ -14,6 +16,7 @@ struct PrepareArgs {
     std::vector<std::string> inputs;
     std::string out;
     PrepareOptions opt;
+    bool force = false;
 };
 }  // namespace
 
@@ -31,18 +34,25 @@ CommandRunner add_prepare_command(CLI::App& app) {
     add_corpus_read_flags(cmd, a->opt.read);
     cmd->add_option("--val-fraction", a->opt.val_fraction, "share of documents for validation")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 1.0));
+        ->check(in_range(0, 1));
     cmd->add_option("--test-fraction", a->opt.test_fraction, "share of documents for test")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 1.0));
+        ->check(in_range(0, 1));
     cmd->add_option("--seed", a->opt.seed, "seed of the document split")->capture_default_str();
     cmd->add_option("--shard-tokens", a->opt.shard_tokens, "most tokens per shard")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     cmd->add_option("--threads", a->opt.threads, "tokenizer threads (0 = all cores)")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
+    cmd->add_flag("--force", a->force, "replace what --out holds (its meta.json and shards)");
     return [a] {
+        std::error_code ec;
+        if (!a->force && std::filesystem::is_directory(a->out, ec) &&
+            !std::filesystem::is_empty(a->out, ec))
+            MESHLM_INVALID("--out ", a->out,
+                           " is not empty; give --force to replace what it holds, or choose "
+                           "another --out");
         auto tok = make_tokenizer(a->opt.tokenizer_spec);
         PreparedMeta m = prepare_corpus(a->inputs, a->opt, *tok, a->out);
         for (const char* s : {"train", "val", "test"}) {

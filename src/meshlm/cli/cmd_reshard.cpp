@@ -16,6 +16,7 @@
 #include "meshlm/cli/hf_export.h"
 #include "meshlm/cli/run_dir.h"
 #include "meshlm/cli/staging_dir.h"
+#include "meshlm/cli/validators.h"
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
 #include "meshlm/model/transformer.h"
@@ -108,13 +109,13 @@ CommandRunner add_reshard_command(CLI::App& app) {
     cmd->add_option("--out", a->out, "run directory to create, holding the checkpoint")->required();
     auto* data = cmd->add_option("--data", a->data, "data-parallel ranks of the new layout")
                      ->capture_default_str()
-                     ->check(CLI::PositiveNumber);
+                     ->check(positive());
     auto* model = cmd->add_option("--model", a->model, "tensor-parallel ranks of the new layout")
                       ->capture_default_str()
-                      ->check(CLI::PositiveNumber);
+                      ->check(positive());
     auto* stage = cmd->add_option("--zero-stage", a->zero_stage,
                                   "ZeRO stage of the new layout (default: the checkpoint's)")
-                      ->check(CLI::Range(0, 3));
+                      ->check(in_range(0, 3));
     cmd->add_flag("--hf", a->hf, "write the Hugging Face directory (single-file model) instead")
         ->excludes(data)
         ->excludes(model)

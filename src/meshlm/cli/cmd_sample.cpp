@@ -14,6 +14,7 @@
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/run_dir.h"
+#include "meshlm/cli/validators.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/infer/generate.h"
@@ -58,33 +59,33 @@ CommandRunner add_sample_command(CLI::App& app) {
         ->excludes(prompt);
     cmd->add_option("--temperature", a->opt.temperature, "0 = greedy")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
     cmd->add_option("--top-k", a->opt.top_k, "keep the k most likely tokens (0 = all)")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
     cmd->add_option("--top-p", a->opt.top_p, "keep the smallest set with this probability mass")
         ->capture_default_str()
-        ->check(CLI::Range(0.0f, 1.0f));
+        ->check(in_range(0, 1));
     cmd->add_option("--repetition-penalty", a->opt.repetition_penalty,
                     "divide positive (multiply other) logits of tokens already present (1 = off)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     cmd->add_option("--seed", a->opt.seed, "sampling seed (sample i uses stream i)")
         ->capture_default_str();
     cmd->add_option("--max-new-tokens", a->opt.max_new_tokens, "tokens to generate per sample")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
     cmd->add_option("--stop", a->stops, "stop a sample when its text contains this (repeatable)");
     cmd->add_option("--num-samples", a->num_samples, "samples to generate (decoded together)")
         ->capture_default_str()
-        ->check(CLI::Range(1, 4096));
+        ->check(in_range(1, 4096));
     cmd->add_option("--precision", a->precision,
                     "weights read by decode steps: fp32, or bf16 (half the bytes, ~3 digits)")
         ->capture_default_str()
         ->check(CLI::IsMember({"fp32", "bf16"}));
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
     return [a, prompt] {
         if (a->opt.top_p <= 0.f) MESHLM_INVALID("--top-p must be in (0, 1]");
         const std::string text = read_prompt(*a, prompt->count() > 0);

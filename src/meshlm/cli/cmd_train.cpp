@@ -1,10 +1,16 @@
 // meshlm train [--config FILE] [--resume PATH] [--config.section.key=value ...]
+#include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/config.h"
+#include "meshlm/cli/model_match.h"
 #include "meshlm/core/error.h"
+#include "meshlm/data/data_source.h"
 #include "meshlm/infer/sampler.h"
+#include "meshlm/parallel/mesh.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/trainer.h"
 
@@ -13,7 +19,51 @@ namespace meshlm {
 namespace {
 struct TrainArgs {
     std::string config, resume;
+    bool force = false;
 };
+
+// Whether this command line overrides `key` ("section.key").
+bool overridden(const std::vector<std::string>& overrides, const std::string& key) {
+    for (const auto& o : overrides)
+        if (o.starts_with(key + "=")) return true;
+    return false;
+}
+
+// A checkpoint resumes on whatever launch it is given: the (data, model) layout comes from the
+// number of ranks and the parallel.* overrides, not from the checkpoint's saved config. Without
+// overrides the saved tensor-parallel degree is kept when it divides the ranks (so the same
+// launch continues exactly), else the model is not split.
+void layout_from_launch(Config& cfg, const std::vector<std::string>& overrides, int ranks) {
+    const bool data_set = overridden(overrides, "parallel.data"),
+               model_set = overridden(overrides, "parallel.model");
+    auto& p = cfg.parallel;
+    if (!data_set && !model_set) {
+        if (ranks % p.model != 0) p.model = 1;
+        p.data = ranks / p.model;
+    } else if (model_set && !data_set && ranks % p.model == 0) {
+        p.data = ranks / p.model;
+    } else if (data_set && !model_set && ranks % p.data == 0) {
+        p.model = ranks / p.data;
+    }
+    check_model_parallel_shapes(p.model, cfg.model.n_head, cfg.model.mlp_width(),
+                                cfg.model.vocab_size);
+}
+
+// A fresh run's model against what model.init_from loads.
+void check_init_source(const Config& cfg) {
+    const std::string& from = cfg.model.init_from;
+    const auto source = init_from_config(from);
+    if (!source) return;  // a .safetensors file: its tensors are checked as they are read
+    const ModelConfig& m = source->model;
+    const bool hf = std::filesystem::exists(from + "/config.json");
+    std::ostringstream what;
+    what << "model.init_from=" << from << (hf ? " (a Hugging Face GPT-2" : "");
+    if (hf)
+        what << " that has n_layer " << m.n_layer << ", d_model " << m.d_model << ", n_head "
+             << m.n_head << ", vocab_size " << m.vocab_size << ", max_seq_len " << m.max_seq_len
+             << ")";
+    require_same_model(*source, cfg, what.str());
+}
 }  // namespace
 
 CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& overrides,
@@ -25,7 +75,9 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
     cmd->add_option("--resume", a->resume,
                     "continue exactly from a checkpoint: a run directory (its latest checkpoint) "
                     "or a checkpoint directory; the config is the checkpoint's, changed only by "
-                    "--config.a.b=v overrides");
+                    "--config.a.b=v overrides; the run continues in the directory holding it");
+    cmd->add_flag("--force", a->force,
+                  "replace the run the run directory already holds (it is removed first)");
     cmd->footer(
         "Override any key with --config.section.key=value, e.g. --config.train.steps=100.\n"
         "Keys:\n" +
@@ -39,21 +91,39 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
                 MESHLM_INVALID(
                     "--resume takes the config from the checkpoint; change settings "
                     "with --config.section.key=value instead of --config FILE");
+            if (a->force)
+                MESHLM_INVALID("--force replaces a run; --resume continues one: give one of them");
             job.resume_from = resolve_checkpoint(a->resume);
+            const Config saved = load_config(job.resume_from + "/config.yaml", {});
             cfg = load_config(job.resume_from + "/config.yaml", overrides);
-            // Without a log.dir override the run continues in its own directory.
-            job.run_dir = cfg.log.dir.empty() ? checkpoint_run_dir(job.resume_from) : cfg.log.dir;
+            require_same_model(saved, cfg, "the checkpoint " + job.resume_from);
+            layout_from_launch(cfg, overrides, world.size());
+            // The run continues in the directory holding the checkpoint (wherever it was copied
+            // or moved to), unless this command line names another.
+            job.run_dir = overridden(overrides, "log.dir") && !cfg.log.dir.empty()
+                              ? cfg.log.dir
+                              : checkpoint_run_dir(job.resume_from);
         } else {
             cfg = load_config(a->config, overrides);
             job.run_dir = cfg.log.dir.empty() ? "runs/" + cfg.name : cfg.log.dir;
-            if (cfg.checkpoint.resume == "auto") {
-                if (auto latest = latest_checkpoint(job.run_dir)) {
-                    job.resume_from = *latest;
-                    if (rank0)
-                        std::cout << "checkpoint.resume=auto: continuing from " << *latest << "\n";
-                }
+            std::optional<std::string> latest;
+            if (cfg.checkpoint.resume == "auto") latest = latest_checkpoint(job.run_dir);
+            if (latest) {
+                if (a->force)
+                    MESHLM_INVALID("--force replaces a run; checkpoint.resume=auto continues ",
+                                   job.run_dir, ": give one of them");
+                job.resume_from = *latest;
+                require_same_model(load_config(*latest + "/config.yaml", {}), cfg,
+                                   "the checkpoint " + *latest);
+                layout_from_launch(cfg, overrides, world.size());
+                if (rank0)
+                    std::cout << "checkpoint.resume=auto: continuing from " << *latest << "\n";
+            } else if (!cfg.model.init_from.empty()) {
+                check_init_source(cfg);
             }
         }
+        job.replace_run = a->force;
+        cfg.log.dir = job.run_dir;  // the config records where the run lives
         job.model = cfg.model;
         job.data = cfg.data;
         job.train = cfg.train;
@@ -63,6 +133,9 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
         job.parallel = cfg.parallel;
         job.world = &world;
         job.resolved_yaml = config_to_yaml(cfg);
+        Config shown = cfg;
+        shown.data.cache_dir = data_cache_root(cfg.data);
+        job.resolved_summary = config_summary(shown);
         if (cfg.log.sample_tokens > 0)
             job.on_finish = [&cfg](const float* params, const Tokenizer& tok) {
                 SamplingOptions opt;
@@ -75,7 +148,7 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
         TrainResult r = run_training(job, std::cout);
         if (r.interrupted && rank0)
             std::cout << "interrupted: the last checkpoint is " << r.last_checkpoint << "\n";
-        return 0;
+        return 0;  // a clean stop on a signal too: the run is saved and resumes
     };
 }
 

@@ -12,6 +12,7 @@
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/corpus_flags.h"
+#include "meshlm/cli/validators.h"
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/bpe_trainer.h"
@@ -133,7 +134,7 @@ CommandRunner add_train_tokenizer_command(CLI::App& app) {
     cmd->add_option("--vocab-size", a->vocab_size,
                     "vocabulary size, special tokens included (bpe: at least 256 + specials)")
         ->required()
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     cmd->add_option("--out", a->out,
                     "bpe: the tokenizer.json to write; spm-*: a model prefix P (P.model, P.vocab) "
                     "or a path ending in .model")
@@ -148,12 +149,12 @@ CommandRunner add_train_tokenizer_command(CLI::App& app) {
     cmd->add_option("--character-coverage", a->character_coverage,
                     "spm-*: share of characters covered by the vocabulary")
         ->capture_default_str()
-        ->check(CLI::Range(0.5, 1.0));
+        ->check(in_range(0.5, 1));
     cmd->add_flag("--byte-fallback", a->byte_fallback,
                   "spm-*: unknown characters become UTF-8 byte pieces instead of <unk>");
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
     return [a, cmd] {
         a->specials_given = cmd->count("--special") > 0;
         if (a->out.empty()) MESHLM_INVALID("--out must not be empty");

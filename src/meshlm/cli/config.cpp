@@ -6,6 +6,7 @@
 // key's origin is remembered so that range errors found after resolution can point at the file
 // line or the override that set the value. All problems are collected and thrown together.
 #include "meshlm/cli/config.h"
+#include "meshlm/cli/suggest.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -425,7 +426,9 @@ OptionTable build_table() {
         .add("peak_gflops", &TrainConfig::peak_gflops, "fp32 peak for MFU; 0 = measure at start",
              at_least(0))
         .add("eval_batches", &TrainConfig::eval_batches,
-             "validation batches per evaluation; 0 = the whole split", at_least(0))
+             "validation batches per periodic evaluation; 0 = the whole split", at_least(0))
+        .add("final_eval_batches", &TrainConfig::final_eval_batches,
+             "validation batches of the final evaluation; 0 = the whole split", at_least(0))
         .add("seq_warmup_steps", &TrainConfig::seq_warmup_steps,
              "steps trained at seq_warmup_len before seq_len (tokens per step kept)", at_least(0))
         .add("seq_warmup_len", &TrainConfig::seq_warmup_len,
@@ -557,23 +560,6 @@ const OptionTable& option_table() {
 // ---------------------------------------------------------------------------------------------
 // Loading.
 
-// Optimal-string-alignment distance: Levenshtein plus adjacent transpositions.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    const std::size_t n = a.size(), m = b.size();
-    std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
-    for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
-    for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
-    for (std::size_t i = 1; i <= n; ++i) {
-        for (std::size_t j = 1; j <= m; ++j) {
-            const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-        }
-    }
-    return d[n][m];
-}
-
 std::pair<std::string_view, std::string_view> split_key(std::string_view key) {
     const auto dot = key.find('.');
     if (dot == std::string_view::npos) return {std::string_view{}, key};
@@ -632,10 +618,7 @@ std::string unknown_key_message(const OptionTable& table, const std::string& key
 
 std::string unknown_section_message(const OptionTable& table, const std::string& section) {
     std::string msg = "unknown config section '" + section + "'";
-    std::string best;
-    std::size_t best_score = 2 + section.size() / 4 + 1;
-    for (const auto& s : table.sections)
-        if (const auto d = edit_distance(section, s); d < best_score) best_score = d, best = s;
+    const std::string best = closest_word(section, table.sections);
     if (!best.empty()) msg += "; did you mean '" + best + "'?";
     return msg + " (sections: " + join(table.sections, ", ") + ")";
 }
@@ -879,6 +862,44 @@ SplitArgs split_config_overrides(int argc, const char* const* argv) {
                            arg, " VALUE");
         out.overrides.push_back(rest + "=" + argv[++i]);
     }
+    return out;
+}
+
+std::vector<ModelKeyChange> model_changes(const Config& before, const Config& after) {
+    // Keys that only matter before the first step (how fresh weights are drawn, where warm-start
+    // weights come from): the computation from given weights does not depend on them.
+    static const std::vector<std::string> not_computation = {"model.init_std", "model.init_from"};
+    std::vector<ModelKeyChange> out;
+    for (const auto& o : option_table().options) {
+        if (o.section != "model" || std::find(not_computation.begin(), not_computation.end(),
+                                              o.key) != not_computation.end())
+            continue;
+        const std::string a = o.dump(before), b = o.dump(after);
+        if (a != b) out.push_back({o.key, a, b});
+    }
+    return out;
+}
+
+std::string config_summary(const Config& c) {
+    const OptionTable& table = option_table();
+    auto v = [&](const char* key) { return table.find(key)->dump(c); };
+    std::string model;
+    for (const auto& o : table.options)
+        if (o.section == "model" && o.key != "model.init_std" && o.key != "model.init_from")
+            model += (model.empty() ? "" : " ") + o.key.substr(6) + "=" + o.dump(c);
+    std::string out = "  model: " + model + "\n";
+    if (!c.model.init_from.empty()) out += "  init_from: " + c.model.init_from + "\n";
+    out += "  data: " + (c.data.synthetic ? std::string("synthetic") : c.data.path) +
+           " | tokenizer " + c.data.tokenizer + " | cache " + c.data.cache_dir + "\n";
+    out += "  train: steps=" + v("train.steps") + " batch_size=" + v("train.batch_size") +
+           " seq_len=" + v("train.seq_len") + " grad_accum=" + v("train.grad_accum") +
+           " seed=" + v("train.seed") + "\n";
+    out += "  optim: lr=" + v("optim.lr") + " -> " + v("optim.end_lr") + " (" + c.optim.schedule +
+           ", warmup " + v("optim.warmup_steps") + ") weight_decay=" + v("optim.weight_decay") +
+           "\n";
+    out += "  parallel: data=" + v("parallel.data") + " model=" + v("parallel.model") +
+           " zero_stage=" + v("parallel.zero_stage") + "\n";
+    out += "  run directory: " + c.log.dir + "\n";
     return out;
 }
 

@@ -52,6 +52,19 @@ struct SplitArgs {
 };
 SplitArgs split_config_overrides(int argc, const char* const* argv);
 
+// A model key whose value differs between two configs (values as YAML text).
+struct ModelKeyChange {
+    std::string key, before, after;
+};
+// Every key of the table's model section whose value differs from `before` to `after`, except
+// those that do not change what the model computes from given weights (model.init_std,
+// model.init_from). Keys added to the model section are compared without further work.
+std::vector<ModelKeyChange> model_changes(const Config& before, const Config& after);
+
+// A few lines with the settings a reader looks for first (model, data, schedule, run
+// directory), with the values actually used; the whole config is in RUN_DIR/config.yaml.
+std::string config_summary(const Config& c);
+
 // Every valid dotted key ("model.n_layer", ...), in table order.
 std::vector<std::string> config_keys();
 

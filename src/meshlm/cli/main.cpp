@@ -1,16 +1,24 @@
 // meshlm: train, sample and inspect GPT-family language models. Errors thrown anywhere below
 // are caught here once, printed, and turned into a non-zero exit; under an MPI launcher a
 // failing rank ends the whole job (parallel/failure.h).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/config.h"
+#include "meshlm/cli/suggest.h"
 #include "meshlm/core/error.h"
 #include "meshlm/core/signal_thread.h"
 #include "meshlm/parallel/failure.h"
 #include "meshlm/parallel/world.h"
+
+namespace {
+// Exit codes (README "Exit codes"): 0 success, and a clean stop on SIGINT / SIGTERM (the run is
+// saved); 1 a failure while running; 2 bad usage or input.
+constexpr int kExitFailure = 1, kExitUsage = 2;
+}  // namespace
 
 int main(int argc, char** argv) {
     meshlm::start_signal_thread();  // before any other thread: they inherit its signal mask
@@ -20,7 +28,7 @@ int main(int argc, char** argv) {
         world = meshlm::make_world_comm(mpi);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
-        return 1;
+        return kExitFailure;
     }
     try {
         meshlm::SplitArgs split = meshlm::split_config_overrides(argc, argv);
@@ -40,20 +48,38 @@ int main(int argc, char** argv) {
         add(meshlm::add_train_tokenizer_command(app));
         add(meshlm::add_convert_command(app));
         add(meshlm::add_reshard_command(app));
+        // A mistyped command gets a suggestion, not CLI11's "A subcommand is required".
+        if (split.args.size() > 1 && !split.args[1].starts_with("-")) {
+            std::vector<std::string> names;
+            for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+            const std::string& word = split.args[1];
+            if (std::find(names.begin(), names.end(), word) == names.end()) {
+                const std::string best = meshlm::closest_word(word, names);
+                std::string all;
+                for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+                if (world->rank() == 0)
+                    std::fprintf(
+                        stderr, "error: unknown command '%s'; %s(commands: %s)\n", word.c_str(),
+                        best.empty() ? "" : ("did you mean '" + best + "'? ").c_str(), all.c_str());
+                return kExitUsage;
+            }
+        }
         std::vector<const char*> args;
         for (const auto& a : split.args) args.push_back(a.c_str());
         try {
             app.parse(static_cast<int>(args.size()), args.data());
         } catch (const CLI::ParseError& e) {
-            return app.exit(e);
+            // --help and --version exit 0; every other parse error is bad usage.
+            return app.exit(e) == 0 ? 0 : kExitUsage;
         }
         for (auto& [sub, run] : commands)
             if (sub->parsed()) return run();
-        return 1;
+        return kExitUsage;
     } catch (const meshlm::InvalidInput& e) {
         // Bad inputs are usually every rank's alike: rank 0 reports them for all.
-        return meshlm::fail_all_ranks(*world, e, 2, meshlm::FailureScope::maybe_every_rank);
+        return meshlm::fail_all_ranks(*world, e, kExitUsage,
+                                      meshlm::FailureScope::maybe_every_rank);
     } catch (const std::exception& e) {
-        return meshlm::fail_all_ranks(*world, e, 1);
+        return meshlm::fail_all_ranks(*world, e, kExitFailure);
     }
 }

@@ -51,8 +51,9 @@ std::string cache_key(const DataConfig& cfg, const Tokenizer& tok,
         h.add(&size, sizeof size);
         h.add(&mtime, sizeof mtime);
     }
-    for (const std::string& s : {cfg.format, cfg.field, cfg.separator, cfg.tokenizer,
-                                 tokenizer_fingerprint(tok, cfg.tokenizer)})
+    // The tokenizer by content: the same file under another path prepares the same tokens.
+    for (const std::string& s :
+         {cfg.format, cfg.field, cfg.separator, tokenizer_fingerprint(tok, cfg.tokenizer)})
         h.add(s);
     double nums[3] = {cfg.val_fraction, cfg.test_fraction, static_cast<double>(cfg.split_seed)};
     h.add(nums, sizeof nums);

@@ -1,6 +1,7 @@
 #include "meshlm/data/loader.h"
 
 #include <algorithm>
+#include <sstream>
 
 #include "meshlm/core/error.h"
 #include "meshlm/core/rng.h"
@@ -201,13 +202,37 @@ void DataLoader::restore(const nlohmann::json& s) {
     try {
         if (s.at("version").get<int>() != 1)
             MESHLM_INVALID("loader state has version ", s.at("version"), "; expected 1");
-        if (s.at("packing").get<std::string>() != packing_name(opt_.packing) ||
-            s.at("seq_len").get<int>() != opt_.seq_len ||
-            s.at("seed").get<std::uint64_t>() != opt_.seed ||
-            s.at("shuffle").get<bool>() != opt_.shuffle ||
-            s.at("units").get<std::uint64_t>() != units_)
-            MESHLM_INVALID("loader state ", s.dump(),
-                           " was saved for other data or options (now: ", state().dump(), ")");
+        // Each mismatch in words: which setting the saved position no longer fits.
+        std::string why;
+        auto differs = [&](const std::string& what, const auto& saved, const auto& now,
+                           const std::string& hint) {
+            std::ostringstream os;
+            os << "\n  " << what << " was " << saved << " when the checkpoint was written and is "
+               << now << " now" << hint;
+            why += os.str();
+        };
+        if (s.at("packing").get<std::string>() != packing_name(opt_.packing))
+            differs("data.packing", s.at("packing").get<std::string>(), packing_name(opt_.packing),
+                    "");
+        if (s.at("seq_len").get<int>() != opt_.seq_len)
+            differs("train.seq_len", s.at("seq_len").get<int>(), opt_.seq_len,
+                    " (the data is cut into windows of train.seq_len + 1 tokens)");
+        if (s.at("seed").get<std::uint64_t>() != opt_.seed)
+            differs("train.seed", s.at("seed").get<std::uint64_t>(), opt_.seed,
+                    " (it orders the data)");
+        if (s.at("shuffle").get<bool>() != opt_.shuffle)
+            differs("shuffling", s.at("shuffle").get<bool>(), opt_.shuffle, "");
+        // (Another window length or packing changes the count too; that is said above.)
+        if (why.empty() && s.at("units").get<std::uint64_t>() != units_)
+            differs(std::string("the training data's ") +
+                        (opt_.packing == Packing::Pad ? "document" : "window") + " count",
+                    s.at("units").get<std::uint64_t>(), units_,
+                    " (data.path, its preparation or the tokenizer changed)");
+        if (!why.empty())
+            MESHLM_INVALID("the data loader's saved position (epoch ", s.at("epoch"), ", ",
+                           s.at("position"), " of ", s.at("units"), ") does not fit this run:", why,
+                           "\nresume with the settings the checkpoint was written with, or start "
+                           "a new run (model.init_from keeps the weights)");
         std::uint64_t pos = s.at("position"), off = s.at("offset");
         if (pos >= units_ || off > static_cast<std::uint64_t>(opt_.seq_len))
             MESHLM_INVALID("loader state ", s.dump(), " is out of range");

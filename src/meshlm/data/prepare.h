@@ -63,9 +63,9 @@ struct PreparedMeta {
 PreparedMeta prepare_corpus(const std::vector<std::string>& inputs, const PrepareOptions& opt,
                             const Tokenizer& tok, const std::string& out_dir);
 
-// A stable fingerprint of a tokenizer: its name, vocabulary size, end-of-text id, the contents
-// of the file(s) `spec` names (a file or a directory; the spec string itself otherwise) and
-// the ids it gives a fixed probe text. "fnv1a64:<16 hex digits>".
+// A stable fingerprint of a tokenizer's content, never its path: its kind (byte, or the file
+// type), vocabulary size, end-of-text id, the contents of the file(s) `spec` names (a file or a
+// directory) and the ids it gives a fixed probe text. "fnv1a64:<16 hex digits>".
 std::string tokenizer_fingerprint(const Tokenizer& tok, const std::string& spec);
 
 // True when dir holds a meta.json (a finished prepare).

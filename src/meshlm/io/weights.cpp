@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
+#include <vector>
 
 #include "meshlm/core/error.h"
 #include "meshlm/io/safetensors.h"
@@ -27,6 +29,17 @@ void copy_slices(const Source& src, const std::string& where, const ParamLayout&
             MESHLM_INVALID(where, ": tensor '", s.name, "' is ", dtype_name(e.dtype), ", need f32",
                            allow_bf16 ? " or bf16" : "");
     }
+    // Every stored tensor must be consumed: one the model has no slot for means the file was
+    // written for another model (more layers, say), which same-named slices would hide.
+    std::set<std::string> wanted;
+    for (const auto& s : layout.slices()) wanted.insert(s.name);
+    std::vector<std::string> extra;
+    for (const auto& name : src.names())
+        if (!wanted.count(name)) extra.push_back(name);
+    if (!extra.empty())
+        MESHLM_INVALID(where, ": holds ", extra.size(),
+                       " tensor(s) this model config has no use for ", "(first '", extra.front(),
+                       "'); it was written for another model config");
     for (const auto& s : layout.slices()) {
         auto v = src.f32(s.name);
         std::copy(v.begin(), v.end(), params + s.offset);

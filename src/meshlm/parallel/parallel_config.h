@@ -5,7 +5,7 @@ namespace meshlm {
 
 struct ParallelConfig {
     int data = 1;        // data-parallel replicas; data * model must equal the number of ranks
-    int model = 1;       // tensor-parallel ranks per replica (only 1 is implemented)
+    int model = 1;       // tensor-parallel (Megatron) ranks per replica
     int zero_stage = 0;  // 0 replicated, 1 optimizer state sharded, 2 + gradients, 3 + params
 };
 

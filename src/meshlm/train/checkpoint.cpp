@@ -55,6 +55,16 @@ void write_optimizer(const std::string& path, const ParamLayout& layout, const f
 
 }  // namespace
 
+std::optional<std::string> checkpoint_run_id(const std::string& dir) {
+    std::ifstream in(dir + "/trainer.json");
+    if (!in) return std::nullopt;
+    try {
+        return nlohmann::json::parse(in).value("run_id", std::string());
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
+}
+
 nlohmann::json read_checkpoint_json(const std::string& path) {
     std::ifstream in(path);
     if (!in) MESHLM_INVALID(path, " is missing or unreadable");
@@ -115,6 +125,7 @@ std::string publish_checkpoint(const std::string& run_dir, const std::string& tm
                         {"best_val_loss", state.best_val ? nlohmann::json(*state.best_val)
                                                          : nlohmann::json(nullptr)},
                         {"config", state.config_yaml},
+                        {"run_id", state.run_id},
                         {"files", files}};
     if (!layout.is_null()) j["layout"] = layout;
     write_file_atomic(tmp + "/trainer.json", j.dump(2) + "\n");
@@ -138,7 +149,10 @@ std::string publish_checkpoint(const std::string& run_dir, const std::string& tm
     if (!old.empty()) fs::remove_all(old);
 
     // Rotation: the newest keep_last, plus every keep_every-th step; never the one just written.
+    // Only this run's checkpoints count: another run's (or one that records no run) are never
+    // deleted.
     auto all = list_checkpoints(run_dir);
+    std::erase_if(all, [&](const auto& c) { return checkpoint_run_id(c.second) != state.run_id; });
     const std::size_t keep_last = static_cast<std::size_t>(std::max(cfg.keep_last, 1));
     for (std::size_t i = 0; i + keep_last < all.size(); ++i) {
         const auto& [step, path] = all[i];
@@ -193,8 +207,17 @@ std::string resolve_checkpoint(const std::string& path) {
 }
 
 std::string checkpoint_run_dir(const std::string& checkpoint_dir) {
-    fs::path p = fs::absolute(checkpoint_dir).lexically_normal();
+    // Spelled as the checkpoint was (runs/a/checkpoints/step_4 -> runs/a), so that the run's
+    // config and messages keep the user's relative path; absolute when that cannot be done
+    // lexically.
+    fs::path p = fs::path(checkpoint_dir).lexically_normal();
     if (!p.has_filename()) p = p.parent_path();  // a trailing slash
+    const fs::path run = p.parent_path().parent_path();
+    const bool lexical = !run.empty() && std::none_of(run.begin(), run.end(),
+                                                      [](const fs::path& c) { return c == ".."; });
+    if (lexical) return run.string();
+    p = fs::absolute(checkpoint_dir).lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();
     return p.parent_path().parent_path().string();
 }
 
@@ -238,6 +261,7 @@ TrainerState read_checkpoint(const std::string& dir) {
         st.seed = j.at("rng").at("seed");
         if (!j.at("best_val_loss").is_null()) st.best_val = j.at("best_val_loss").get<double>();
         st.config_yaml = j.at("config");
+        st.run_id = j.value("run_id", std::string());
     } catch (const nlohmann::json::exception& e) {
         MESHLM_INVALID(path, " is missing a field or has a wrong type: ", e.what());
     }

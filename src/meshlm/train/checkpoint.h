@@ -41,6 +41,9 @@ struct TrainerState {
     std::uint64_t seed = 0;          // train.seed: batches of step s draw Philox(seed, s)
     std::optional<double> best_val;  // best validation loss so far (checkpoint.only_better)
     std::string config_yaml;         // the run's resolved config
+    // The run that wrote the checkpoint (run_owner.h); rotation deletes only checkpoints of the
+    // same run. Empty in checkpoints written before runs had ids.
+    std::string run_id;
     // Read back: trainer.json's "layout" for a sharded checkpoint, null for a single-file one.
     nlohmann::json layout;
     bool sharded() const { return !layout.is_null(); }
@@ -79,6 +82,9 @@ std::string publish_checkpoint(const std::string& run_dir, const std::string& st
                                const TrainerState& state, nlohmann::json files, int version,
                                const nlohmann::json& layout, const CheckpointConfig& cfg);
 
+// The run id trainer.json in `dir` records ("" when none); nullopt when it is unreadable.
+std::optional<std::string> checkpoint_run_id(const std::string& dir);
+
 // A JSON file of a checkpoint; throws InvalidInput naming it when missing or not JSON.
 nlohmann::json read_checkpoint_json(const std::string& path);
 
@@ -107,6 +113,7 @@ long load_checkpoint_state(const std::string& dir, const ModelConfig& model, flo
 FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model);
 
 // Checkpoint directories under run_dir/checkpoints, oldest first, as (step, path).
+// (Rotation considers only those whose trainer.json records the writer's run id.)
 std::vector<std::pair<long, std::string>> list_checkpoints(const std::string& run_dir);
 
 }  // namespace meshlm

@@ -33,13 +33,15 @@ EvalResult evaluate(Transformer& model, const float* params, DataLoader& loader,
 
 EvalResult evaluate(const BatchLosses& model, DataLoader& loader, int B, int T, long max_batches,
                     const std::vector<std::uint32_t>& token_bytes, std::int32_t* tokens,
-                    std::int32_t* targets, int rank, int world) {
+                    std::int32_t* targets, int rank, int world, const EvalProgress& progress) {
     EvalResult r;
     const std::uint64_t start_epoch = loader.epoch();
+    const std::uint64_t global = static_cast<std::uint64_t>(B) * world;
+    long total = static_cast<long>((loader.rows_left_in_epoch() + global - 1) / global);
+    if (max_batches > 0 && max_batches < total) total = max_batches;
     for (long b = 0; max_batches == 0 || b < max_batches; ++b) {
         const std::uint64_t left = loader.rows_left_in_epoch();
         if (loader.epoch() != start_epoch || left == 0) break;
-        const std::uint64_t global = static_cast<std::uint64_t>(B) * world;
         const int all_rows = static_cast<int>(left < global ? left : global);
         loader.next_batch(all_rows, T, tokens, targets, rank, world);
         const auto [first, end] = DataLoader::rank_rows(all_rows, rank, world);
@@ -51,6 +53,7 @@ EvalResult evaluate(const BatchLosses& model, DataLoader& loader, int B, int T, 
             r.tokens += 1;
             r.bytes += token_bytes[targets[n]];
         }
+        if (progress) progress(b + 1, total);
     }
     return r;
 }

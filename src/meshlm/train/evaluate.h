@@ -36,9 +36,12 @@ std::vector<std::uint32_t> token_byte_lengths(const Tokenizer& tok, int vocab_si
 // collective over the data ranks (FSDP) stays in step; it may then return nullptr.
 using BatchLosses = std::function<const float*(const std::int32_t* tokens,
                                                const std::int32_t* targets, int rows, int T)>;
+// Called after every batch with (batches done, batches in this evaluation).
+using EvalProgress = std::function<void(long done, long total)>;
 EvalResult evaluate(const BatchLosses& model, DataLoader& loader, int B, int T, long max_batches,
                     const std::vector<std::uint32_t>& token_bytes, std::int32_t* tokens,
-                    std::int32_t* targets, int rank = 0, int world = 1);
+                    std::int32_t* targets, int rank = 0, int world = 1,
+                    const EvalProgress& progress = {});
 EvalResult evaluate(Transformer& model, const float* params, DataLoader& loader, int B, int T,
                     long max_batches, const std::vector<std::uint32_t>& token_bytes,
                     std::int32_t* tokens, std::int32_t* targets, int rank = 0, int world = 1);

@@ -1,6 +1,7 @@
 #include "meshlm/train/trainer.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -33,6 +34,8 @@
 #include "meshlm/train/init_from.h"
 #include "meshlm/train/learner.h"
 #include "meshlm/train/metrics.h"
+#include "meshlm/train/progress.h"
+#include "meshlm/train/run_owner.h"
 #include "meshlm/train/sharded_checkpoint.h"
 #include "meshlm/train/stop_signal.h"
 
@@ -61,6 +64,22 @@ std::string human_count(double n) {
     else
         std::snprintf(buf, sizeof buf, "%.0f", n);
     return buf;
+}
+
+// The fp32 peak for MFU: the best of a few short FMA probes. One probe reads low whenever
+// something else runs on the same cores for a moment (117 to 233 GFLOP/s were seen on the same
+// two threads); the best of several is the machine's peak far more often.
+double robust_peak_gflops(int threads) {
+    double best = 0;
+    for (int i = 0; i < 5; ++i) best = std::max(best, kernels::measure_peak_gflops(threads, 0.05));
+    return best;
+}
+
+// What to type to continue a run stopped by a signal: the same launch (any launch resumes it;
+// this one continues exactly).
+std::string resume_command(int ranks, const std::string& run_dir) {
+    const std::string train = "meshlm train --resume " + run_dir;
+    return ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " " + train : train;
 }
 
 }  // namespace
@@ -93,7 +112,6 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                                            : available_cpus();
     kernels::set_threads(threads);
 
-    out << "resolved config:\n" << job.resolved_yaml << "\n";
     // A checkpoint to resume from is verified (sizes, checksums) before anything is written.
     std::optional<TrainerState> resume;
     if (!job.resume_from.empty()) {
@@ -102,7 +120,24 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             MESHLM_INVALID("train.seed is ", tc.seed, " but the checkpoint ", job.resume_from,
                            " was trained with seed ", resume->seed,
                            "; an exact resume needs the same seed");
+        check_resume_target(job.run_dir, job.resume_from, resume->run_id);
+    } else if (!job.replace_run) {
+        check_run_dir_free(job.run_dir, job.model.init_from);
     }
+    TrainResult result;
+    result.final_val_loss = std::numeric_limits<float>::quiet_NaN();
+    if (resume && resume->step >= tc.steps) {
+        // A finished run: nothing is trained, saved or sampled.
+        out << job.resume_from << " is at step " << resume->step << " and train.steps is "
+            << tc.steps << ": nothing left to train, nothing changed (raise train.steps with "
+            << "--config.train.steps=N to train on)\n";
+        result.last_checkpoint = job.resume_from;
+        result.nothing_to_do = true;
+        return result;
+    }
+    const std::string run_id = resume ? resume->run_id : new_run_id();
+    out << "resolved config: (every key: " << job.run_dir << "/config.yaml)\n"
+        << (job.resolved_summary.empty() ? job.resolved_yaml : job.resolved_summary);
     auto tokenizer = make_tokenizer(job.data.tokenizer);
     if (tokenizer->vocab_size() > job.model.vocab_size)
         MESHLM_INVALID("tokenizer '", tokenizer->name(), "' has ", tokenizer->vocab_size(),
@@ -174,7 +209,12 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         learner.init_params(tc.seed);
     }
 
-    // Inputs are valid: only now does the run directory appear.
+    // Inputs are valid: only now does the run directory appear (replacing an old run when
+    // asked to).
+    if (writer && !resume && job.replace_run && holds_run(job.run_dir)) {
+        out << "--force: removing the run in " << job.run_dir << "\n";
+        remove_run(job.run_dir);
+    }
     if (writer) std::filesystem::create_directories(job.run_dir);
     if (writer) write_file_atomic(job.run_dir + "/config.yaml", job.resolved_yaml);
     if (writer && std::filesystem::is_regular_file(job.data.tokenizer)) {
@@ -187,14 +227,23 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     }
     // A fresh, unshuffled loader per evaluation: every pass scores the same rows. Data-parallel
     // ranks score their rows of each global batch and sum the results.
-    auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt) {
+    // Progress lines go to a terminal live, to a log every 10 s.
+    const bool live = writer && ::isatty(STDOUT_FILENO);
+    auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt,
+                            const char* what) {
         LoaderOptions opt = train_opt;
         opt.shuffle = false;
         auto val = DataLoader::open_split(data_dir, "val", opt);
         auto losses = [&](const std::int32_t* tk, const std::int32_t* tg, int rows, int t) {
             return learner.eval_losses(tk, tg, rows, t);
         };
-        EvalResult r = evaluate(losses, *val, B, T, max_batches, token_bytes, tok, tgt, dp_rank, W);
+        ProgressLine line(out, what, live);
+        auto progress = [&](long done, long total) {
+            if (writer) line.update(done, total, "batches");
+        };
+        EvalResult r =
+            evaluate(losses, *val, B, T, max_batches, token_bytes, tok, tgt, dp_rank, W, progress);
+        line.finish();
         if (W > 1) {
             std::int64_t counts[2] = {static_cast<std::int64_t>(r.tokens),
                                       static_cast<std::int64_t>(r.bytes)};
@@ -206,7 +255,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         return r;
     };
     const double flops_per_token = train_flops_per_token(job.model, learner.full_layout(), T);
-    const double peak = tc.peak_gflops > 0 ? tc.peak_gflops : kernels::measure_peak_gflops(threads);
+    double peak = tc.peak_gflops > 0 ? tc.peak_gflops : robust_peak_gflops(threads);
     out << "model: " << human_count(static_cast<double>(learner.full_layout().count()))
         << " parameters ("
         << human_count(static_cast<double>(nonembedding_params(learner.full_layout())))
@@ -232,7 +281,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             << " working " << learner.working_bytes() << "\n";
     }
     out << "threads: " << threads << ", fp32 peak " << static_cast<int>(peak) << " GFLOP/s"
-        << (tc.peak_gflops > 0 ? " (train.peak_gflops)" : " (measured)") << "\n"
+        << (tc.peak_gflops > 0 ? " (train.peak_gflops)" : " (measured: best of 5 FMA probes)")
+        << "\n"
         << "run directory: " << job.run_dir << "\n";
     out.flush();
 
@@ -244,8 +294,6 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     std::vector<std::int32_t> all_tokens, all_targets;
     if (job.data.synthetic && W > 1)
         all_tokens.resize(per_micro * W), all_targets.resize(per_micro * W);
-    TrainResult result;
-    result.final_val_loss = std::numeric_limits<float>::quiet_NaN();
 
     auto save_checkpoint = [&](long step) {
         TrainerState st;
@@ -255,6 +303,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         st.seed = tc.seed;
         st.best_val = best_val;
         st.config_yaml = job.resolved_yaml;
+        st.run_id = run_id;
         const auto t0 = Clock::now();
         if (world.size() > 1) {
             // Every rank writes its own shard (collective); nothing is gathered.
@@ -277,11 +326,10 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     };
 
     StopSignals stop;
-    auto interval_start = Clock::now();
+    bool mfu_capped = false;
+    const auto train_start = Clock::now();
+    auto interval_start = train_start;
     long interval_tokens = 0;
-    if (start_step >= tc.steps)
-        out << "the checkpoint is at step " << start_step << " and train.steps is " << tc.steps
-            << ": nothing left to train\n";
     for (long step = start_step; step < tc.steps; ++step) {
         // Staged sequence-length warmup: shorter rows, more of them, same tokens per step.
         const bool warm = step < tc.seq_warmup_steps;
@@ -331,7 +379,18 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             double tps = interval_tokens / secs;
             m.loss = st.loss, m.lr = st.lr, m.grad_norm = st.grad_norm;
             m.tokens_per_s = tps;
-            m.mfu = tps * flops_per_token / (peak * 1e9 * world.size());
+            // Never above 100 %: throughput beyond the peak means the peak was set or measured
+            // too low (say so once).
+            const double achieved = tps * flops_per_token / (1e9 * world.size());
+            if (achieved > peak && !mfu_capped) {
+                mfu_capped = true;
+                out << "note: " << static_cast<int>(achieved)
+                    << " GFLOP/s per rank exceeds the fp32 peak of " << static_cast<int>(peak)
+                    << " GFLOP/s" << (tc.peak_gflops > 0 ? " (train.peak_gflops)" : " (measured)")
+                    << "; MFU is shown capped at 100 %; set train.peak_gflops to the machine's "
+                       "peak\n";
+            }
+            m.mfu = std::min(1.0, achieved / peak);
             if (world.size() > 1) m.comm_bytes = step_bytes;
             char line[320];
             std::snprintf(
@@ -342,11 +401,21 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             out << line;
             if (world.size() > 1)
                 out << " | sent " << human_bytes(static_cast<double>(step_bytes)) << "/rank";
+            // Elapsed since this process started training; the ETA from its mean step time.
+            const double elapsed =
+                std::chrono::duration<double>(Clock::now() - train_start).count();
+            out << " | " << human_duration(elapsed) << " elapsed";
+            if (!last)
+                out << ", ETA "
+                    << human_duration(elapsed / static_cast<double>(done - start_step) *
+                                      static_cast<double>(tc.steps - done));
             out << "\n";
         }
         std::optional<double> val_now;
         if (eval_now) {
-            EvalResult ev = evaluate_val(last ? 0 : tc.eval_batches, tokens.data(), targets.data());
+            EvalResult ev =
+                evaluate_val(last ? tc.final_eval_batches : tc.eval_batches, tokens.data(),
+                             targets.data(), last ? "final evaluation" : "evaluation");
             const float val = static_cast<float>(ev.loss());
             m.val_loss = val;
             val_now = val;
@@ -371,7 +440,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                 << ": stopping after step " << done << "\n";
             save_checkpoint(done);
             result.interrupted = true;
-            out << "resume with: meshlm train --resume " << job.run_dir << "\n";
+            out << "resume with: " << resume_command(world.size(), job.run_dir) << "\n";
             out.flush();
             return result;
         }
@@ -379,7 +448,9 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             bool write = true;
             if (job.checkpoint.only_better && !job.data.synthetic) {
                 if (!val_now)
-                    val_now = evaluate_val(tc.eval_batches, tokens.data(), targets.data()).loss();
+                    val_now =
+                        evaluate_val(tc.eval_batches, tokens.data(), targets.data(), "evaluation")
+                            .loss();
                 write = !best_val || *val_now < *best_val;
                 if (write)
                     best_val = val_now;

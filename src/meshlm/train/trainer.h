@@ -33,6 +33,11 @@ struct TrainJob {
     std::string run_dir;        // resolved log.dir
     std::string resume_from;    // a checkpoint directory to continue from; empty = a fresh run
     std::string resolved_yaml;  // saved as RUN_DIR/config.yaml
+    // Printed at the start: the settings a reader looks for first, with the values used.
+    std::string resolved_summary;
+    // --force: a fresh run may replace the run run_dir holds (removed first); otherwise a run
+    // directory that holds a run is refused (run_owner.h).
+    bool replace_run = false;
     // Called with the final parameters (layout of transformer_layout) once they are saved; the CLI
     // prints a sample with it (sampling lives above this layer).
     std::function<void(const float* params, const Tokenizer& tok)> on_finish;
@@ -43,6 +48,7 @@ struct TrainResult {
     float final_val_loss = 0;     // validation loss at the end (NaN with synthetic data)
     bool interrupted = false;     // stopped early by SIGINT / SIGTERM (a checkpoint was written)
     std::string last_checkpoint;  // the newest checkpoint written, if any
+    bool nothing_to_do = false;   // resumed at or past train.steps: nothing was written
 };
 
 TrainResult run_training(const TrainJob& job, std::ostream& out);

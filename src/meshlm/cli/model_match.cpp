@@ -1,0 +1,58 @@
+#include "meshlm/cli/model_match.h"
+
+#include <filesystem>
+
+#include "meshlm/core/error.h"
+#include "meshlm/io/hf_gpt2.h"
+#include "meshlm/model/gpt2_weights.h"
+#include "meshlm/train/checkpoint.h"
+
+namespace fs = std::filesystem;
+
+namespace meshlm {
+
+namespace {
+
+// What the change does to the tensors: the first one whose shape differs, or is missing.
+std::string tensor_consequence(const ModelConfig& source, const ModelConfig& wanted) {
+    const ParamLayout have = gpt2_layout(source), need = gpt2_layout(wanted);
+    for (const auto& s : need.slices()) {
+        const ParamSlice* h = have.find(s.name);
+        if (!h) return "\n  (the weights have no tensor '" + s.name + "' that this config needs)";
+        if (!(h->shape == s.shape))
+            return "\n  (tensor '" + s.name + "' has shape " + h->shape.str() +
+                   " there but this config needs " + s.shape.str() + ")";
+    }
+    if (have.slices().size() != need.slices().size())
+        return "\n  (the weights hold " + std::to_string(have.slices().size()) +
+               " tensors, this config uses " + std::to_string(need.slices().size()) + ")";
+    return "\n  (the tensors have the same shapes, but the model would compute something else)";
+}
+
+}  // namespace
+
+void require_same_model(const Config& source, const Config& wanted, const std::string& what) {
+    const auto changes = model_changes(source, wanted);
+    if (changes.empty()) return;
+    std::string list;
+    for (const auto& c : changes)
+        list += "\n  " + c.key + ": " + c.before + " in " + what + ", " + c.after + " here";
+    list += tensor_consequence(source.model, wanted.model);
+    MESHLM_INVALID(what, " was trained with another model (these keys change what the model ",
+                   "computes, so its weights would not mean the same):", list,
+                   "\nkeep the model section as it was (drop those overrides), or train a new "
+                   "run");
+}
+
+std::optional<Config> init_from_config(const std::string& path) {
+    if (!fs::is_directory(path)) return std::nullopt;
+    if (fs::exists(path + "/config.json")) {
+        Config c;
+        c.model = read_hf_gpt2_config(path).model;
+        return c;
+    }
+    if (fs::exists(path + "/config.yaml")) return load_config(path + "/config.yaml", {});
+    return load_config(resolve_checkpoint(path) + "/config.yaml", {});
+}
+
+}  // namespace meshlm

@@ -1,0 +1,139 @@
+// What `meshlm train` tells the person watching: a short summary of the resolved config with the
+// values actually used, step lines with elapsed time and an ETA, an MFU never above 100 %,
+// evaluation progress on a terminal, a final evaluation capped by train.final_eval_batches, a
+// resume whose loader state no longer fits explained in words; and the HF export's dropout rates
+// are the ones meshlm trained with.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace meshlm {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string tiny_flags(const std::string& corpus, const std::string& cache) {
+    return " --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
+           " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.batch_size=4"
+           " --config.train.threads=2 --config.log.interval=2 --config.log.eval_interval=0"
+           " --config.log.sample_tokens=0 --config.data.path=" +
+           corpus + " --config.data.cache_dir=" + cache;
+}
+
+class TrainConsole : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ = test::temp_dir("console");
+        corpus_ = test::write_test_corpus(dir_);
+        flags_ = tiny_flags(corpus_, dir_ + "/cache");
+    }
+    test::CommandResult train(const std::string& extra) {
+        return test::run_command(test::meshlm_binary() + " train" + flags_ + " " + extra);
+    }
+    std::string dir_, corpus_, flags_;
+};
+
+TEST_F(TrainConsole, TheSummaryShowsTheValuesUsed) {
+    // No log.dir and no data.cache_dir: the summary names where they resolved to.
+    const auto r = test::run_command(
+        "cd " + dir_ + " && env XDG_CACHE_HOME=" + dir_ + "/xdg " + test::meshlm_binary() +
+        " train --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
+        " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.steps=2"
+        " --config.log.sample_tokens=0 --config.data.path=" +
+        corpus_);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("resolved config: (every key: runs/default/config.yaml)"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("  run directory: runs/default\n"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("| cache " + dir_ + "/xdg/meshlm\n"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("  model: n_layer=1 d_model=32 n_head=2"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("\"\""), std::string::npos) << r.output;
+    // The full config is in the run directory.
+    EXPECT_NE(test::read_file(dir_ + "/runs/default/config.yaml").find("dir: \"runs/default\""),
+              std::string::npos);
+}
+
+TEST_F(TrainConsole, StepLinesCarryElapsedTimeAndAnEtaAndMfuNeverExceeds100) {
+    // A peak far below what the machine does: MFU is capped, with a note saying why.
+    const auto r = train(
+        "--config.train.steps=6 --config.train.peak_gflops=0.001 "
+        "--config.log.dir=" +
+        dir_ + "/a");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(std::regex_search(
+        r.output, std::regex("step      2/6 \\| .*\\| mfu 100\\.0% \\| [0-9.]+ s elapsed, ETA ")))
+        << r.output;
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("step      6/6 \\| .* s elapsed\n")))
+        << r.output;
+    EXPECT_NE(r.output.find("exceeds the fp32 peak of 0 GFLOP/s (train.peak_gflops)"),
+              std::string::npos)
+        << r.output;
+    std::istringstream metrics(test::read_file(dir_ + "/a/metrics.jsonl"));
+    for (std::string line; std::getline(metrics, line);)
+        EXPECT_LE(nlohmann::json::parse(line)["mfu"].get<double>(), 1.0) << line;
+    const std::regex mfu_re("mfu ([0-9.]+)%");
+    int lines = 0;
+    for (std::sregex_iterator it(r.output.begin(), r.output.end(), mfu_re), end; it != end;
+         ++it, ++lines)
+        EXPECT_LE(std::stod((*it)[1]), 100.0) << r.output;
+    EXPECT_EQ(lines, 3);
+}
+
+TEST_F(TrainConsole, FinalEvaluationShowsProgressAndFinalEvalBatchesCapsIt) {
+    // On a terminal (script(1) gives the run one) the final evaluation draws a live line.
+    const std::string cmd = test::meshlm_binary() + " train" + flags_ +
+                            " --config.train.steps=2 --config.log.dir=" + dir_ + "/a";
+    auto r = test::run_command("script -qec '" + cmd + "' /dev/null");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(std::regex_search(
+        r.output, std::regex("\rfinal evaluation: ([0-9]+)/\\1 batches \\(100%\\)")))
+        << r.output;
+    // The cap: one batch gives another loss than the whole split.
+    auto val_of = [](const std::string& out) {
+        std::smatch m;
+        EXPECT_TRUE(std::regex_search(out, m, std::regex("val_loss ([0-9.]+)"))) << out;
+        return m.size() > 1 ? m[1].str() : std::string();
+    };
+    const auto whole = train("--config.train.steps=2 --config.log.dir=" + dir_ + "/b");
+    const auto one = train(
+        "--config.train.steps=2 --config.train.final_eval_batches=1 "
+        "--config.log.dir=" +
+        dir_ + "/c");
+    ASSERT_EQ(whole.exit_code, 0) << whole.output;
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    EXPECT_NE(val_of(whole.output), val_of(one.output));
+}
+
+TEST_F(TrainConsole, AResumeWhoseLoaderStateNoLongerFitsIsExplainedInWords) {
+    const std::string a = dir_ + "/a";
+    ASSERT_EQ(train("--config.train.steps=2 --config.log.dir=" + a).exit_code, 0);
+    const auto r = test::run_command(test::meshlm_binary() + " train --resume " + a +
+                                     " --config.train.steps=4 --config.train.seq_len=16");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("train.seq_len was 32 when the checkpoint was written and is 16 now"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("{\""), std::string::npos) << "a JSON dump:\n" << r.output;
+}
+
+TEST_F(TrainConsole, TheHuggingFaceExportCarriesTheDropoutRatesMeshlmTrainedWith) {
+    const std::string a = dir_ + "/a";
+    ASSERT_EQ(train("--config.train.steps=1 --config.log.dir=" + a).exit_code, 0);
+    const auto r = test::run_command(test::meshlm_binary() + " convert --from meshlm --to hf " + a +
+                                     " " + dir_ + "/hf");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = nlohmann::json::parse(test::read_file(dir_ + "/hf/config.json"));
+    for (const char* k : {"attn_pdrop", "embd_pdrop", "resid_pdrop"})
+        EXPECT_EQ(j.at(k).get<double>(), 0.0) << k;
+}
+
+}  // namespace
+}  // namespace meshlm
