@@ -2,26 +2,31 @@
 # End-to-end GPT-2 small (124M) training throughput: meshlm, then the PyTorch peer
 # (bench/pytorch_gpt2_train.py), same shapes / batch / threads, in one run. Prints tokens/s,
 # GFLOP/s, MFU and peak RSS for each, and the meshlm/PyTorch ratios. See bench/README.md.
+# With --arch llama (what bench/train_llama_small.sh runs): SmolLM-135M's Llama shape
+# (configs/smollm-135m.yaml) against bench/pytorch_llama_train.py instead.
 #
-#   bench/train_gpt2_small.sh [--steps 6] [--batch 4] [--seq 256] [--threads 2]
-#                             [--skip-meshlm] [--skip-pytorch]
+#   bench/train_gpt2_small.sh [--arch gpt2|llama] [--steps 6] [--batch 4] [--seq 256]
+#                             [--threads 2] [--skip-meshlm] [--skip-pytorch]
 #                             [--layers 12] [--width 768] [--heads 12] [--vocab 50257]
+#                             [--kv-heads 3] [--ff 1536]   (llama only)
 #
 # --steps S: each side runs S steps; the first is warmup, the median over the other S-1 counts.
-# --layers/--width/--heads/--vocab: a smaller model for a quick check; when given they are also
-#   passed to meshlm as --config.model.* overrides (otherwise MESHLM_CONFIG decides, and the
-#   FLOP count assumes GPT-2 small).
+# --layers/--width/--heads/--vocab (and --kv-heads/--ff with llama): a smaller model for a quick
+#   check; when given they are also passed to meshlm as --config.model.* overrides (otherwise
+#   MESHLM_CONFIG decides, and the FLOP count assumes GPT-2 small / SmolLM-135M).
 # Environment:
 #   MESHLM_BIN     meshlm binary (default build/meshlm)
-#   MESHLM_CONFIG  model config (default configs/gpt2-small.yaml)
-#   PYTHON         interpreter with torch (default /usr/bin/python3, Debian python3-torch)
+#   MESHLM_CONFIG  model config (default configs/gpt2-small.yaml; llama: configs/smollm-135m.yaml)
+#   PYTHON         interpreter with torch (default /usr/bin/python3, Debian python3-torch;
+#                  llama: .venv/bin/python, PyPI torch 2.x, needed for SDPA's enable_gqa)
 #   PEAK_GFLOPS    fp32 peak used for MFU on both sides (passed to meshlm as
 #                  train.peak_gflops). Default: the peak meshlm measures at start-up (it prints
 #                  "fp32 peak N GFLOP/s"), reused for PyTorch so both MFUs share a denominator.
-#   OMP_WAIT_POLICY_TORCH  OpenMP wait policy for PyTorch (default PASSIVE) and
+#   OMP_WAIT_POLICY_TORCH  OpenMP wait policy for PyTorch (default PASSIVE; llama: unset) and
 #   TORCH_MALLOC   glibc malloc setting for PyTorch (default keep): PyTorch's fastest settings
 #                  here, see bench/README.md and pytorch_gpt2_train.py --help. meshlm runs under
 #                  the caller's environment.
+#   TORCH_COMPILE=1  llama: torch.compile the PyTorch model (default off, see bench/README.md)
 #   OUT_DIR        where run directories and logs go (default bench/out, git-ignored)
 #   KEEP_CHECKPOINT=1  keep meshlm's final model.safetensors (deleted by default)
 set -euo pipefail
@@ -29,26 +34,30 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 MESHLM_BIN="${MESHLM_BIN:-$ROOT/build/meshlm}"
-MESHLM_CONFIG="${MESHLM_CONFIG:-$ROOT/configs/gpt2-small.yaml}"
-PYTHON="${PYTHON:-/usr/bin/python3}"
 OUT_DIR="${OUT_DIR:-$ROOT/bench/out}"
-TORCH_WAIT="${OMP_WAIT_POLICY_TORCH:-PASSIVE}"
 TORCH_MALLOC="${TORCH_MALLOC:-keep}"
+ARCH=gpt2
 STEPS=6
 BATCH=4
 SEQ=256
 THREADS=2
 RUN_MESHLM=1
 RUN_TORCH=1
-# GPT-2 small dimensions (for the FLOP count; must match MESHLM_CONFIG).
-LAYERS=12
-WIDTH=768
-HEADS=12
-VOCAB=50257
+# Model dimensions for the FLOP count and the PyTorch peer (must match MESHLM_CONFIG); empty:
+# the architecture's default (GPT-2 small / SmolLM-135M), set below.
+LAYERS=""
+WIDTH=""
+HEADS=""
+VOCAB=""
+KV_HEADS=""
+FF=""
 MODEL_OVERRIDES=()
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --arch) ARCH="$2"; shift 2 ;;
+    --kv-heads) KV_HEADS="$2"; MODEL_OVERRIDES+=(--config.model.n_kv_head="$2"); shift 2 ;;
+    --ff) FF="$2"; MODEL_OVERRIDES+=(--config.model.d_ff="$2"); shift 2 ;;
     --steps) STEPS="$2"; shift 2 ;;
     --batch) BATCH="$2"; shift 2 ;;
     --seq) SEQ="$2"; shift 2 ;;
@@ -59,18 +68,37 @@ while [[ $# -gt 0 ]]; do
     --vocab) VOCAB="$2"; MODEL_OVERRIDES+=(--config.model.vocab_size="$2"); shift 2 ;;
     --skip-meshlm) RUN_MESHLM=0; shift ;;
     --skip-pytorch) RUN_TORCH=0; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 if (( STEPS < 2 )); then echo "--steps must be >= 2 (the first step is warmup)" >&2; exit 2; fi
+case "$ARCH" in
+  gpt2)
+    MESHLM_CONFIG="${MESHLM_CONFIG:-$ROOT/configs/gpt2-small.yaml}"
+    PYTHON="${PYTHON:-/usr/bin/python3}"
+    TORCH_WAIT="${OMP_WAIT_POLICY_TORCH:-PASSIVE}"
+    PEER="$ROOT/bench/pytorch_gpt2_train.py"
+    RUN_NAME=train_gpt2_small
+    : "${LAYERS:=12}" "${WIDTH:=768}" "${HEADS:=12}" "${VOCAB:=50257}"
+    if [[ -n "$KV_HEADS$FF" ]]; then echo "--kv-heads/--ff need --arch llama" >&2; exit 2; fi
+    KV_HEADS="$HEADS"; FF=$((4 * WIDTH)) ;;
+  llama)
+    MESHLM_CONFIG="${MESHLM_CONFIG:-$ROOT/configs/smollm-135m.yaml}"
+    PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
+    TORCH_WAIT="${OMP_WAIT_POLICY_TORCH:-unset}"
+    PEER="$ROOT/bench/pytorch_llama_train.py"
+    RUN_NAME=train_llama_small
+    : "${LAYERS:=30}" "${WIDTH:=576}" "${HEADS:=9}" "${VOCAB:=49152}" "${KV_HEADS:=3}" "${FF:=1536}" ;;
+  *) echo "--arch must be gpt2 or llama" >&2; exit 2 ;;
+esac
 
 SUMMARY_PY="$(command -v python3 || true)"
 [[ -z "$SUMMARY_PY" && -x "$PYTHON" ]] && SUMMARY_PY="$PYTHON"
 if [[ -z "$SUMMARY_PY" ]]; then echo "python3 is needed to read the results" >&2; exit 1; fi
 
 mkdir -p "$OUT_DIR"
-RUN="$(mktemp -d "$OUT_DIR/train_gpt2_small.XXXXXX")"
+RUN="$(mktemp -d "$OUT_DIR/$RUN_NAME.XXXXXX")"
 echo "== results in $RUN" >&2
 
 TIME_BIN=""
@@ -109,7 +137,7 @@ if (( RUN_MESHLM )); then
          --config.train.batch_size="$BATCH" --config.train.seq_len="$SEQ"
          --config.train.threads="$THREADS" --config.log.interval=1
          --config.log.eval_interval=0 --config.log.sample_tokens=0
-         --config.log.dir="$RUN/meshlm" "${MODEL_OVERRIDES[@]}")
+         --config.checkpoint.interval=0 --config.log.dir="$RUN/meshlm" "${MODEL_OVERRIDES[@]}")
     [[ -n "${PEAK_GFLOPS:-}" ]] && cmd+=(--config.train.peak_gflops="$PEAK_GFLOPS")
     echo "== meshlm: ${cmd[*]}" >&2
     if run_measured meshlm "${cmd[@]}" 2>&1 | tee "$RUN/meshlm.log" >&2; then
@@ -121,18 +149,27 @@ if (( RUN_MESHLM )); then
 fi
 
 # meshlm saves a checkpoint at the end of training: not needed here (475 MiB for GPT-2 small).
-if [[ "${KEEP_CHECKPOINT:-0}" != 1 ]]; then rm -f "$RUN"/meshlm/*.safetensors; fi
+# (A directory per checkpoint under checkpoints/ in newer builds: removed as well.)
+if [[ "${KEEP_CHECKPOINT:-0}" != 1 ]]; then
+  rm -f "$RUN"/meshlm/*.safetensors
+  rm -rf "$RUN"/meshlm/checkpoints
+fi
 
 # ---------------------------------------------------------------- PyTorch
 TORCH_OK=0
 if (( RUN_TORCH )); then
   if [[ ! -x "$PYTHON" ]] || ! "$PYTHON" -c "import torch" >/dev/null 2>&1; then
-    echo "== pytorch: $PYTHON cannot import torch, skipped (apt-get install python3-torch)" >&2
+    echo "== pytorch: $PYTHON cannot import torch, skipped (apt-get install python3-torch;" \
+         "llama: a venv with PyPI torch at .venv, or PYTHON=...)" >&2
   else
-    tcmd=("$PYTHON" "$ROOT/bench/pytorch_gpt2_train.py" --warmup 1 --steps $((STEPS - 1))
+    tcmd=("$PYTHON" "$PEER" --warmup 1 --steps $((STEPS - 1))
           --batch "$BATCH" --seq "$SEQ" --threads "$THREADS" --layers "$LAYERS"
           --width "$WIDTH" --heads "$HEADS" --vocab "$VOCAB" --omp-wait-policy "$TORCH_WAIT"
           --malloc "$TORCH_MALLOC")
+    if [[ "$ARCH" == llama ]]; then
+      tcmd+=(--kv-heads "$KV_HEADS" --ff "$FF")
+      [[ "${TORCH_COMPILE:-0}" == 1 ]] && tcmd+=(--compile)
+    fi
     echo "== pytorch: ${tcmd[*]}" >&2
     if run_measured pytorch "${tcmd[@]}" >"$RUN/pytorch.json" 2> >(tee "$RUN/pytorch.log" >&2); then
       TORCH_OK=1
@@ -144,13 +181,17 @@ fi
 
 # ---------------------------------------------------------------- summary
 "$SUMMARY_PY" - "$RUN" "$MESHLM_OK" "$TORCH_OK" "$BATCH" "$SEQ" "$THREADS" "$STEPS" \
-  "$LAYERS" "$WIDTH" "$VOCAB" "${PEAK_GFLOPS:-}" <<'EOF'
+  "$LAYERS" "$WIDTH" "$VOCAB" "${PEAK_GFLOPS:-}" "$ARCH" "$HEADS" "$KV_HEADS" "$FF" <<'EOF'
 import json, os, re, statistics, sys
 
 run, m_ok, t_ok = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 B, T, threads, steps, L, d, V = map(int, sys.argv[4:11])
-peak_env = sys.argv[11]
-n_nonembed = 12 * L * d * d + 13 * L * d + 2 * d
+peak_env, arch = sys.argv[11], sys.argv[12]
+H, KV, F = map(int, sys.argv[13:16])
+if arch == "llama":  # q, o: d x d; k, v: d x kv; SwiGLU: 3 d F; two RMSNorms a block + the final
+    n_nonembed = L * (2 * d * d + 2 * d * KV * (d // H) + 3 * d * F + 2 * d) + d
+else:
+    n_nonembed = 12 * L * d * d + 13 * L * d + 2 * d
 fpt = 6 * n_nonembed + 6 * V * d + 12 * L * T * d
 
 def measured(name):
@@ -199,7 +240,8 @@ if t_ok:
     rows["pytorch"] = dict(tps=j["tokens_per_s"], rss=j["peak_rss_mib"], self_mfu=None,
                            n=len(j.get("step_s", [])), torch=j["torch"], load=load,
                            wait=j.get("omp_wait_policy"),
-                           malloc="keep" if j.get("glibc_tunables") else "glibc default")
+                           malloc="keep" if j.get("glibc_tunables") else "glibc default",
+                           compile=j.get("compile"))
 
 if peak is None:
     # Last resort: nominal clock x 2 FMA units x lanes (16 with AVX-512, else 8) x 2 x threads.
@@ -226,7 +268,9 @@ if not rows:
     print("nothing ran")
     sys.exit(1)
 
-print(f"\n== GPT training ({L} layers, width {d}, vocab {V}), fp32, batch {B} x seq {T}, {threads} threads, "
+shape = (f"Llama: {L} layers, width {d}, {H} heads ({KV} key/value), SwiGLU {F}, vocab {V}"
+         if arch == "llama" else f"{L} layers, width {d}, vocab {V}")
+print(f"\n== {'Llama' if arch == 'llama' else 'GPT'} training ({shape}), fp32, batch {B} x seq {T}, {threads} threads, "
       f"{steps} steps (first = warmup, median of the rest)")
 print(f"   FLOPs/token {fpt / 1e6:.1f} M (6 N_nonembed + 6 V d + 12 L T d); "
       f"MFU against {peak:.0f} GFLOP/s ({peak_src})" if peak else
@@ -242,7 +286,9 @@ for name, r in rows.items():
     if r.get("self_mfu") is not None:
         notes += f"; meshlm's own MFU {100 * r['self_mfu']:.1f}%"
     if name == "pytorch":
-        notes += f"; torch {r['torch']}, OMP_WAIT_POLICY={r['wait']}, malloc {r['malloc']}"
+        notes += f"; torch {r['torch']}, OMP_WAIT_POLICY={r['wait'] or 'unset'}, malloc {r['malloc']}"
+        if r.get("compile"):
+            notes += ", torch.compile"
     print(f"{name:<10}{r['tps']:>10.1f}{B * T / r['tps']:>9.2f}{g:>9.1f}{mfu:>8}{rss:>14}"
           f"{load:>11}  {notes}")
 busy = [n for n, r in rows.items() if (r.get("load") or 0) > 0.1]

@@ -89,7 +89,7 @@ TEST(ZeroPlan, MemoryFollowsTheZeroPaper) {
     EXPECT_EQ(zero_memory(ZeroPlan(layout.total(), 1, 0, 3), layout).working, 8 * layout.total());
 }
 
-// A rank initializes only its chunk (gpt2_init_range), with the values of the whole init.
+// A rank initializes only its chunk (init_params on a range), with the values of the whole init.
 TEST(Fsdp, ChunkInitEqualsThatPartOfTheWholeInit) {
     const ModelConfig m = small_model();
     const ParamLayout layout = transformer_layout(m);

@@ -867,8 +867,12 @@ SplitArgs split_config_overrides(int argc, const char* const* argv) {
 
 std::vector<ModelKeyChange> model_changes(const Config& before, const Config& after) {
     // Keys that only matter before the first step (how fresh weights are drawn, where warm-start
-    // weights come from): the computation from given weights does not depend on them.
-    static const std::vector<std::string> not_computation = {"model.init_std", "model.init_from"};
+    // weights come from) or only to training's regularization (dropout, z-loss: fine-tuning may
+    // change them), and ln_eps (the older name of norm_eps, compared there): the function the
+    // weights compute does not depend on them.
+    static const std::vector<std::string> not_computation = {
+        "model.init_std",     "model.init_from",    "model.init",          "model.ln_eps",
+        "model.dropout_embd", "model.dropout_attn", "model.dropout_resid", "model.z_loss"};
     std::vector<ModelKeyChange> out;
     for (const auto& o : option_table().options) {
         if (o.section != "model" || std::find(not_computation.begin(), not_computation.end(),
@@ -883,10 +887,17 @@ std::vector<ModelKeyChange> model_changes(const Config& before, const Config& af
 std::string config_summary(const Config& c) {
     const OptionTable& table = option_table();
     auto v = [&](const char* key) { return table.find(key)->dump(c); };
+    // The shape always; the architecture keys where they differ from the defaults (GPT-2's).
+    static const Config defaults;
     std::string model;
-    for (const auto& o : table.options)
-        if (o.section == "model" && o.key != "model.init_std" && o.key != "model.init_from")
+    for (const auto& o : table.options) {
+        if (o.section != "model" || o.key == "model.init_from" || o.key == "model.ln_eps") continue;
+        const bool shape = o.key == "model.n_layer" || o.key == "model.d_model" ||
+                           o.key == "model.n_head" || o.key == "model.vocab_size" ||
+                           o.key == "model.max_seq_len";
+        if (shape || o.dump(c) != o.dump(defaults))
             model += (model.empty() ? "" : " ") + o.key.substr(6) + "=" + o.dump(c);
+    }
     std::string out = "  model: " + model + "\n";
     if (!c.model.init_from.empty()) out += "  init_from: " + c.model.init_from + "\n";
     out += "  data: " + (c.data.synthetic ? std::string("synthetic") : c.data.path) +

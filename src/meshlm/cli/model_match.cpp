@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "meshlm/core/error.h"
-#include "meshlm/io/hf_gpt2.h"
-#include "meshlm/model/gpt2_weights.h"
+#include "meshlm/io/hf_model.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -15,7 +15,7 @@ namespace {
 
 // What the change does to the tensors: the first one whose shape differs, or is missing.
 std::string tensor_consequence(const ModelConfig& source, const ModelConfig& wanted) {
-    const ParamLayout have = gpt2_layout(source), need = gpt2_layout(wanted);
+    const ParamLayout have = transformer_layout(source), need = transformer_layout(wanted);
     for (const auto& s : need.slices()) {
         const ParamSlice* h = have.find(s.name);
         if (!h) return "\n  (the weights have no tensor '" + s.name + "' that this config needs)";
@@ -48,7 +48,7 @@ std::optional<Config> init_from_config(const std::string& path) {
     if (!fs::is_directory(path)) return std::nullopt;
     if (fs::exists(path + "/config.json")) {
         Config c;
-        c.model = read_hf_gpt2_config(path).model;
+        c.model = read_hf_config(path).model;
         return c;
     }
     if (fs::exists(path + "/config.yaml")) return load_config(path + "/config.yaml", {});

@@ -1,4 +1,4 @@
-// GPT2's block backward hook fires from the last block down, once per block, at a moment when
+// The transformer's block backward hook fires from the last block down, once per block, at a moment when
 // that block's gradients already hold their final values (data parallelism reduces them then).
 #include <gtest/gtest.h>
 
