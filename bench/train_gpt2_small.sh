@@ -68,7 +68,7 @@ while [[ $# -gt 0 ]]; do
     --vocab) VOCAB="$2"; MODEL_OVERRIDES+=(--config.model.vocab_size="$2"); shift 2 ;;
     --skip-meshlm) RUN_MESHLM=0; shift ;;
     --skip-pytorch) RUN_TORCH=0; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -149,11 +149,7 @@ if (( RUN_MESHLM )); then
 fi
 
 # meshlm saves a checkpoint at the end of training: not needed here (475 MiB for GPT-2 small).
-# (A directory per checkpoint under checkpoints/ in newer builds: removed as well.)
-if [[ "${KEEP_CHECKPOINT:-0}" != 1 ]]; then
-  rm -f "$RUN"/meshlm/*.safetensors
-  rm -rf "$RUN"/meshlm/checkpoints
-fi
+if [[ "${KEEP_CHECKPOINT:-0}" != 1 ]]; then rm -f "$RUN"/meshlm/*.safetensors; fi
 
 # ---------------------------------------------------------------- PyTorch
 TORCH_OK=0
@@ -268,7 +264,7 @@ if not rows:
     print("nothing ran")
     sys.exit(1)
 
-shape = (f"Llama: {L} layers, width {d}, {H} heads ({KV} key/value), SwiGLU {F}, vocab {V}"
+shape = (f"{L} layers, width {d}, {H} heads ({KV} key/value), SwiGLU {F}, vocab {V}"
          if arch == "llama" else f"{L} layers, width {d}, vocab {V}")
 print(f"\n== {'Llama' if arch == 'llama' else 'GPT'} training ({shape}), fp32, batch {B} x seq {T}, {threads} threads, "
       f"{steps} steps (first = warmup, median of the rest)")

@@ -13,8 +13,8 @@ namespace meshlm {
 namespace {
 
 double eval_loss(const std::string& run, int seq_len) {
-    auto r = test::run_command(test::meshlm_binary() + " eval --checkpoint " + run +
-                               " --seq-len " + std::to_string(seq_len));
+    auto r = test::run_command(test::meshlm_binary() + " eval --checkpoint " + run + " --seq-len " +
+                               std::to_string(seq_len));
     EXPECT_EQ(r.exit_code, 0) << r.output;
     std::smatch m;
     const std::regex re("loss ([0-9.]+) nats/token");
@@ -35,8 +35,8 @@ TEST(AlibiContext, TrainedAtTEvaluatesAtTwoT) {
     EXPECT_LT(at_t, 2.5) << "the model learned the corpus";
     EXPECT_LE(at_2t, 1.10 * at_t);
     // Past model.max_seq_len a context is refused with the key named.
-    auto learned = test::run_command(test::meshlm_binary() + " eval --checkpoint " + run +
-                                     " --seq-len 512");
+    auto learned =
+        test::run_command(test::meshlm_binary() + " eval --checkpoint " + run + " --seq-len 512");
     EXPECT_EQ(learned.exit_code, 2) << learned.output;
     EXPECT_NE(learned.output.find("exceeds the model's context model.max_seq_len = 256"),
               std::string::npos)

@@ -1,5 +1,5 @@
-// The transformer's block backward hook fires from the last block down, once per block, at a moment when
-// that block's gradients already hold their final values (data parallelism reduces them then).
+// The transformer's block backward hook fires from the last block down, once per block, at a moment
+// when that block's gradients already hold their final values (data parallelism reduces them then).
 #include <gtest/gtest.h>
 
 #include <vector>

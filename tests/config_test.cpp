@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <iomanip>
-#include <cctype>
 #include <map>
 #include <set>
 #include <sstream>
@@ -384,8 +384,8 @@ TEST(Config, ModelChangesCoverEveryModelKey) {
             candidates = {twice.str(), next.str()};
         } else {
             // Another name for the string keys (architecture choices), or a path.
-            candidates = {"parallel", "rmsnorm", "rope", "interleaved", "linear", "swiglu",
-                          "fan_in", "x.safetensors"};
+            candidates = {"parallel", "rmsnorm", "rope",   "interleaved",
+                          "linear",   "swiglu",  "fan_in", "x.safetensors"};
         }
         for (const auto& c : candidates) {
             if (c == v) continue;

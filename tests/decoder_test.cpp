@@ -1,7 +1,8 @@
-// The KV-cache decoder against the full forward pass (Transformer::forward) and against transformers'
-// logits (tests/fixtures/hf_generate_tiny.safetensors, tools/reference/hf_generate_reference.py):
-// every position's next-token logits, for several sequences decoded together, some of them
-// skipped part of the way; the per-sequence prefill; the bf16 path; the decode kernels.
+// The KV-cache decoder against the full forward pass (Transformer::forward) and against
+// transformers' logits (tests/fixtures/hf_generate_tiny.safetensors,
+// tools/reference/hf_generate_reference.py): every position's next-token logits, for several
+// sequences decoded together, some of them skipped part of the way; the per-sequence prefill; the
+// bf16 path; the decode kernels.
 #include <gtest/gtest.h>
 
 #include <cmath>

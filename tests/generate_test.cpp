@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "meshlm/infer/generate.h"
-#include "meshlm/model/transformer_layout.h"
 #include "meshlm/infer/stop_strings.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/kernels/kernels.h"
+#include "meshlm/model/transformer_layout.h"
 #include "test_util.h"
 
 namespace meshlm {

@@ -15,7 +15,6 @@
 namespace meshlm {
 namespace {
 
-
 class Gpt2Reference : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -72,7 +71,8 @@ TEST_F(Gpt2Reference, LogitsLossAndEveryGradientMatchPyTorch) {
     std::fill(learner_->grads(), learner_->grads() + learner_->layout().total(), 0.f);
     m.backward(learner_->params(), learner_->grads());
     for (const auto& s : learner_->layout().slices()) {
-        double err = test::scaled_max_error(learner_->grads() + s.offset, file_->f32("grad." + s.name));
+        double err =
+            test::scaled_max_error(learner_->grads() + s.offset, file_->f32("grad." + s.name));
         EXPECT_LT(err, 1e-4) << "gradient of " << s.name << " (error relative to its max)";
         std::printf("  grad %-26s max err / max |g| = %.2e\n", s.name.c_str(), err);
     }

@@ -1,6 +1,6 @@
 // GradReducer starts each reported range's all-reduce at once (during backward, when driven by
-// the transformer's block hook) and covers exactly the rest of the buffer in finish(): a recording Comm of
-// size 2 shows which ranges started when.
+// the transformer's block hook) and covers exactly the rest of the buffer in finish(): a recording
+// Comm of size 2 shows which ranges started when.
 #include <gtest/gtest.h>
 
 #include <algorithm>

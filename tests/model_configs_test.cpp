@@ -16,10 +16,9 @@ struct Expected {
 };
 
 TEST(ModelConfigs, InfoCountsTheParametersTransformersCounts) {
-    for (const Expected e : {Expected{"gpt-j-6b", "6050882784"},
-                             Expected{"llama-3.2-1b", "1235814400"},
-                             Expected{"smollm-135m", "134515008"},
-                             Expected{"gpt2-small", "124439808"}}) {
+    for (const Expected e :
+         {Expected{"gpt-j-6b", "6050882784"}, Expected{"llama-3.2-1b", "1235814400"},
+          Expected{"smollm-135m", "134515008"}, Expected{"gpt2-small", "124439808"}}) {
         auto r = test::run_command(test::meshlm_binary() + " info --config " + test::source_dir() +
                                    "/configs/" + e.config + ".yaml");
         ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -31,16 +30,16 @@ TEST(ModelConfigs, InfoCountsTheParametersTransformersCounts) {
 }
 
 TEST(ModelConfigs, EveryFamilyConfigLoadsAndTrainsAStep) {
-    for (const char* c : {"default", "tiny-gptj", "tiny-llama", "tiny-alibi", "alibi-xl",
-                          "alibi-medium"}) {
+    for (const char* c :
+         {"default", "tiny-gptj", "tiny-llama", "tiny-alibi", "alibi-xl", "alibi-medium"}) {
         auto r = test::run_command(test::meshlm_binary() + " info --config " + test::source_dir() +
                                    "/configs/" + c + ".yaml");
         EXPECT_EQ(r.exit_code, 0) << c << ":\n" << r.output;
     }
     const std::string dir = test::temp_dir("family_configs");
     for (const char* c : {"tiny-gptj", "tiny-llama", "tiny-alibi"}) {
-        auto r = test::run_command(test::meshlm_binary() + " train --config " +
-                                   test::source_dir() + "/configs/" + c +
+        auto r = test::run_command(test::meshlm_binary() + " train --config " + test::source_dir() +
+                                   "/configs/" + c +
                                    ".yaml --config.train.steps=2 --config.log.sample_tokens=8"
                                    " --config.log.dir=" +
                                    dir + "/" + c);

@@ -150,7 +150,8 @@ TEST(TpShard, GroupedHeadsGatedMlpAndPaddedVocabulary) {
     // Local rows: q heads 2-3 (16 rows), k head 1 (8), v head 1 (8); full rows: q 0..31,
     // k 32..47, v 48..63.
     for (int i = 0; i < 16; ++i)
-        EXPECT_EQ(local_at("h.0.attn.c_attn.weight", i * C), full_at("h.0.attn.c_attn.weight", (16 + i) * C));
+        EXPECT_EQ(local_at("h.0.attn.c_attn.weight", i * C),
+                  full_at("h.0.attn.c_attn.weight", (16 + i) * C));
     for (int i = 0; i < 8; ++i) {
         EXPECT_EQ(local_at("h.0.attn.c_attn.weight", (16 + i) * C),
                   full_at("h.0.attn.c_attn.weight", (40 + i) * C));

@@ -20,7 +20,6 @@
 namespace meshlm {
 namespace {
 
-
 // The fixture's model.* keys (the other metadata describes the batch and the generator).
 ModelConfig config_of(const std::map<std::string, std::string>& md) {
     ModelConfig c;

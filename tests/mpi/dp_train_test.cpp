@@ -290,8 +290,9 @@ TEST(DataParallelFailure, AMeshThatDoesNotFitIsReportedOnce) {
     auto tp =
         run_train(2, flags(dir, 1, 1) + " --config.parallel.model=2 --config.model.n_kv_head=1");
     EXPECT_NE(tp.exit_code, 0) << tp.output;
-    EXPECT_EQ(count_of(tp.output, "(model.n_kv_head, 0 = n_head) (1) must be divisible by "
-                                  "parallel.model (2)"),
+    EXPECT_EQ(count_of(tp.output,
+                       "(model.n_kv_head, 0 = n_head) (1) must be divisible by "
+                       "parallel.model (2)"),
               1)
         << tp.output;
 }

@@ -108,10 +108,10 @@ TEST(FamilyTraining, DropoutResumesBitwise) {
         EXPECT_EQ(whole.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
     EXPECT_EQ(whole.weights, resumed.weights);
     // Dropout is on: the same run without it trains differently.
-    EXPECT_NE(whole.steps[kSteps - 1]["loss"], test::train_run(1, dir + "/plain",
-                                                               test::tiny_flags(dir + "/plain", kSteps, 4, 1, 0),
-                                                               test::tiny_model())
-                                                   .steps[kSteps - 1]["loss"]);
+    EXPECT_NE(whole.steps[kSteps - 1]["loss"],
+              test::train_run(1, dir + "/plain", test::tiny_flags(dir + "/plain", kSteps, 4, 1, 0),
+                              test::tiny_model())
+                  .steps[kSteps - 1]["loss"]);
 }
 
 }  // namespace
@@ -124,9 +124,11 @@ namespace {
 // so tensor parallelism runs on the default config, and its files keep 257 rows.
 TEST(DefaultConfig, TrainsTensorParallelOnTwoRanks) {
     const std::string dir = test::temp_dir("default_tp") + "/run";
-    auto r = test::run_train(2, " --config.parallel.model=2 --config.train.steps=3"
-                                " --config.train.threads=1 --config.log.sample_tokens=0"
-                                " --config.log.dir=" + dir);
+    auto r = test::run_train(2,
+                             " --config.parallel.model=2 --config.train.steps=3"
+                             " --config.train.threads=1 --config.log.sample_tokens=0"
+                             " --config.log.dir=" +
+                                 dir);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("tensor parallel: 2 model ranks per replica"), std::string::npos)
         << r.output;

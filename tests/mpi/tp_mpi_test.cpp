@@ -2,9 +2,9 @@
 // every (data x model) mesh that fits the world -- TP 2, TP 4, TP 2 x DP 2 -- and for three
 // families (GPT-2 with a vocabulary that does not divide, GPT-J-style parallel blocks with
 // partial interleaved rotary and an untied biased head, Llama-style GQA + SwiGLU + RMSNorm)
-// against the single-process Transformer on the same parameters, which every rank also runs: logits, loss, every
-// gradient (gathered to the full layout), bit-identical replicated gradients across model
-// ranks, and 20 AdamW steps with global-norm clipping (losses and final weights).
+// against the single-process Transformer on the same parameters, which every rank also runs:
+// logits, loss, every gradient (gathered to the full layout), bit-identical replicated gradients
+// across model ranks, and 20 AdamW steps with global-norm clipping (losses and final weights).
 // Assertions are EXPECT_*: a rank that returned early would skip collectives its peers enter.
 #include <gtest/gtest.h>
 
@@ -20,8 +20,8 @@
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/optim/adamw.h"
 #include "meshlm/parallel/mesh.h"
-#include "meshlm/parallel/traffic.h"
 #include "meshlm/parallel/tp_shard.h"
+#include "meshlm/parallel/traffic.h"
 #include "mpi_main.h"
 
 namespace meshlm {
@@ -281,15 +281,16 @@ TEST_P(TpMpi, TwentyAdamWStepsMatchSingleProcess) {
             family.c_str(), D, M, clipped, worst_loss, worst, worst_name.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Meshes, TpMpi,
-    ::testing::Combine(::testing::Values(1, 2), ::testing::Values(2, 4),
-                       ::testing::Values(std::string("gpt2"), std::string("gptj"),
-                                         std::string("llama"))),
-    [](const auto& info) {
-        return std::get<2>(info.param) + "_data" + std::to_string(std::get<0>(info.param)) +
-               "_model" + std::to_string(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Meshes, TpMpi,
+                         ::testing::Combine(::testing::Values(1, 2), ::testing::Values(2, 4),
+                                            ::testing::Values(std::string("gpt2"),
+                                                              std::string("gptj"),
+                                                              std::string("llama"))),
+                         [](const auto& info) {
+                             return std::get<2>(info.param) + "_data" +
+                                    std::to_string(std::get<0>(info.param)) + "_model" +
+                                    std::to_string(std::get<1>(info.param));
+                         });
 
 }  // namespace
 }  // namespace meshlm

@@ -35,9 +35,10 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         auto mem = [&](const char* what, double b) {
             std::printf("  %-26s %10.1f MiB  (%.3f GiB)\n", what, b / MiB, b / GiB);
         };
-        std::printf("config %s: %d layers, width %d, %d heads (%d key/value), vocab %d, context %d\n",
-                    cfg.name.c_str(), m.n_layer, m.d_model, m.n_head, m.kv_heads(), m.vocab_size,
-                    m.max_seq_len);
+        std::printf(
+            "config %s: %d layers, width %d, %d heads (%d key/value), vocab %d, context %d\n",
+            cfg.name.c_str(), m.n_layer, m.d_model, m.n_head, m.kv_heads(), m.vocab_size,
+            m.max_seq_len);
         std::printf("  %s block, %s, %s positions, MLP %s width %d, head %s\n", m.block.c_str(),
                     m.norm.c_str(), m.position.c_str(), m.mlp.c_str(), m.mlp_width(),
                     m.tied_head ? "tied" : "untied");

@@ -94,7 +94,7 @@ CommandRunner add_sample_command(CLI::App& app) {
         kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());
         const ModelConfig& cfg = run.config.model;
         Decoder decoder(cfg, a->num_samples, 0,
-                            a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32);
+                        a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32);
         Buffer<float> params(transformer_layout(cfg).total());
         load_run_weights(run, transformer_layout(cfg), params.data());
         const std::vector<std::int32_t> ids = tok->encode(text);

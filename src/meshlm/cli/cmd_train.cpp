@@ -141,8 +141,8 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
                 SamplingOptions opt;
                 opt.max_new_tokens = cfg.log.sample_tokens;
                 opt.seed = cfg.train.seed;
-                auto ids =
-                    generate(cfg.model, params, tok.encode(cfg.log.sample_prompt), tok.eot_id(), opt);
+                auto ids = generate(cfg.model, params, tok.encode(cfg.log.sample_prompt),
+                                    tok.eot_id(), opt);
                 std::cout << "sample:\n" << cfg.log.sample_prompt << tok.decode(ids) << "\n";
             };
         TrainResult r = run_training(job, std::cout);

@@ -8,8 +8,8 @@
 
 #include "meshlm/cli/config.h"
 #include "meshlm/core/buffer.h"
-#include "meshlm/data/tokenizer.h"
 #include "meshlm/core/param_layout.h"
+#include "meshlm/data/tokenizer.h"
 
 namespace meshlm {
 

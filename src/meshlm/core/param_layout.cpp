@@ -89,8 +89,7 @@ Shape tp_local_shape(const ParamSlice& s, int M) {
 
 namespace meshlm {
 
-float zero_null_grads(const ParamLayout& layout, float* grads, std::size_t begin,
-                      std::size_t end) {
+float zero_null_grads(const ParamLayout& layout, float* grads, std::size_t begin, std::size_t end) {
     float removed = 0;
     for (const ParamSlice& s : layout.slices()) {
         if (s.null_grad_end <= s.null_grad_begin) continue;

@@ -29,8 +29,8 @@ enum class TpSplit {
 enum class InitRule { normal, zeros, ones };
 
 struct ParamSlice {
-    std::string name;  // meshlm names (GPT-2's HF names for what GPT-2 has); weights [out, in]
-    Shape shape;       // as held in this layout (a tensor-parallel shard's local shape)
+    std::string name;    // meshlm names (GPT-2's HF names for what GPT-2 has); weights [out, in]
+    Shape shape;         // as held in this layout (a tensor-parallel shard's local shape)
     std::size_t offset;  // in floats from the start of the flat buffer
     std::size_t numel;
     int layer;  // block index, -1 outside the blocks
@@ -41,8 +41,8 @@ struct ParamSlice {
     Shape full_shape;                    // the unsharded shape
     bool decay = false;                  // matrices: weight decay applies (optim.decay_mask)
     InitRule init = InitRule::zeros;
-    float init_std = 0;     // InitRule::normal
-    std::string mup_role;   // muP's role of the tensor (empty until muP lands)
+    float init_std = 0;    // InitRule::normal
+    std::string mup_role;  // muP's role of the tensor (empty until muP lands)
     // Elements [begin, end) of the slice whose true gradient is identically zero (the attention
     // key bias without rotary positions: softmax ignores a shift shared by all keys). Backward
     // leaves rounding noise there, which AdamW would turn into lr-sized steps; it is zeroed.
@@ -128,6 +128,5 @@ namespace meshlm {
 // grads[null_grad ranges of every slice] = 0 (see ParamSlice::null_grad_begin) on the flat
 // range [begin, end) of a buffer laid out by `layout`, `grads` pointing at element `begin` (a
 // ZeRO chunk, or the whole buffer). Returns the largest magnitude removed.
-float zero_null_grads(const ParamLayout& layout, float* grads, std::size_t begin,
-                      std::size_t end);
+float zero_null_grads(const ParamLayout& layout, float* grads, std::size_t begin, std::size_t end);
 }  // namespace meshlm

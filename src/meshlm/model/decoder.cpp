@@ -82,7 +82,8 @@ const float* Decoder::prefill(const float* params, const std::int32_t* tokens, i
     if (precision_ == DecodePrecision::bf16) k::to_bf16(params16_.data(), params, layout_.total());
 
     // The prompt runs through the transformer itself; its blocks keep the rotated q | k | v.
-    if (!prompt_ || T > prompt_T_ || static_cast<long>(N) > static_cast<long>(prompt_rows_) * prompt_T_) {
+    if (!prompt_ || T > prompt_T_ ||
+        static_cast<long>(N) > static_cast<long>(prompt_rows_) * prompt_T_) {
         prompt_ = std::make_unique<Transformer>(cfg_, rows, T);
         prompt_rows_ = rows;
         prompt_T_ = T;

@@ -5,8 +5,8 @@
 
 #include <cstddef>
 
-#include "meshlm/model/model_config.h"
 #include "meshlm/core/param_layout.h"
+#include "meshlm/model/model_config.h"
 
 namespace meshlm {
 

@@ -24,4 +24,3 @@ void backward(float* dx, float* dW, float* db, const float* dy, const float* x, 
 }
 
 }  // namespace meshlm::linear
-

@@ -18,4 +18,3 @@ void backward(float* dx, float* dW, float* db, const float* dy, const float* x, 
               int N, int I, int O, bool accumulate = false);
 
 }  // namespace meshlm::linear
-

@@ -48,7 +48,8 @@ bool ModelConfig::same_shapes(const ModelConfig& o) const {
     const ParamLayout a = transformer_layout(*this), b = transformer_layout(o);
     if (a.slices().size() != b.slices().size()) return false;
     for (std::size_t i = 0; i < a.slices().size(); ++i)
-        if (a.slices()[i].name != b.slices()[i].name || !(a.slices()[i].shape == b.slices()[i].shape))
+        if (a.slices()[i].name != b.slices()[i].name ||
+            !(a.slices()[i].shape == b.slices()[i].shape))
             return false;
     return true;
 }

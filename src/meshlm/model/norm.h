@@ -19,8 +19,8 @@ struct Norm {
     explicit Norm(const ModelConfig& cfg)
         : rms(cfg.norm == "rmsnorm"), eps(cfg.norm_eps), C(cfg.d_model) {}
     // mean is unused by RMSNorm (may be null there).
-    void forward(float* y, float* mean, float* rstd, const float* x, const float* w,
-                 const float* b, int N) const;
+    void forward(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                 int N) const;
     void backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* w,
                   const float* mean, const float* rstd, int N) const;
 };

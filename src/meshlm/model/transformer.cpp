@@ -43,8 +43,8 @@ enum Site { kEmbd = 0, kAttnResid = 1, kMlpResid = 2, kAttnProbs = 3 };
 // The Philox stream of one dropout site of one step: masks never repeat across steps, layers
 // or sites, and depend on nothing else.
 std::uint64_t dropout_stream(std::int64_t step, int layer, int site) {
-    return ((static_cast<std::uint64_t>(step) * 4096 + static_cast<std::uint64_t>(layer + 1)) *
-            8) + static_cast<std::uint64_t>(site);
+    return ((static_cast<std::uint64_t>(step) * 4096 + static_cast<std::uint64_t>(layer + 1)) * 8) +
+           static_cast<std::uint64_t>(site);
 }
 
 }  // namespace
@@ -66,8 +66,8 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
         for (std::size_t n : {N * mlp.h_width(), N * mlp.Fl, N * C}) p.take(n);
     }
     for (std::size_t n : {N * C, N, N, N * Vl, N, N, 2 * N}) p.take(n);
-    for (std::size_t n : {N * C, N * C, N * C, N * attn.y_width(), N * attn.qkv_width(),
-                          N * mlp.Fl, N * mlp.h_width()})
+    for (std::size_t n : {N * C, N * C, N * C, N * attn.y_width(), N * attn.qkv_width(), N * mlp.Fl,
+                          N * mlp.h_width()})
         p.take(n);
     return p.floats;
 }
@@ -90,8 +90,8 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
                  max_seq, " exceeds max_seq_len ", cfg.max_seq_len);
     Planner p{&acts_};
     plan(p);
-    MESHLM_CHECK(p.floats == acts_.capacity(), "activation plan of ", p.floats,
-                 " floats, counted ", acts_.capacity());
+    MESHLM_CHECK(p.floats == acts_.capacity(), "activation plan of ", p.floats, " floats, counted ",
+                 acts_.capacity());
 }
 
 template <typename P>
@@ -144,8 +144,8 @@ k::AttnDropout Transformer::attn_dropout(int layer) const {
     return d;
 }
 
-void Transformer::close_branch(float* out, const float* b1, const float* b2,
-                               const float* residual, int N, int layer, int site, bool train) {
+void Transformer::close_branch(float* out, const float* b1, const float* b2, const float* residual,
+                               int N, int layer, int site, bool train) {
     const int C = cfg_.d_model;
     if (!b1) std::swap(b1, b2);  // either bias may be absent
     mp_->sum(out, static_cast<std::size_t>(N) * C);
@@ -256,8 +256,8 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
 
     embed_layer_.forward(embed_, tokens, w.wte, w.wpe, N, T);
     if (train && cfg_.dropout_embd > 0.f)
-        k::dropout(embed_, N, C, cfg_.dropout_embd, drop_seed_, dropout_stream(drop_step_, -1, kEmbd),
-                   drop_row0_ * T);
+        k::dropout(embed_, N, C, cfg_.dropout_embd, drop_seed_,
+                   dropout_stream(drop_step_, -1, kEmbd), drop_row0_ * T);
     const float* x = embed_;
     for (int l = 0; l < cfg_.n_layer; ++l) {
         views_.begin_block(l, Pass::forward);

@@ -47,7 +47,7 @@ class Transformer {
     const ModelConfig& config() const { return cfg_; }
     const ParamLayout& layout() const { return layout_; }  // this rank's (transformer_layout)
     int model_ranks() const { return mp_->size(); }
-    int vocab_begin() const { return head_.v0; }  // first vocabulary column of logits()
+    int vocab_begin() const { return head_.v0; }      // first vocabulary column of logits()
     int vocab_local() const { return head_.Vvalid; }  // real (unpadded) columns of logits()
     int logits_stride() const { return head_.Vl; }
     std::size_t activation_bytes() const { return acts_.capacity() * sizeof(float); }

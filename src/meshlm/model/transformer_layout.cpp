@@ -15,8 +15,8 @@ class Builder {
   public:
     Builder(const ModelConfig& cfg, int model) : cfg_(cfg), M_(model) {}
 
-    void add(const std::string& name, Shape full, int layer, int unit, TpSplit split,
-             InitRule init, float std = 0.f, std::vector<std::int64_t> sections = {}) {
+    void add(const std::string& name, Shape full, int layer, int unit, TpSplit split, InitRule init,
+             float std = 0.f, std::vector<std::int64_t> sections = {}) {
         ParamSlice s;
         s.name = name;
         s.full_shape = full;
@@ -39,7 +39,8 @@ class Builder {
     void norm(const std::string& name, int layer, int unit) {
         const std::int64_t C = cfg_.d_model;
         add(name + ".weight", {C}, layer, unit, TpSplit::replicated, InitRule::ones);
-        if (cfg_.norm_bias) add(name + ".bias", {C}, layer, unit, TpSplit::replicated, InitRule::zeros);
+        if (cfg_.norm_bias)
+            add(name + ".bias", {C}, layer, unit, TpSplit::replicated, InitRule::zeros);
     }
 
     ParamLayout layout;
@@ -108,7 +109,8 @@ ParamLayout transformer_layout(const ModelConfig& cfg, int model) {
     }
     const int last = cfg.n_layer + 1;
     b.norm("ln_f", -1, last);
-    if (!cfg.tied_head) b.add("lm_head.weight", {V, C}, -1, last, rows, normal, b.matrix_std(C, false));
+    if (!cfg.tied_head)
+        b.add("lm_head.weight", {V, C}, -1, last, rows, normal, b.matrix_std(C, false));
     if (cfg.head_bias) b.add("lm_head.bias", {V}, -1, last, rows, zeros);
     return std::move(b.layout);
 }

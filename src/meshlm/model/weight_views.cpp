@@ -5,8 +5,24 @@ namespace meshlm {
 namespace {
 
 enum Field {
-    wte, wpe, ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, out_w, out_b,
-    lnf_w, lnf_b, head_w, head_b
+    wte,
+    wpe,
+    ln1_w,
+    ln1_b,
+    qkv_w,
+    qkv_b,
+    proj_w,
+    proj_b,
+    ln2_w,
+    ln2_b,
+    fc_w,
+    fc_b,
+    out_w,
+    out_b,
+    lnf_w,
+    lnf_b,
+    head_w,
+    head_b
 };
 
 bool ends_with(const std::string& s, const char* suffix) {
@@ -16,10 +32,10 @@ bool ends_with(const std::string& s, const char* suffix) {
 
 Field field_of(const std::string& n) {
     static const std::pair<const char*, Field> kBlock[] = {
-        {"ln_1.weight", ln1_w},        {"ln_1.bias", ln1_b},         {"attn.c_attn.weight", qkv_w},
-        {"attn.c_attn.bias", qkv_b},   {"attn.c_proj.weight", proj_w}, {"attn.c_proj.bias", proj_b},
-        {"ln_2.weight", ln2_w},        {"ln_2.bias", ln2_b},         {"mlp.c_fc.weight", fc_w},
-        {"mlp.c_fc.bias", fc_b},       {"mlp.c_proj.weight", out_w}, {"mlp.c_proj.bias", out_b}};
+        {"ln_1.weight", ln1_w},      {"ln_1.bias", ln1_b},           {"attn.c_attn.weight", qkv_w},
+        {"attn.c_attn.bias", qkv_b}, {"attn.c_proj.weight", proj_w}, {"attn.c_proj.bias", proj_b},
+        {"ln_2.weight", ln2_w},      {"ln_2.bias", ln2_b},           {"mlp.c_fc.weight", fc_w},
+        {"mlp.c_fc.bias", fc_b},     {"mlp.c_proj.weight", out_w},   {"mlp.c_proj.bias", out_b}};
     if (n == "wte.weight") return wte;
     if (n == "wpe.weight") return wpe;
     if (n == "ln_f.weight") return lnf_w;
@@ -49,24 +65,61 @@ void TensorBinder::bind_unit(int unit, float* base, ModelTensors& t) const {
         float* p = base + (s[i].offset - begin);
         BlockTensors* b = s[i].layer >= 0 ? &t.blocks[s[i].layer] : nullptr;
         switch (static_cast<Field>(field_[i])) {
-            case wte: t.wte = p; if (tied_) t.head_w = p; break;
-            case wpe: t.wpe = p; break;
-            case ln1_w: b->ln1_w = p; break;
-            case ln1_b: b->ln1_b = p; break;
-            case qkv_w: b->qkv_w = p; break;
-            case qkv_b: b->qkv_b = p; break;
-            case proj_w: b->proj_w = p; break;
-            case proj_b: b->proj_b = p; break;
-            case ln2_w: b->ln2_w = p; break;
-            case ln2_b: b->ln2_b = p; break;
-            case fc_w: b->fc_w = p; break;
-            case fc_b: b->fc_b = p; break;
-            case out_w: b->out_w = p; break;
-            case out_b: b->out_b = p; break;
-            case lnf_w: t.lnf_w = p; break;
-            case lnf_b: t.lnf_b = p; break;
-            case head_w: t.head_w = p; break;
-            case head_b: t.head_b = p; break;
+            case wte:
+                t.wte = p;
+                if (tied_) t.head_w = p;
+                break;
+            case wpe:
+                t.wpe = p;
+                break;
+            case ln1_w:
+                b->ln1_w = p;
+                break;
+            case ln1_b:
+                b->ln1_b = p;
+                break;
+            case qkv_w:
+                b->qkv_w = p;
+                break;
+            case qkv_b:
+                b->qkv_b = p;
+                break;
+            case proj_w:
+                b->proj_w = p;
+                break;
+            case proj_b:
+                b->proj_b = p;
+                break;
+            case ln2_w:
+                b->ln2_w = p;
+                break;
+            case ln2_b:
+                b->ln2_b = p;
+                break;
+            case fc_w:
+                b->fc_w = p;
+                break;
+            case fc_b:
+                b->fc_b = p;
+                break;
+            case out_w:
+                b->out_w = p;
+                break;
+            case out_b:
+                b->out_b = p;
+                break;
+            case lnf_w:
+                t.lnf_w = p;
+                break;
+            case lnf_b:
+                t.lnf_b = p;
+                break;
+            case head_w:
+                t.head_w = p;
+                break;
+            case head_b:
+                t.head_b = p;
+                break;
         }
     }
 }

@@ -12,8 +12,8 @@ namespace {
 // f(full slice, local slice, full offset, local offset, length) for every piece rank r holds.
 template <typename F>
 void for_each_piece(const ParamLayout& full, const ParamLayout& local, int M, int r, F&& f) {
-    MESHLM_CHECK(full.slices().size() == local.slices().size(), "layouts of ",
-                 full.slices().size(), " and ", local.slices().size(), " tensors");
+    MESHLM_CHECK(full.slices().size() == local.slices().size(), "layouts of ", full.slices().size(),
+                 " and ", local.slices().size(), " tensors");
     for (std::size_t i = 0; i < full.slices().size(); ++i) {
         const ParamSlice &fs = full.slices()[i], &ls = local.slices()[i];
         tp_for_each_piece(fs, M, r, [&](std::size_t fo, std::size_t lo, std::size_t n) {

@@ -23,8 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "meshlm/model/model_config.h"
 #include "meshlm/core/param_layout.h"
+#include "meshlm/model/model_config.h"
 #include "meshlm/optim/adamw.h"
 #include "meshlm/train/checkpoint_config.h"
 

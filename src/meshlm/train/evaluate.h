@@ -31,9 +31,9 @@ std::vector<std::uint32_t> token_byte_lengths(const Tokenizer& tok, int vocab_si
 // (DataLoader::rank_rows); summing the ranks' results gives the single-process result of
 // batches of B * world rows.
 // The model as evaluate() needs it: per-token losses of (rows, T) ids (a Transformer, or a
-// tensor-parallel shard of one whose model ranks all score the same rows). It is called for every batch, with
-// rows == 0 when this rank has none of the batch's rows, so that a model whose forward is
-// collective over the data ranks (FSDP) stays in step; it may then return nullptr.
+// tensor-parallel shard of one whose model ranks all score the same rows). It is called for every
+// batch, with rows == 0 when this rank has none of the batch's rows, so that a model whose forward
+// is collective over the data ranks (FSDP) stays in step; it may then return nullptr.
 using BatchLosses = std::function<const float*(const std::int32_t* tokens,
                                                const std::int32_t* targets, int rows, int T)>;
 // Called after every batch with (batches done, batches in this evaluation).

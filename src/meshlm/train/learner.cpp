@@ -92,7 +92,9 @@ float Learner::forward(const float* params, const std::int32_t* tokens, const st
     return model_->forward(params, tokens, targets, B, T, grad_scale);
 }
 
-void Learner::backward(const float* params, float* grads) { model_->backward(params, grads); }
+void Learner::backward(const float* params, float* grads) {
+    model_->backward(params, grads);
+}
 
 float* Learner::whole_params() {
     if (params_.size() == 0) params_ = Buffer<float>(plan_.padded);
@@ -337,8 +339,7 @@ float Learner::clip_gradients() {
         for (const ParamSlice& s : layout_.slices()) {
             const std::size_t a = std::max(s.offset, lo), b = std::min(s.offset + s.numel, hi);
             if (a < b)
-                sums[s.split == TpSplit::replicated] +=
-                    kernels::sum_squares(g + (a - lo), b - a);
+                sums[s.split == TpSplit::replicated] += kernels::sum_squares(g + (a - lo), b - a);
         }
         if (dp_.size() > 1) dp_.all_reduce_sum(sums, 2);
         mp_.all_reduce_sum(sums, 1);

@@ -132,7 +132,9 @@ class Learner {
     std::size_t activation_bytes() const { return model_->activation_bytes(); }
     // Dropout masks of the next train_step: (seed, optimizer step, global row) keyed; row0 = the
     // global index of this rank's first row in each micro-batch of the global batch.
-    void set_dropout(std::uint64_t seed, std::int64_t row0) { drop_seed_ = seed, drop_row0_ = row0; }
+    void set_dropout(std::uint64_t seed, std::int64_t row0) {
+        drop_seed_ = seed, drop_row0_ = row0;
+    }
 
   private:
     void reduce_gradients();
@@ -156,7 +158,7 @@ class Learner {
     Comm& dp_;
     Comm& mp_;
     std::unique_ptr<CommModelGroup> mp_group_;  // tensor parallelism: the layers' collectives
-    std::unique_ptr<Transformer> model_;       // the whole model, or this rank's shard
+    std::unique_ptr<Transformer> model_;        // the whole model, or this rank's shard
     ParamLayout layout_, full_layout_;
     ZeroPlan plan_;
     bool fsdp_;      // stage 3 over more than one data rank: parameters and gradients streamed

@@ -104,11 +104,10 @@ nlohmann::json write_shard_manifest(const std::string& dir, const ModelConfig& c
                                     nlohmann::json& files) {
     nlohmann::json slices = nlohmann::json::array();
     for (const ParamSlice& s : g.local.slices())
-        slices.push_back(
-            {{"name", s.name},
-             {"shape", shape_json(s.shape)},
-             {"offset", s.offset},
-             {"split", split_name(s, g.model)}});
+        slices.push_back({{"name", s.name},
+                          {"shape", shape_json(s.shape)},
+                          {"offset", s.offset},
+                          {"split", split_name(s, g.model)}});
     // Every model rank's local layout has the same shapes; each is listed for readers that
     // place shards by the manifest alone.
     nlohmann::json ranks = nlohmann::json::array();

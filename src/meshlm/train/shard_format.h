@@ -21,8 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "meshlm/model/model_config.h"
 #include "meshlm/core/param_layout.h"
+#include "meshlm/model/model_config.h"
 #include "meshlm/train/checkpoint.h"
 
 namespace meshlm {
