@@ -237,7 +237,7 @@ if t_ok:
                            n=len(j.get("step_s", [])), torch=j["torch"], load=load,
                            wait=j.get("omp_wait_policy"),
                            malloc="keep" if j.get("glibc_tunables") else "glibc default",
-                           compile=j.get("compile"))
+                           compile=j.get("compile"), mkl_amd=j.get("mkl_amd"))
 
 if peak is None:
     # Last resort: nominal clock x 2 FMA units x lanes (16 with AVX-512, else 8) x 2 x threads.
@@ -285,6 +285,8 @@ for name, r in rows.items():
         notes += f"; torch {r['torch']}, OMP_WAIT_POLICY={r['wait'] or 'unset'}, malloc {r['malloc']}"
         if r.get("compile"):
             notes += ", torch.compile"
+        if r.get("mkl_amd") == "avx2":
+            notes += ", MKL AVX2 on AMD"
     print(f"{name:<10}{r['tps']:>10.1f}{B * T / r['tps']:>9.2f}{g:>9.1f}{mfu:>8}{rss:>14}"
           f"{load:>11}  {notes}")
 busy = [n for n, r in rows.items() if (r.get("load") or 0) > 0.1]
