@@ -28,6 +28,7 @@
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/mesh.h"
 #include "meshlm/parallel/threads.h"
+#include "meshlm/train/all_ranks.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/evaluate.h"
 #include "meshlm/train/final_weights.h"
@@ -120,10 +121,18 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             MESHLM_INVALID("train.seed is ", tc.seed, " but the checkpoint ", job.resume_from,
                            " was trained with seed ", resume->seed,
                            "; an exact resume needs the same seed");
-        check_resume_target(job.run_dir, job.resume_from, resume->run_id);
-    } else if (!job.replace_run) {
-        check_run_dir_free(job.run_dir, job.model.init_from);
     }
+    // Whether the run directory may be written: rank 0 looks (the others could look only after
+    // it has begun writing) and tells every rank.
+    std::optional<std::string> refused;
+    if (writer)
+        refused = capture([&] {
+            if (resume)
+                check_resume_target(job.run_dir, job.resume_from, resume->run_id);
+            else if (!job.replace_run)
+                check_run_dir_free(job.run_dir, job.model.init_from);
+        });
+    throw_if_any_failed(world, refused, "");
     TrainResult result;
     result.final_val_loss = std::numeric_limits<float>::quiet_NaN();
     if (resume && resume->step >= tc.steps) {
