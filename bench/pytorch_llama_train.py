@@ -23,6 +23,9 @@ environment alone). Measured for this peer on the 2-core dev VM, see bench/READM
     PASSIVE only adds wake-up latency.
   --malloc keep (default): GLIBC_TUNABLES with mmap_max=0 and a huge trim_threshold, so freed
     tensors stay in the heap instead of being munmap()ed and page-faulted back in every step.
+  --mkl-amd avx2 (default; only acts on AMD CPUs): LD_PRELOAD a one-line library whose
+    mkl_serv_intel_cpu_true() returns 1, so MKL runs its AVX2 SGEMM kernels rather than its
+    generic path for non-Intel CPUs: +13 % tokens/s on the AMD EPYC dev VM.
   --compile: torch.compile the model (inductor, C++ CPU kernels); the first (warmup) step
     compiles. Off by default: see bench/README.md for what it gave here.
 

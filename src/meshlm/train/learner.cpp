@@ -17,7 +17,7 @@ std::vector<ParamGroup> decay_groups(const ParamLayout& layout, const std::strin
         MESHLM_INVALID("optim.decay_mask must be matrices, all or none (got '", decay_mask, "')");
     std::vector<ParamGroup> groups;
     for (const ParamSlice& s : layout.slices()) {
-        bool decay = decay_mask == "all" || (decay_mask == "matrices" && s.is_matrix());
+        bool decay = decay_mask == "all" || (decay_mask == "matrices" && s.decay);
         // Merge neighbours with the same flag: fewer, longer optimizer sweeps.
         if (!groups.empty() && groups.back().decay == decay &&
             groups.back().offset + groups.back().numel <= s.offset) {
