@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_check.h"
 #include "meshlm/core/rng.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/vocab_parallel.h"
@@ -37,116 +38,7 @@ namespace {
 
 namespace kn = kernels;
 
-// Every test runs the kernels on 2 threads, so the parallel splits are exercised.
-class TwoThreads : public ::testing::Environment {
-  public:
-    void SetUp() override { kn::set_threads(2); }
-};
-[[maybe_unused]] const auto* const kTwoThreads =
-    ::testing::AddGlobalTestEnvironment(new TwoThreads);
-
-// ---------------------------------------------------------------------------------------------
-// Shared helpers (as in kernels_grad_test.cpp)
-
-std::vector<float> randn(std::size_t n, unsigned seed, float stddev = 1.f, float mean = 0.f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(mean, stddev);
-    std::vector<float> v(n);
-    for (auto& x : v) x = dist(rng);
-    return v;
-}
-
-double dot(const std::vector<float>& a, const std::vector<float>& b) {
-    double s = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) s += double(a[i]) * b[i];
-    return s;
-}
-
-float pattern_at(std::size_t i) {
-    return 0.25f * float(int(i % 9) - 4) + 0.125f;
-}
-
-std::vector<float> accumulate_pattern(std::size_t n) {
-    std::vector<float> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = pattern_at(i);
-    return v;
-}
-
-std::vector<double> added(const std::vector<float>& got) {
-    std::vector<double> d(got.size());
-    for (std::size_t i = 0; i < got.size(); ++i) d[i] = double(got[i]) - pattern_at(i);
-    return d;
-}
-
-std::vector<float> nan_filled(std::size_t n) {
-    return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
-}
-
-std::vector<double> to_double(const std::vector<float>& v) {
-    return {v.begin(), v.end()};
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-struct Tolerance {
-    double abs, rel;
-};
-
-void report(const std::string& what, std::size_t count, double max_err, double max_ratio) {
-    std::printf("[ checked  ] %-40s %6zu values  max |err| %.2e  max |err|/allowed %.3f\n",
-                what.c_str(), count, max_err, max_ratio);
-}
-
-void expect_close(const std::string& what, const std::vector<float>& got,
-                  const std::vector<double>& ref, Tolerance tol) {
-    ASSERT_EQ(got.size(), ref.size()) << what;
-    double max_err = 0, max_ratio = 0;
-    int failures = 0;
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-        const double err = std::fabs(got[i] - ref[i]);
-        const double allowed = tol.abs + tol.rel * std::fabs(ref[i]);
-        if (!(err <= allowed) && ++failures <= 5)
-            ADD_FAILURE() << what << "[" << i << "]: got " << got[i] << ", expected " << ref[i];
-        max_err = std::max(max_err, err);
-        max_ratio = std::max(max_ratio, err / allowed);
-    }
-    EXPECT_EQ(failures, 0) << what << ": " << failures << " of " << ref.size() << " differ";
-    report(what, ref.size(), max_err, max_ratio);
-}
-
-void check_gradient(const std::string& what, std::vector<float>& x,
-                    const std::vector<double>& analytic, const std::function<double()>& objective,
-                    double h, Tolerance tol, std::vector<std::size_t> indices = {}) {
-    ASSERT_EQ(x.size(), analytic.size()) << what;
-    if (indices.empty())
-        for (std::size_t i = 0; i < x.size(); ++i) indices.push_back(i);
-    double max_err = 0, max_ratio = 0;
-    int failures = 0;
-    for (std::size_t i : indices) {
-        const float x0 = x[i];
-        x[i] = float(x0 + h);
-        const double x_plus = x[i], l_plus = objective();
-        x[i] = float(x0 - h);
-        const double x_minus = x[i], l_minus = objective();
-        x[i] = x0;
-        const double numeric = (l_plus - l_minus) / (x_plus - x_minus);
-        const double err = std::fabs(analytic[i] - numeric);
-        const double allowed = tol.abs + tol.rel * std::fabs(numeric);
-        if (!(err <= allowed) && ++failures <= 5)
-            ADD_FAILURE() << what << "[" << i << "]: analytic " << analytic[i] << ", numeric "
-                          << numeric;
-        max_err = std::max(max_err, err);
-        max_ratio = std::max(max_ratio, err / allowed);
-    }
-    EXPECT_EQ(failures, 0) << what << ": " << failures << " of " << indices.size()
-                           << " elements out of tolerance";
-    report(what, indices.size(), max_err, max_ratio);
-}
-
-constexpr double kLinearStep = 0.5;
-constexpr double kStep = 1e-2;
+using namespace test;  // kernel_check.h: inputs, comparisons, finite differences
 
 // Uniform draw X of the stream Philox(seed, stream), counted from counter 0: the reference for
 // every dropout mask.
