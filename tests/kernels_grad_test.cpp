@@ -39,6 +39,7 @@
 
 #include "kernel_check.h"
 #include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/vocab_parallel.h"
 
 namespace meshlm {
 namespace {
@@ -62,11 +63,15 @@ TEST(KernelGrad, Embedding) {
 
     std::vector<float> out(N * C);
     auto objective = [&] {
-        kn::embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), N, T, C);
+        // The model's embedding: the token rows (here the whole vocabulary is one range), then
+        // the position rows.
+        kn::embedding_forward_vocab_range(out.data(), tokens.data(), wte.data(), 0, V, N, C);
+        kn::position_embedding_forward(out.data(), wpe.data(), N, T, C);
         return dot(out, R);
     };
     auto dwte = accumulate_pattern(V * C), dwpe = accumulate_pattern(T * C);
-    kn::embedding_backward(dwte.data(), dwpe.data(), R.data(), tokens.data(), N, T, C);
+    kn::embedding_backward_vocab_range(dwte.data(), R.data(), tokens.data(), 0, V, N, C);
+    kn::position_embedding_backward(dwpe.data(), R.data(), N, T, C);
 
     // L is linear in each weight; each wte element reaches up to ~8 outputs of size ~2.
     const Tolerance tol{1e-5, 1e-5};
@@ -493,11 +498,12 @@ TEST(KernelDeterminism, BackwardRepeatsBitwise) {
         auto dout = randn(N * C, 107);
         auto run = [&] {
             auto dwte = accumulate_pattern(V * C), dwpe = accumulate_pattern(T * C);
-            kn::embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), N, T, C);
+            kn::embedding_backward_vocab_range(dwte.data(), dout.data(), tokens.data(), 0, V, N, C);
+            kn::position_embedding_backward(dwpe.data(), dout.data(), N, T, C);
             dwte.insert(dwte.end(), dwpe.begin(), dwpe.end());
             return dwte;
         };
-        EXPECT_TRUE(bitwise_equal(run(), run())) << "embedding_backward";
+        EXPECT_TRUE(bitwise_equal(run(), run())) << "embedding backward";
     }
 }
 

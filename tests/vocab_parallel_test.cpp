@@ -70,9 +70,14 @@ TEST(VocabParallel, EmbeddingRangesAddUpToTheWholeTable) {
     std::vector<std::int32_t> tokens(N);
     for (auto& t : tokens) t = static_cast<std::int32_t>(rng.below(V));
 
-    std::vector<float> ref(N * C), dwte_ref(V * C), dwpe_ref(T * C);
-    k::embedding_forward(ref.data(), tokens.data(), wte.data(), wpe.data(), N, T, C);
-    k::embedding_backward(dwte_ref.data(), dwpe_ref.data(), dout.data(), tokens.data(), N, T, C);
+    // The whole table's lookup and scatter, row by row in order.
+    std::vector<float> ref(N * C), dwte_ref(V * C, 0.f), dwpe_ref(T * C, 0.f);
+    for (int n = 0; n < N; ++n)
+        for (int c = 0; c < C; ++c) {
+            ref[n * C + c] = wte[tokens[n] * C + c] + wpe[(n % T) * C + c];
+            dwte_ref[tokens[n] * C + c] += dout[n * C + c];
+            dwpe_ref[(n % T) * C + c] += dout[n * C + c];
+        }
 
     std::vector<float> out(N * C, 0.f), part(N * C), dwte(V * C), dwpe(T * C);
     for (int r = 0; r < M; ++r) {

@@ -25,13 +25,6 @@ bool in_gemm();
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
           const float* B, int ldb, float beta, float* C, int ldc);
 
-// out[N,C] = wte[tokens[n]] + wpe[n % T]
-void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int N,
-                       int T, int C);
-// dwte[tokens[n]] += dout[n]; dwpe[n % T] += dout[n]
-void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int N,
-                        int T, int C);
-
 // out = (x - mean) * rstd * w + b per row (b may be null); saves mean[N], rstd[N].
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
                        const float* b, int N, int C, float eps);

@@ -14,7 +14,8 @@ namespace meshlm::kernels {
 // out[n] = wte[tokens[n] - v0] for tokens in [v0, v0 + Vl), else 0. wte is (Vl, C).
 void embedding_forward_vocab_range(float* out, const int32_t* tokens, const float* wte, int v0,
                                    int Vl, int N, int C);
-// dwte[tokens[n] - v0] += dout[n] for tokens in range (deterministic, like embedding_backward).
+// dwte[tokens[n] - v0] += dout[n] for tokens in range: each element summed by one thread in
+// token order (parallel over channel slices), so deterministic without atomics.
 void embedding_backward_vocab_range(float* dwte, const float* dout, const int32_t* tokens, int v0,
                                     int Vl, int N, int C);
 

@@ -1,6 +1,8 @@
-// Vocabulary-parallel embedding and cross-entropy (see kernels/vocab_parallel.h). Same math as
-// embedding.cpp and cross_entropy.cpp, restricted to one rank's vocabulary range; the
-// log-sum-exp is split into a max phase and a sum phase so ranks can combine partial results.
+// The embedding (the model's only one: one vocabulary range covers the whole table on one
+// rank) and vocabulary-parallel cross-entropy (see kernels/vocab_parallel.h). The embedding is
+// the token lookup of one rank's range plus the position rows; the cross-entropy is
+// cross_entropy.cpp's math with the log-sum-exp split into a max phase and a sum phase, so
+// ranks can combine partial results.
 #include "meshlm/kernels/vocab_parallel.h"
 
 #include <omp.h>
