@@ -114,6 +114,38 @@ TEST(FamilyTraining, DropoutResumesBitwise) {
                   .steps[kSteps - 1]["loss"]);
 }
 
+// Recomputation reruns blocks in the backward, collectives and parameter gathers included: on
+// tensor-parallel and ZeRO-3 layouts it trains bitwise as keeping every activation does.
+TEST(FamilyTraining, RecomputeTrainsBitwiseOnShardedLayouts) {
+    struct Case {
+        Family f;
+        int data, model, stage;
+        const char* recompute;
+    };
+    for (const Case& c : {Case{dropout(), 1, 2, 0, "block"}, Case{gptj(), 1, 2, 0, "attention"},
+                          Case{llama(), 2, 1, 3, "block"}}) {
+        const std::string what = c.f.name + ", recompute " + c.recompute;
+        const std::string dir = test::temp_dir(std::string("recompute_") + c.f.name);
+        const int batch = 4 / c.data;
+        const test::TrainedRun keep =
+            test::train_run(2, dir + "/keep",
+                            flags(c.f, dir + "/keep", batch, c.data, c.model, c.stage), c.f.model);
+        ASSERT_EQ(keep.steps.size(), static_cast<std::size_t>(kSteps)) << keep.output;
+        const test::TrainedRun rerun =
+            test::train_run(2, dir + "/rerun",
+                            flags(c.f, dir + "/rerun", batch, c.data, c.model, c.stage) +
+                                " --config.train.recompute=" + c.recompute,
+                            c.f.model);
+        ASSERT_EQ(rerun.steps.size(), static_cast<std::size_t>(kSteps)) << rerun.output;
+        EXPECT_NE(rerun.output.find(std::string("(recompute: ") + c.recompute + ")"),
+                  std::string::npos)
+            << rerun.output;
+        for (int s = 0; s < kSteps; ++s)
+            EXPECT_EQ(keep.steps[s]["loss"], rerun.steps[s]["loss"]) << what << ", step " << s + 1;
+        EXPECT_EQ(keep.weights, rerun.weights) << what;
+    }
+}
+
 }  // namespace
 }  // namespace meshlm
 

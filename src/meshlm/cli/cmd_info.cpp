@@ -29,8 +29,12 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         const double params = static_cast<double>(zm.params), grads = static_cast<double>(zm.grads),
                      optim = static_cast<double>(zm.optimizer),
                      working = static_cast<double>(zm.working);
-        const double acts =
-            transformer_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len, M) * 4.0;
+        const Recompute recompute = parse_recompute(cfg.train.recompute);
+        auto acts_of = [&](Recompute r) {
+            return transformer_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len, M, r) *
+                   4.0;
+        };
+        const double acts = acts_of(recompute);
         const double total = params + grads + optim + working + acts;
         auto mem = [&](const char* what, double b) {
             std::printf("  %-26s %10.1f MiB  (%.3f GiB)\n", what, b / MiB, b / GiB);
@@ -65,6 +69,13 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
                       cfg.train.seq_len);
         mem(label, acts);
         mem("total", total);
+        std::printf("activations by train.recompute (total with each):\n");
+        for (Recompute r : {Recompute::none, Recompute::attention, Recompute::block}) {
+            std::snprintf(label, sizeof label, "%s%s", recompute_name(r),
+                          r == recompute ? " (this config)" : "");
+            std::printf("  %-26s %10.1f MiB  total %10.1f MiB\n", label, acts_of(r) / MiB,
+                        (total - acts + acts_of(r)) / MiB);
+        }
         if (N > 1 || stage > 0 || M > 1)
             std::printf("per-rank bytes: params %zu grads %zu optimizer %zu working %zu\n",
                         zm.params, zm.grads, zm.optimizer, zm.working);

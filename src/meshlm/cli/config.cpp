@@ -432,7 +432,10 @@ OptionTable build_table() {
         .add("seq_warmup_steps", &TrainConfig::seq_warmup_steps,
              "steps trained at seq_warmup_len before seq_len (tokens per step kept)", at_least(0))
         .add("seq_warmup_len", &TrainConfig::seq_warmup_len,
-             "sequence length during the warmup; must divide train.seq_len", at_least(0));
+             "sequence length during the warmup; must divide train.seq_len", at_least(0))
+        .add("recompute", &TrainConfig::recompute,
+             "activations the backward recomputes instead of keeping (same results, less memory)",
+             one_of({"none", "attention", "block"}));
 
     Section<OptimConfig>(t, "optim", &Config::optim)
         .add("lr", &OptimConfig::lr, "peak learning rate", greater_than(0))

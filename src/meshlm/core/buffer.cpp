@@ -15,7 +15,9 @@ void* aligned_alloc_zeroed(std::size_t bytes) {
     if (bytes == 0) return nullptr;
     std::size_t rounded = (bytes + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, rounded);
-    if (!p) throw Error(detail::concat("out of memory allocating ", bytes, " bytes"));
+    if (!p)
+        throw Error(detail::concat("out of memory allocating ", bytes, " bytes (",
+                                   static_cast<double>(bytes) / (1 << 30), " GiB)"));
     std::memset(p, 0, rounded);
     return p;
 }

@@ -34,11 +34,24 @@ void Attention::rotate(float* qkv, const std::int32_t* pos, int N, int T) const 
 void Attention::forward(float* out, float* qkv, float* y, float* lse, const float* x,
                         const BlockTensors& w, int B, int T, const k::AttnDropout* drop,
                         bool accumulate) const {
-    const int N = B * T;
+    project_in(qkv, x, w, B * T, T);
+    core(y, lse, qkv, B, T, drop);
+    project_out(out, y, w, B * T, accumulate);
+}
+
+void Attention::project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T) const {
     linear::forward(qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width());
     rotate(qkv, nullptr, N, T);
+}
+
+void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
+                     const k::AttnDropout* drop) const {
     k::attention_forward(y, lse, qkv, B, T, Hl, Kl, D, slopes.empty() ? nullptr : slopes.data(),
                          drop);
+}
+
+void Attention::project_out(float* out, const float* y, const BlockTensors& w, int N,
+                            bool accumulate) const {
     linear::forward(out, y, w.proj_w, nullptr, N, y_width(), C, accumulate);
 }
 

@@ -33,9 +33,16 @@ struct Attention {
     int y_width() const { return Hl * D; }
 
     // out (=, or += when accumulate) y Wp^T; qkv, y (N, Hl D), lse (Hl N) are kept for backward.
+    // The same as project_in, core, project_out in turn: activation recomputation reruns the
+    // stages it dropped.
     void forward(float* out, float* qkv, float* y, float* lse, const float* x,
                  const BlockTensors& w, int B, int T, const kernels::AttnDropout* drop,
                  bool accumulate) const;
+    void project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T) const;
+    void core(float* y, float* lse, const float* qkv, int B, int T,
+              const kernels::AttnDropout* drop) const;
+    void project_out(float* out, const float* y, const BlockTensors& w, int N,
+                     bool accumulate) const;
     // dx (=, or += when accumulate) this rank's part of dL/dx; dy (N, Hl D) and dqkv (N, qkv
     // width) are scratch.
     void backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,

@@ -20,11 +20,19 @@ Mlp::Mlp(const ModelConfig& cfg, int model)
 
 void Mlp::forward(float* out, float* h, float* a, const float* x, const BlockTensors& w, int N,
                   bool accumulate) const {
+    up(h, a, x, w, N);
+    down(out, a, w, N, accumulate);
+}
+
+void Mlp::up(float* h, float* a, const float* x, const BlockTensors& w, int N) const {
     linear::forward(h, x, w.fc_w, w.fc_b, N, C, h_width());
     if (gated)
         k::glu_forward(act, a, h, N, Fl);
     else
         k::activation_forward(act, a, h, static_cast<std::size_t>(N) * Fl);
+}
+
+void Mlp::down(float* out, const float* a, const BlockTensors& w, int N, bool accumulate) const {
     linear::forward(out, a, w.out_w, nullptr, N, Fl, C, accumulate);
 }
 

@@ -22,8 +22,11 @@ struct Mlp {
     Mlp(const ModelConfig& cfg, int model);
     int h_width() const { return gated ? 2 * Fl : Fl; }
 
+    // up then down; recomputation reruns only up (the backward needs h and a, not out).
     void forward(float* out, float* h, float* a, const float* x, const BlockTensors& w, int N,
                  bool accumulate) const;
+    void up(float* h, float* a, const float* x, const BlockTensors& w, int N) const;
+    void down(float* out, const float* a, const BlockTensors& w, int N, bool accumulate) const;
     // da (N, Fl) and dh (N, h_width()) are scratch.
     void backward(float* dx, BlockTensors& g, float* da, float* dh, const float* dout,
                   const float* x, const float* h, const float* a, const BlockTensors& w, int N,

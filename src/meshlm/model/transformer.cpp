@@ -47,24 +47,63 @@ std::uint64_t dropout_stream(std::int64_t step, int layer, int site) {
            static_cast<std::uint64_t>(site);
 }
 
+// The activation plan's one allocation, with what to do when it does not fit.
+Arena activation_arena(std::size_t floats, int B, int T) {
+    try {
+        return Arena(floats);
+    } catch (const Error& e) {
+        throw Error(detail::concat(
+            e.what(), " for the activations of a (", B, ", ", T,
+            ") batch; train.recompute: attention or block, or a smaller train.batch_size, needs "
+            "less (`meshlm info` shows each)"));
+    }
+}
+
 }  // namespace
 
-std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, int model) {
+Recompute parse_recompute(const std::string& name) {
+    if (name == "none") return Recompute::none;
+    if (name == "attention") return Recompute::attention;
+    MESHLM_CHECK(name == "block", "recompute '", name, "': expected none, attention or block");
+    return Recompute::block;
+}
+
+const char* recompute_name(Recompute r) {
+    return r == Recompute::none ? "none" : r == Recompute::attention ? "attention" : "block";
+}
+
+std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, int model,
+                                          Recompute recompute) {
     // Transformer::plan() takes the same buffers; its constructor checks the two agree.
     const std::size_t N = static_cast<std::size_t>(B) * T, C = cfg.d_model;
     const Attention attn(cfg, model, 0);
     const Mlp mlp(cfg, model);
     const std::size_t Vl = static_cast<std::size_t>(vocab_shard(cfg.vocab_size, model, 0).rows);
     const bool seq = cfg.block == "sequential";
+    // A block's buffers in plan() order, and which of them recompute keeps per block.
+    struct Buf {
+        std::size_t n;
+        bool kept;
+    };
+    const bool keep_y = recompute != Recompute::block, keep_all = recompute == Recompute::none;
+    std::vector<Buf> block = {{N * C, keep_all},
+                              {N, keep_all},
+                              {N, keep_all},
+                              {N * attn.qkv_width(), keep_all},
+                              {N * attn.y_width(), keep_y},
+                              {N * attn.Hl, keep_y}};
+    if (seq)
+        for (std::size_t n : {N * C, N * C, N, N}) block.push_back({n, keep_all});
+    for (std::size_t n : {N * mlp.h_width(), N * mlp.Fl}) block.push_back({n, keep_all});
+    block.push_back({N * C, true});  // the block's output: the next block's input
     Planner p{nullptr};
     p.take(N * C);
-    for (int l = 0; l < cfg.n_layer; ++l) {
-        for (std::size_t n : {N * C, N, N, N * attn.qkv_width(), N * attn.y_width(), N * attn.Hl})
-            p.take(n);
-        if (seq)
-            for (std::size_t n : {N * C, N * C, N, N}) p.take(n);
-        for (std::size_t n : {N * mlp.h_width(), N * mlp.Fl, N * C}) p.take(n);
-    }
+    for (int l = 0; l < cfg.n_layer; ++l)
+        for (const Buf& b : block)
+            if (b.kept) p.take(b.n);
+    if (cfg.n_layer > 0)
+        for (const Buf& b : block)
+            if (!b.kept) p.take(b.n);
     for (std::size_t n : {N * C, N, N, N * Vl, N, N, 2 * N}) p.take(n);
     for (std::size_t n : {N * C, N * C, N * C, N * attn.y_width(), N * attn.qkv_width(), N * mlp.Fl,
                           N * mlp.h_width()})
@@ -72,7 +111,8 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
     return p.floats;
 }
 
-Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, ModelComm* mp)
+Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, ModelComm* mp,
+                         Recompute recompute)
     : cfg_(cfg),
       mp_(mp ? mp : &single_),
       layout_(transformer_layout(cfg, mp_->size())),
@@ -82,9 +122,12 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
       mlp_(cfg, mp_->size()),
       head_(cfg, *mp_),
       parallel_block_(cfg.block == "parallel"),
+      recompute_(recompute),
       max_batch_(max_batch),
       max_seq_(max_seq),
-      acts_(transformer_activation_floats(cfg, max_batch, max_seq, mp_->size())),
+      acts_(activation_arena(
+          transformer_activation_floats(cfg, max_batch, max_seq, mp_->size(), recompute), max_batch,
+          max_seq)),
       views_(layout_, cfg.n_layer) {
     MESHLM_CHECK(max_seq <= cfg.max_seq_len || cfg.position != "learned", "sequence length ",
                  max_seq, " exceeds max_seq_len ", cfg.max_seq_len);
@@ -99,23 +142,52 @@ void Transformer::plan(P& p) {
     const std::size_t N = static_cast<std::size_t>(max_batch_) * max_seq_, C = cfg_.d_model;
     embed_ = p.take(N * C);
     blocks_.resize(cfg_.n_layer);
-    for (auto& b : blocks_) {
-        b.ln1 = p.take(N * C);
-        b.mean1 = p.take(N);
-        b.rstd1 = p.take(N);
-        b.qkv = p.take(N * attn_.qkv_width());
-        b.y = p.take(N * attn_.y_width());
-        b.lse = p.take(N * attn_.Hl);
-        b.mid = b.ln2 = b.mean2 = b.rstd2 = nullptr;
-        if (!parallel_block_) {
-            b.mid = p.take(N * C);
-            b.ln2 = p.take(N * C);
-            b.mean2 = p.take(N);
-            b.rstd2 = p.take(N);
+    // Under recomputation the dropped buffers are one set shared by every block, taken after
+    // the kept ones (transformer_activation_floats counts in the same order).
+    const bool keep_y = recompute_ != Recompute::block, keep_all = recompute_ == Recompute::none;
+    const bool seq = !parallel_block_;
+    auto take_block = [&](BlockActs& b, bool kept) {
+        auto take = [&](float*& f, std::size_t n, bool keeps) {
+            if (keeps == kept) f = p.take(n);
+        };
+        take(b.ln1, N * C, keep_all);
+        take(b.mean1, N, keep_all);
+        take(b.rstd1, N, keep_all);
+        take(b.qkv, N * attn_.qkv_width(), keep_all);
+        take(b.y, N * attn_.y_width(), keep_y);
+        take(b.lse, N * attn_.Hl, keep_y);
+        if (seq) {
+            take(b.mid, N * C, keep_all);
+            take(b.ln2, N * C, keep_all);
+            take(b.mean2, N, keep_all);
+            take(b.rstd2, N, keep_all);
         }
-        b.h = p.take(N * mlp_.h_width());
-        b.a = p.take(N * mlp_.Fl);
-        b.out = p.take(N * C);
+        take(b.h, N * mlp_.h_width(), keep_all);
+        take(b.a, N * mlp_.Fl, keep_all);
+        take(b.out, N * C, true);
+    };
+    for (auto& b : blocks_) {
+        b = BlockActs{};
+        take_block(b, true);
+    }
+    if (!blocks_.empty()) {
+        BlockActs shared{};
+        take_block(shared, false);
+        for (auto& b : blocks_) {
+            for (auto [mine, theirs] : {std::pair{&b.ln1, shared.ln1},
+                                        {&b.mean1, shared.mean1},
+                                        {&b.rstd1, shared.rstd1},
+                                        {&b.qkv, shared.qkv},
+                                        {&b.y, shared.y},
+                                        {&b.lse, shared.lse},
+                                        {&b.mid, shared.mid},
+                                        {&b.ln2, shared.ln2},
+                                        {&b.mean2, shared.mean2},
+                                        {&b.rstd2, shared.rstd2},
+                                        {&b.h, shared.h},
+                                        {&b.a, shared.a}})
+                if (!*mine) *mine = theirs;
+        }
     }
     lnf_ = p.take(N * C);
     lnf_mean_ = p.take(N);
@@ -238,6 +310,34 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
     norm_.backward(dres_, g.ln1_w, g.ln1_b, dln_, x, w.ln1_w, a.mean1, a.rstd1, N);
 }
 
+void Transformer::block_recompute(int l, const float* x, int B, int T) {
+    if (recompute_ == Recompute::none) return;
+    const int N = B * T;
+    const BlockTensors& w = views_.w.blocks[l];
+    BlockActs& a = blocks_[l];
+    norm_.forward(a.ln1, a.mean1, a.rstd1, x, w.ln1_w, w.ln1_b, N);
+    attn_.project_in(a.qkv, a.ln1, w, N, T);
+    if (recompute_ == Recompute::block) {
+        const k::AttnDropout drop = attn_dropout(l);
+        attn_.core(a.y, a.lse, a.qkv, B, T, dropped_ && drop.rate > 0.f ? &drop : nullptr);
+    }
+    if (parallel_block_) {
+        mlp_.up(a.h, a.a, a.ln1, w, N);
+        return;
+    }
+    // The MLP's input is norm2 of the residual after attention, so that branch is rerun whole.
+    attn_.project_out(a.mid, a.y, w, N, false);
+    close_branch(a.mid, w.proj_b, nullptr, x, N, l, kAttnResid, dropped_);
+    norm_.forward(a.ln2, a.mean2, a.rstd2, a.mid, w.ln2_w, w.ln2_b, N);
+    mlp_.up(a.h, a.a, a.ln2, w, N);
+}
+
+const float* Transformer::block_qkv(int layer) const {
+    MESHLM_CHECK(recompute_ == Recompute::none,
+                 "block_qkv: blocks share their q | k | v buffer under recomputation");
+    return blocks_[layer].qkv;
+}
+
 float Transformer::forward(const float* params, const std::int32_t* tokens,
                            const std::int32_t* targets, int B, int T, float grad_scale) {
     // The plan is by tokens: any (B, T) with B*T <= max_batch*max_seq and T <= max_seq fits
@@ -297,7 +397,9 @@ void Transformer::backward(const float* params, float* grads) {
     views_.head_done();
     for (int l = cfg_.n_layer - 1; l >= 0; --l) {
         views_.begin_block(l, Pass::backward);
-        block_backward(l, l ? blocks_[l - 1].out : embed_, B, T);
+        const float* x = l ? blocks_[l - 1].out : embed_;
+        block_recompute(l, x, B, T);
+        block_backward(l, x, B, T);
         views_.end_block(l, Pass::backward);
         if (block_hook_) block_hook_(l);
     }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "meshlm/core/buffer.h"
@@ -36,13 +37,27 @@
 
 namespace meshlm {
 
+// Activation recomputation (train.recompute): what the forward keeps for the backward.
+//   none       every activation of every block
+//   attention  per block, only the attention core's output and log-sum-exp (what only the
+//              quadratic attention pass can rebuild) and the block's output; the norms, the
+//              projections and the MLP's up half are rerun in the backward, into one shared set
+//   block      per block, only its output; the whole block is rerun in the backward
+// The rerun uses the same kernels, dropout keys and thread count, so losses and weights are
+// bitwise those of `none`.
+enum class Recompute { none, attention, block };
+Recompute parse_recompute(const std::string& name);  // none | attention | block
+const char* recompute_name(Recompute r);
+
 // Floats of activations a model rank plans for a (B, T) batch; info reports it without building.
-std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, int model = 1);
+std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, int model = 1,
+                                          Recompute recompute = Recompute::none);
 
 class Transformer {
   public:
     // `mp` (outliving the model) is the model-parallel group; nullptr = one rank.
-    Transformer(const ModelConfig& cfg, int max_batch, int max_seq, ModelComm* mp = nullptr);
+    Transformer(const ModelConfig& cfg, int max_batch, int max_seq, ModelComm* mp = nullptr,
+                Recompute recompute = Recompute::none);
 
     const ModelConfig& config() const { return cfg_; }
     const ParamLayout& layout() const { return layout_; }  // this rank's (transformer_layout)
@@ -79,7 +94,8 @@ class Transformer {
 
     const float* logits() const { return logits_; }  // (B*T, logits_stride()) after forward
     // Block `layer`'s q | k | v rows of the last forward, q and k rotated (the decoder's cache).
-    const float* block_qkv(int layer) const { return blocks_[layer].qkv; }
+    // Only without recomputation: with it, the blocks share one q | k | v buffer.
+    const float* block_qkv(int layer) const;
     const float* losses() const { return losses_; }  // (B*T) per-token losses
 
   private:
@@ -102,6 +118,8 @@ class Transformer {
     kernels::AttnDropout attn_dropout(int layer) const;
     void block_forward(int l, const float* x, int B, int T, bool train);
     void block_backward(int l, const float* x, int B, int T);
+    // Reruns what block l's backward needs and recompute_ dropped.
+    void block_recompute(int l, const float* x, int B, int T);
 
     ModelConfig cfg_;
     SingleRank single_;
@@ -113,6 +131,7 @@ class Transformer {
     Mlp mlp_;
     Head head_;
     bool parallel_block_;
+    Recompute recompute_;
     int max_batch_, max_seq_;
     Arena acts_;
     float* embed_;  // (N,C) residual stream entering block 0

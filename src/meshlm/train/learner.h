@@ -54,7 +54,8 @@ class Learner {
     // `mp` is the model-parallel one (DeviceMesh::model_comm()); nullptr or 1 rank = no tensor
     // parallelism. Throws InvalidInput when the model does not split over mp's ranks.
     Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
-            long total_steps, Comm* dp = nullptr, int zero_stage = 0, Comm* mp = nullptr);
+            long total_steps, Comm* dp = nullptr, int zero_stage = 0, Comm* mp = nullptr,
+            Recompute recompute = Recompute::none);
 
     bool tensor_parallel() const { return mp_.size() > 1; }
     // This rank's model (with tensor parallelism, its shard).

@@ -20,6 +20,9 @@ struct TrainConfig {
     // seq_warmup_len tokens, with batch_size * seq_len / seq_warmup_len rows (same tokens).
     int seq_warmup_steps = 0;
     int seq_warmup_len = 0;
+    // Activation recomputation: none | attention | block (model/transformer.h says what each
+    // keeps). Bitwise the same training, less activation memory, more compute.
+    std::string recompute = "none";
 };
 
 struct LogConfig {

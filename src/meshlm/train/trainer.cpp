@@ -191,7 +191,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const auto token_bytes = token_byte_lengths(*tokenizer, job.model.vocab_size);
 
     Learner learner(job.model, job.optim, B, T, tc.steps, &dp, job.parallel.zero_stage,
-                    &mesh.model_comm());
+                    &mesh.model_comm(), parse_recompute(tc.recompute));
     long start_step = 0;
     std::uint64_t tokens_seen = 0;
     std::optional<double> best_val;
@@ -273,6 +273,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         << human_bytes(learner.param_bytes()) << ", gradients " << human_bytes(learner.grad_bytes())
         << ", optimizer " << human_bytes(learner.optimizer_bytes()) << ", activations "
         << human_bytes(learner.activation_bytes());
+    if (tc.recompute != "none") out << " (recompute: " << tc.recompute << ")";
     if (learner.working_bytes() > 0)
         out << ", " << zero_working_label(learner.plan()) << " "
             << human_bytes(learner.working_bytes());

@@ -1,0 +1,157 @@
+// Activation recomputation (train.recompute) changes memory, never results: the loss, the logits'
+// gradient and every parameter gradient are bitwise those of recompute = none, for sequential and
+// parallel blocks, with dropout at every site, GQA and rotary positions; and the planned bytes
+// shrink in the documented order.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "meshlm/core/buffer.h"
+#include "meshlm/core/rng.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
+#include "test_util.h"
+
+namespace meshlm {
+namespace {
+
+struct Family {
+    std::string name;
+    ModelConfig cfg;
+};
+
+std::vector<Family> families() {
+    ModelConfig gpt2;  // layernorm, learned positions, biases, GELU
+    gpt2.n_layer = 3, gpt2.d_model = 48, gpt2.n_head = 3, gpt2.vocab_size = 61,
+    gpt2.max_seq_len = 32;
+    gpt2.dropout_embd = 0.1f, gpt2.dropout_attn = 0.1f, gpt2.dropout_resid = 0.1f;
+
+    ModelConfig llama = gpt2;  // RMSNorm, rotary, GQA, SwiGLU, no biases, untied head
+    llama.norm = "rmsnorm", llama.norm_bias = false, llama.position = "rope";
+    llama.n_head = 4, llama.n_kv_head = 2, llama.d_model = 64, llama.mlp = "swiglu",
+    llama.d_ff = 96;
+    llama.qkv_bias = llama.proj_bias = llama.mlp_bias = false, llama.tied_head = false;
+
+    ModelConfig gptj = gpt2;  // parallel block, partial interleaved rotary
+    gptj.block = "parallel", gptj.position = "rope", gptj.rope_dim = 8,
+    gptj.rope_style = "interleaved";
+    gptj.n_head = 4, gptj.d_model = 64;
+    return {{"gpt2", gpt2}, {"llama", llama}, {"gptj", gptj}};
+}
+
+struct Result {
+    float loss = 0;
+    std::vector<float> grads;
+    std::size_t activation_bytes = 0;
+};
+
+Result run(const ModelConfig& cfg, Recompute r, int B, int T) {
+    Transformer model(cfg, B, T, nullptr, r);
+    const ParamLayout& layout = model.layout();
+    Buffer<float> params(layout.total()), grads(layout.total());
+    init_params(cfg, layout, params.data(), 11);
+    std::memset(grads.data(), 0, layout.total() * sizeof(float));
+    std::vector<std::int32_t> tokens(B * T), targets(B * T);
+    Philox rng(5, 0);
+    for (int i = 0; i < B * T; ++i) {
+        tokens[i] = static_cast<std::int32_t>(rng.below(cfg.vocab_size));
+        targets[i] = static_cast<std::int32_t>(rng.below(cfg.vocab_size));
+    }
+    model.set_dropout_key(99, 3, 0);
+    Result res;
+    res.loss = model.forward(params.data(), tokens.data(), targets.data(), B, T, 1.f / (B * T));
+    model.backward(params.data(), grads.data());
+    res.grads.assign(grads.data(), grads.data() + layout.total());
+    res.activation_bytes = model.activation_bytes();
+    return res;
+}
+
+TEST(Recompute, BitwiseSameGradientsAsKeepingEverything) {
+    const int B = 2, T = 32;
+    for (const Family& f : families()) {
+        const Result none = run(f.cfg, Recompute::none, B, T);
+        float largest = 0;
+        for (float g : none.grads) largest = std::max(largest, std::abs(g));
+        ASSERT_GT(largest, 0.f) << f.name;
+        for (Recompute r : {Recompute::attention, Recompute::block}) {
+            const Result got = run(f.cfg, r, B, T);
+            const std::string what = f.name + ", recompute " + recompute_name(r);
+            EXPECT_EQ(std::memcmp(&got.loss, &none.loss, sizeof(float)), 0) << what;
+            ASSERT_EQ(got.grads.size(), none.grads.size()) << what;
+            std::size_t differ = 0, first = got.grads.size();
+            for (std::size_t i = 0; i < got.grads.size(); ++i)
+                if (std::memcmp(&got.grads[i], &none.grads[i], sizeof(float)) != 0) {
+                    if (differ++ == 0) first = i;
+                }
+            EXPECT_EQ(differ, 0u) << what << ": first differing gradient at " << first;
+        }
+    }
+}
+
+TEST(Recompute, PlansLessMemoryInTheDocumentedOrder) {
+    for (const Family& f : families()) {
+        const int B = 4, T = 32;
+        std::size_t bytes[3];
+        int i = 0;
+        for (Recompute r : {Recompute::none, Recompute::attention, Recompute::block}) {
+            bytes[i] = transformer_activation_floats(f.cfg, B, T, 1, r) * sizeof(float);
+            // The model takes exactly what info reports.
+            EXPECT_EQ(Transformer(f.cfg, B, T, nullptr, r).activation_bytes(), bytes[i]) << f.name;
+            ++i;
+        }
+        EXPECT_LT(bytes[1], bytes[0]) << f.name;
+        EXPECT_LT(bytes[2], bytes[1]) << f.name;
+    }
+}
+
+// `meshlm info` plans each choice's memory and the trainer's peak RSS agrees with it within 10 %
+// (a model whose activations dominate: T = 1024, B = 8, width 256), with the same losses.
+TEST(Recompute, TrainerPeakMemoryMatchesInfo) {
+    const std::string dir = test::temp_dir("recompute_rss");
+    const std::string model =
+        " --config.model.d_model=256 --config.model.n_head=4 --config.model.max_seq_len=1024"
+        " --config.train.seq_len=1024 --config.train.batch_size=8";
+    std::string first_loss;
+    double previous_plan = 1e30;
+    for (const char* r : {"none", "attention", "block"}) {
+        const std::string rc = std::string(" --config.train.recompute=") + r;
+        const auto info = test::run_command(test::meshlm_binary() + " info" + model + rc);
+        ASSERT_EQ(info.exit_code, 0) << info.output;
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(info.output, m, std::regex(R"(\n  total +([0-9.]+) MiB)")))
+            << info.output;
+        const double planned = std::stod(m[1]);
+        EXPECT_LT(planned, previous_plan) << r;
+        previous_plan = planned;
+        const auto train = test::run_command(
+            test::meshlm_binary() + " train" + model + rc +
+            " --config.train.steps=2 --config.log.eval_interval=0 --config.log.sample_tokens=0"
+            " --config.checkpoint.interval=0 --config.train.final_eval_batches=1"
+            " --config.log.dir=" +
+            dir + "/" + r);
+        ASSERT_EQ(train.exit_code, 0) << train.output;
+        ASSERT_TRUE(std::regex_search(train.output, m,
+                                      std::regex(R"(peak RSS during training: ([0-9]+) MiB)")))
+            << train.output;
+        const double rss = std::stod(m[1]);
+        EXPECT_NEAR(rss / planned, 1.0, 0.10)
+            << r << ": planned " << planned << " MiB, peak RSS " << rss << " MiB";
+        ASSERT_TRUE(
+            std::regex_search(train.output, m, std::regex(R"(step +2/2 \| loss ([0-9.]+))")))
+            << train.output;
+        if (first_loss.empty()) first_loss = m[1];
+        EXPECT_EQ(m[1], first_loss) << r;
+    }
+}
+
+TEST(Recompute, NamesRoundTripAndBadNamesAreRefused) {
+    for (Recompute r : {Recompute::none, Recompute::attention, Recompute::block})
+        EXPECT_EQ(parse_recompute(recompute_name(r)), r);
+    EXPECT_THROW(parse_recompute("full"), std::exception);
+}
+
+}  // namespace
+}  // namespace meshlm
