@@ -91,6 +91,41 @@ TEST_F(Checkpoint, ResumedRunIsBitwiseIdentical) {
     EXPECT_NE(losses(dir_ + "/c/metrics.jsonl")[9], la[9]);
 }
 
+// Lion's state is one momentum per parameter: its checkpoints hold exp_avg only, resume
+// bitwise, and refuse to be continued by another optimizer.
+TEST_F(Checkpoint, LionResumesBitwiseAndOnlyUnderLion) {
+    const std::string a = dir_ + "/a", b = dir_ + "/b";
+    const std::string lion = " --config.optim.name=lion --config.optim.lr=3e-4";
+    auto full = train(
+        "--config.train.steps=12 --config.checkpoint.interval=6 --config.log.dir=" + a + lion);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    SafetensorsFile opt(a + "/checkpoints/step_6/optimizer.safetensors");
+    EXPECT_TRUE(opt.has("exp_avg.wte.weight"));
+    EXPECT_FALSE(opt.has("exp_avg_sq.wte.weight"));
+    auto resumed = test::run_command(test::meshlm_binary() + " train --resume " + a +
+                                     "/checkpoints/step_6 --config.log.dir=" + b);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    auto la = losses(a + "/metrics.jsonl"), lb = losses(b + "/metrics.jsonl");
+    ASSERT_EQ(lb.size(), 6u);
+    for (long s = 7; s <= 12; ++s) EXPECT_EQ(la[s], lb[s]) << "step " << s;
+    EXPECT_EQ(test::read_file(a + "/model.safetensors"), test::read_file(b + "/model.safetensors"));
+    // Lion trains differently from AdamW at the same settings (the check can fail).
+    auto adamw =
+        train("--config.train.steps=12 --config.optim.lr=3e-4 --config.log.dir=" + dir_ + "/c");
+    ASSERT_EQ(adamw.exit_code, 0) << adamw.output;
+    EXPECT_NE(losses(dir_ + "/c/metrics.jsonl")[12], la[12]);
+
+    auto other = test::run_command(test::meshlm_binary() + " train --resume " + a +
+                                   "/checkpoints/step_6 --config.optim.name=adamw"
+                                   " --config.log.dir=" +
+                                   dir_ + "/d");
+    EXPECT_EQ(other.exit_code, 2) << other.output;
+    EXPECT_NE(other.output.find("holds lion's optimizer state; optim.name=adamw cannot continue"),
+              std::string::npos)
+        << other.output;
+    EXPECT_FALSE(fs::exists(dir_ + "/d"));
+}
+
 TEST_F(Checkpoint, ResumeInPlaceDropsMetricsLoggedAfterTheCheckpoint) {
     const std::string a = dir_ + "/a";
     ASSERT_EQ(train("--config.train.steps=12 --config.checkpoint.interval=5 --config.log.dir=" + a)

@@ -216,9 +216,19 @@ TEST(Config, RangeErrors) {
                     "train.seq_len (256) must be <= model.max_seq_len (128)");
     EXPECT_CONTAINS(override_error({"model.vocab_size=100"}),
                     "model.vocab_size (100) must be >= 257");
-    EXPECT_CONTAINS(override_error({"optim.schedule=step"}),
-                    "optim.schedule must be one of cosine, linear, constant (got 'step')");
+    EXPECT_CONTAINS(
+        override_error({"optim.schedule=step"}),
+        "optim.schedule must be one of cosine, linear, inverse_sqrt, constant (got 'step')");
     EXPECT_CONTAINS(override_error({"optim.decay_mask=some"}), "matrices, all, none");
+    EXPECT_CONTAINS(override_error({"optim.name=sgd"}),
+                    "optim.name must be one of adamw, lion (got 'sgd')");
+    EXPECT_CONTAINS(override_error({"optim.clip_mode=global"}), "one of norm, value");
+    EXPECT_CONTAINS(override_error({"optim.wd_mode=decoupled"}), "one of coupled, independent");
+    EXPECT_CONTAINS(override_error({"optim.warmup_start=1"}), "optim.warmup_start");
+    EXPECT_CONTAINS(override_error({"optim.decay_steps=-5"}), "optim.decay_steps");
+    EXPECT_CONTAINS(override_error({"optim.decay_steps=20", "optim.warmup_steps=20"}),
+                    "optim.decay_steps (20) must be 0 (= train.steps) or past "
+                    "optim.warmup_steps (20)");
     EXPECT_CONTAINS(override_error({"data.packing=stream"}), "one of concat, pad");
     EXPECT_CONTAINS(override_error({"train.seq_warmup_steps=10", "train.seq_warmup_len=48"}),
                     "train.seq_warmup_len (48) must divide train.seq_len (128)");

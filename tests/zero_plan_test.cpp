@@ -180,7 +180,7 @@ TEST(ZeroLearner, EveryStageOnOneRankTrainsLikeStageZero) {
         else
             EXPECT_EQ(p, reference) << "stage " << stage;
         auto full = learner.gather_optimizer();
-        AdamW& opt = full ? *full : learner.optimizer();
+        Optimizer& opt = full ? *full : learner.optimizer();
         EXPECT_EQ(opt.steps_taken(), 4);
     }
 }

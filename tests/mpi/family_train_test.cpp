@@ -114,6 +114,32 @@ TEST(FamilyTraining, DropoutResumesBitwise) {
                   .steps[kSteps - 1]["loss"]);
 }
 
+// Lion's one momentum buffer is sharded by ZeRO and tensor parallelism like AdamW's moments:
+// both layouts train as one process does, and a ZeRO-3 run resumes bitwise from its shards.
+TEST(FamilyTraining, LionShardsAndResumes) {
+    Family f = llama();
+    f.name = "lion";
+    f.flags += " --config.optim.name=lion --config.optim.lr=1e-3 --config.optim.beta2=0.99";
+    const std::string dir = test::temp_dir("family_lion");
+    const test::TrainedRun ref =
+        test::train_run(1, dir + "/ref", flags(f, dir + "/ref", 4, 1, 1, 0), f.model);
+    ASSERT_EQ(ref.steps.size(), static_cast<std::size_t>(kSteps)) << ref.output;
+    const test::TrainedRun dp =
+        test::train_run(2, dir + "/dp", flags(f, dir + "/dp", 2, 2, 1, 3, 6), f.model);
+    test::expect_same_training(ref, dp, kSteps, "lion: DP 2, ZeRO 3");
+    const test::TrainedRun tp =
+        test::train_run(2, dir + "/tp", flags(f, dir + "/tp", 4, 1, 2, 0), f.model);
+    test::expect_same_training(ref, tp, kSteps, "lion: TP 2");
+    const std::string branch = dir + "/branch";
+    const test::TrainedRun resumed = test::train_run(
+        2, branch, " --resume " + dir + "/dp/checkpoints/step_6 --config.log.dir=" + branch,
+        f.model);
+    ASSERT_EQ(resumed.steps.size(), static_cast<std::size_t>(kSteps - 6)) << resumed.output;
+    for (int s = 6; s < kSteps; ++s)
+        EXPECT_EQ(dp.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
+    EXPECT_EQ(dp.weights, resumed.weights);
+}
+
 // Recomputation reruns blocks in the backward, collectives and parameter gathers included: on
 // tensor-parallel and ZeRO-3 layouts it trains bitwise as keeping every activation does.
 TEST(FamilyTraining, RecomputeTrainsBitwiseOnShardedLayouts) {

@@ -7,6 +7,7 @@
 #include "meshlm/model/flops.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
+#include "meshlm/optim/optimizer.h"
 #include "meshlm/parallel/zero_plan.h"
 
 namespace meshlm {
@@ -25,7 +26,8 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         // With tensor parallelism a rank holds its shard, which ZeRO chunks further.
         const int N = cfg.parallel.data, stage = cfg.parallel.zero_stage, M = cfg.parallel.model;
         const ParamLayout local = M > 1 ? transformer_layout(m, M) : layout;
-        const ZeroMemory zm = zero_memory(ZeroPlan(local.total(), N, 0, stage), local);
+        const ZeroMemory zm = zero_memory(ZeroPlan(local.total(), N, 0, stage), local,
+                                          optimizer_state_count(cfg.optim.name));
         const double params = static_cast<double>(zm.params), grads = static_cast<double>(zm.grads),
                      optim = static_cast<double>(zm.optimizer),
                      working = static_cast<double>(zm.working);
@@ -55,14 +57,14 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
                     cfg.train.batch_size, cfg.train.seq_len, cfg.train.grad_accum, N);
         if (N > 1 || stage > 0 || M > 1)
             std::printf(
-                "planned memory per rank (fp32, AdamW; %d data-parallel x %d tensor-parallel "
+                "planned memory per rank (fp32, %s; %d data-parallel x %d tensor-parallel "
                 "ranks, ZeRO stage %d; activations as one process):\n",
-                N, M, stage);
+                cfg.optim.name.c_str(), N, M, stage);
         else
-            std::printf("planned memory (fp32, AdamW):\n");
+            std::printf("planned memory (fp32, %s):\n", cfg.optim.name.c_str());
         mem("parameters", params);
         mem("gradients", grads);
-        mem("optimizer state (m, v)", optim);
+        mem(cfg.optim.name == "lion" ? "optimizer state (m)" : "optimizer state (m, v)", optim);
         if (working > 0) mem(zero_working_label(ZeroPlan(local.total(), N, 0, stage)), working);
         char label[64];
         std::snprintf(label, sizeof label, "activations (B=%d, T=%d)", cfg.train.batch_size,

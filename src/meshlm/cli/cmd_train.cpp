@@ -97,6 +97,7 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
             const Config saved = load_config(job.resume_from + "/config.yaml", {});
             cfg = load_config(job.resume_from + "/config.yaml", overrides);
             require_same_model(saved, cfg, "the checkpoint " + job.resume_from);
+            require_same_optimizer(saved, cfg, "the checkpoint " + job.resume_from);
             layout_from_launch(cfg, overrides, world.size());
             // The run continues in the directory holding the checkpoint (wherever it was copied
             // or moved to), unless this command line names another.
@@ -113,8 +114,9 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
                     MESHLM_INVALID("--force replaces a run; checkpoint.resume=auto continues ",
                                    job.run_dir, ": give one of them");
                 job.resume_from = *latest;
-                require_same_model(load_config(*latest + "/config.yaml", {}), cfg,
-                                   "the checkpoint " + *latest);
+                const Config saved = load_config(*latest + "/config.yaml", {});
+                require_same_model(saved, cfg, "the checkpoint " + *latest);
+                require_same_optimizer(saved, cfg, "the checkpoint " + *latest);
                 layout_from_launch(cfg, overrides, world.size());
                 if (rank0)
                     std::cout << "checkpoint.resume=auto: continuing from " << *latest << "\n";

@@ -438,20 +438,35 @@ OptionTable build_table() {
              one_of({"none", "attention", "block"}));
 
     Section<OptimConfig>(t, "optim", &Config::optim)
+        .add("name", &OptimConfig::name, "optimizer", one_of({"adamw", "lion"}))
         .add("lr", &OptimConfig::lr, "peak learning rate", greater_than(0))
-        .add("end_lr", &OptimConfig::end_lr, "learning rate at the last step", at_least(0))
+        .add("end_lr", &OptimConfig::end_lr, "learning rate at the end of the decay", at_least(0))
         .add("warmup_steps", &OptimConfig::warmup_steps, "steps of linear warmup", at_least(0))
-        .add("schedule", &OptimConfig::schedule, "learning-rate schedule",
-             one_of({"cosine", "linear", "constant"}))
-        .add("weight_decay", &OptimConfig::weight_decay, "AdamW weight decay", at_least(0))
+        .add("warmup_start", &OptimConfig::warmup_start,
+             "fraction of lr the warmup starts from (0 = lr / warmup_steps at the first step)",
+             in_closed_open(0, 1))
+        .add("schedule", &OptimConfig::schedule, "learning-rate schedule after the warmup",
+             one_of({"cosine", "linear", "inverse_sqrt", "constant"}))
+        .add("decay_steps", &OptimConfig::decay_steps,
+             "step the decay ends at (warmup included), flat after it; 0 = train.steps",
+             at_least(0))
+        .add("weight_decay", &OptimConfig::weight_decay, "weight decay", at_least(0))
+        .add("wd_mode", &OptimConfig::wd_mode,
+             "coupled: decay scaled by the learning rate; independent: by the schedule only",
+             one_of({"coupled", "independent"}))
         .add("decay_mask", &OptimConfig::decay_mask,
              "which parameters decay (matrices = every 2-D weight, embeddings included)",
              one_of({"matrices", "all", "none"}))
-        .add("beta1", &OptimConfig::beta1, "AdamW first-moment decay", in_closed_open(0, 1))
-        .add("beta2", &OptimConfig::beta2, "AdamW second-moment decay", in_closed_open(0, 1))
+        .add("beta1", &OptimConfig::beta1, "first-moment decay (Lion: interpolation of the update)",
+             in_closed_open(0, 1))
+        .add("beta2", &OptimConfig::beta2, "second-moment decay (Lion: momentum decay)",
+             in_closed_open(0, 1))
         .add("eps", &OptimConfig::eps, "AdamW epsilon", greater_than(0))
-        .add("grad_clip", &OptimConfig::grad_clip, "max global gradient norm; 0 = no clipping",
-             at_least(0));
+        .add("grad_clip", &OptimConfig::grad_clip, "clipping threshold; 0 = no clipping",
+             at_least(0))
+        .add("clip_mode", &OptimConfig::clip_mode,
+             "norm: global L2 norm <= grad_clip; value: every element in [-grad_clip, grad_clip]",
+             one_of({"norm", "value"}));
 
     Section<LogConfig>(t, "log", &Config::log)
         .add("dir", &LogConfig::dir, "run directory; empty = runs/<config name>")
@@ -538,6 +553,13 @@ OptionTable build_table() {
                    ") must divide train.seq_len (" + std::to_string(t.seq_len) +
                    ") when train.seq_warmup_steps > 0; valid lengths: " +
                    divisors_near(t.seq_len, t.seq_warmup_len);
+        },
+        [](const Config& c) -> std::optional<std::string> {
+            const auto& o = c.optim;
+            if (o.decay_steps == 0 || o.decay_steps > o.warmup_steps) return std::nullopt;
+            return "optim.decay_steps (" + std::to_string(o.decay_steps) +
+                   ") must be 0 (= train.steps) or past optim.warmup_steps (" +
+                   std::to_string(o.warmup_steps) + "): the decay starts after the warmup";
         },
         [](const Config& c) -> std::optional<std::string> {
             if (c.data.val_fraction + c.data.test_fraction < 1) return std::nullopt;
@@ -908,9 +930,12 @@ std::string config_summary(const Config& c) {
     out += "  train: steps=" + v("train.steps") + " batch_size=" + v("train.batch_size") +
            " seq_len=" + v("train.seq_len") + " grad_accum=" + v("train.grad_accum") +
            " seed=" + v("train.seed") + "\n";
-    out += "  optim: lr=" + v("optim.lr") + " -> " + v("optim.end_lr") + " (" + c.optim.schedule +
-           ", warmup " + v("optim.warmup_steps") + ") weight_decay=" + v("optim.weight_decay") +
-           "\n";
+    out += "  optim: " + c.optim.name + " lr=" + v("optim.lr") + " -> " + v("optim.end_lr") + " (" +
+           c.optim.schedule + ", warmup " + v("optim.warmup_steps") +
+           (c.optim.decay_steps > 0 ? ", decay to step " + v("optim.decay_steps") : "") +
+           ") weight_decay=" + v("optim.weight_decay") +
+           (c.optim.wd_mode == "independent" ? " (independent)" : "") + " clip " +
+           c.optim.clip_mode + " " + v("optim.grad_clip") + "\n";
     out += "  parallel: data=" + v("parallel.data") + " model=" + v("parallel.model") +
            " zero_stage=" + v("parallel.zero_stage") + "\n";
     out += "  run directory: " + c.log.dir + "\n";

@@ -44,6 +44,14 @@ void require_same_model(const Config& source, const Config& wanted, const std::s
                    "run");
 }
 
+void require_same_optimizer(const Config& source, const Config& wanted, const std::string& what) {
+    if (source.optim.name == wanted.optim.name) return;
+    MESHLM_INVALID(what, " holds ", source.optim.name,
+                   "'s optimizer state; optim.name=", wanted.optim.name,
+                   " cannot continue it: keep optim.name=", source.optim.name,
+                   ", or start a new run from its weights with model.init_from");
+}
+
 std::optional<Config> init_from_config(const std::string& path) {
     if (!fs::is_directory(path)) return std::nullopt;
     if (fs::exists(path + "/config.json")) {

@@ -145,12 +145,19 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
 double sum_squares(const float* x, std::size_t n);
 // x *= s
 void scale(float* x, float s, std::size_t n);
+// x = min(max(x, -limit), limit): element-wise gradient clipping
+void clamp(float* x, float limit, std::size_t n);
 
 // One AdamW step on a contiguous range. Decoupled weight decay (PyTorch AdamW):
 // p -= lr*wd*p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 void adamw(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float beta1,
            float beta2, float eps, float weight_decay, long step);
+
+// One Lion step (Chen et al. 2023) on a contiguous range, decoupled weight decay:
+// u = sign(b1 m + (1-b1) g);  m = b2 m + (1-b2) g;  p -= lr * (u + wd * p)
+void lion(float* p, const float* g, float* m, std::size_t n, float lr, float beta1, float beta2,
+          float weight_decay);
 
 // Peak fp32 GFLOP/s of this machine on `threads` threads, measured by a short FMA loop.
 double measure_peak_gflops(int threads, double seconds = 0.2);

@@ -6,17 +6,24 @@
 namespace meshlm {
 
 struct OptimConfig {
-    float lr = 3e-3f;                 // peak learning rate
-    float end_lr = 3e-4f;             // learning rate at the last step (cosine / linear schedules)
-    int warmup_steps = 50;            // linear warmup from lr/warmup to lr
-    std::string schedule = "cosine";  // cosine | linear | constant
+    std::string name = "adamw";  // adamw | lion
+    float lr = 3e-3f;            // peak learning rate
+    float end_lr = 3e-4f;        // learning rate at the end of the decay (cosine / linear / floor)
+    int warmup_steps = 50;       // linear warmup from warmup_start * lr to lr
+    float warmup_start = 0.f;    // fraction of lr the warmup starts from (0: lr / warmup_steps)
+    std::string schedule = "cosine";  // cosine | linear | inverse_sqrt | constant
+    int decay_steps = 0;  // step the decay ends at (warmup included), then flat; 0 = train.steps
     float weight_decay = 0.1f;
+    // coupled: p -= lr_t * wd * p (AdamW's decoupled decay, scaled by the learning rate);
+    // independent: p -= (lr_t / lr) * wd * p (seed 002's use_iwd: only the schedule scales it)
+    std::string wd_mode = "coupled";
     // Which parameters decay: matrices (every 2-D weight, embeddings included) | all | none
     std::string decay_mask = "matrices";
     float beta1 = 0.9f;
     float beta2 = 0.95f;
     float eps = 1e-8f;
-    float grad_clip = 1.0f;  // max global gradient norm; 0 disables clipping
+    float grad_clip = 1.0f;          // the clipping threshold; 0 disables clipping
+    std::string clip_mode = "norm";  // norm: global L2 norm <= grad_clip; value: |g_i| <= grad_clip
 };
 
 }  // namespace meshlm

@@ -38,9 +38,10 @@ struct ZeroMemory {
     std::size_t total() const { return params + grads + optimizer + working; }
 };
 
-// What a rank of `plan` allocates (fp32 params and grads, AdamW m and v) for `layout`, the
-// buffer the plan chunks (a model layout, whole or a tensor-parallel shard).
-ZeroMemory zero_memory(const ZeroPlan& plan, const ParamLayout& layout);
+// What a rank of `plan` allocates (fp32 params and grads, `optimizer_states` fp32 buffers of
+// optimizer state per parameter: AdamW 2, Lion 1) for `layout`, the buffer the plan chunks (a
+// model layout, whole or a tensor-parallel shard).
+ZeroMemory zero_memory(const ZeroPlan& plan, const ParamLayout& layout, int optimizer_states = 2);
 // What the working bytes of `plan` hold, for reports: "FSDP unit buffers" (stage 3),
 // "gradient unit buffers" (stage 2), "whole-model working" (one rank).
 const char* zero_working_label(const ZeroPlan& plan);

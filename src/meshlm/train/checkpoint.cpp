@@ -48,8 +48,9 @@ void write_optimizer(const std::string& path, const ParamLayout& layout, const f
     tensors.push_back({"step", DType::i32, Shape{1}, &step});
     for (const auto& s : layout.slices())
         tensors.push_back({"exp_avg." + s.name, DType::f32, s.shape, m + s.offset});
-    for (const auto& s : layout.slices())
-        tensors.push_back({"exp_avg_sq." + s.name, DType::f32, s.shape, v + s.offset});
+    if (v)  // Lion keeps no second moment
+        for (const auto& s : layout.slices())
+            tensors.push_back({"exp_avg_sq." + s.name, DType::f32, s.shape, v + s.offset});
     write_safetensors(path, tensors, {{"format", kFormat}});
 }
 
@@ -270,12 +271,14 @@ TrainerState read_checkpoint(const std::string& dir) {
 
 namespace {
 
-// Reads optimizer.safetensors of a single-file checkpoint into m and v; returns the step.
+// Reads optimizer.safetensors of a single-file checkpoint into m and v (v null: no second
+// moment, as Lion); returns the step.
 long read_optimizer(const std::string& dir, const ParamLayout& layout, float* m, float* v) {
     const std::string path = dir + "/optimizer.safetensors";
     SafetensorsFile f(path);
     for (const auto& s : layout.slices())
         for (const char* kind : {"exp_avg.", "exp_avg_sq."}) {
+            if (!v && std::string(kind) == "exp_avg_sq.") continue;
             const std::string name = kind + s.name;
             if (!f.has(name)) MESHLM_INVALID(path, ": missing tensor '", name, "'");
             const auto& e = f.entry(name);
@@ -286,8 +289,10 @@ long read_optimizer(const std::string& dir, const ParamLayout& layout, float* m,
     const auto step = f.i32("step");
     if (step.size() != 1 || step[0] < 0) MESHLM_INVALID(path, ": tensor 'step' is malformed");
     for (const auto& s : layout.slices()) {
-        auto a = f.f32("exp_avg." + s.name), b = f.f32("exp_avg_sq." + s.name);
+        auto a = f.f32("exp_avg." + s.name);
         std::copy(a.begin(), a.end(), m + s.offset);
+        if (!v) continue;
+        auto b = f.f32("exp_avg_sq." + s.name);
         std::copy(b.begin(), b.end(), v + s.offset);
     }
     return step[0];
@@ -319,11 +324,14 @@ long load_checkpoint_state(const std::string& dir, const ModelConfig& model, flo
     return read_optimizer(dir, layout, m, v);
 }
 
-FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model) {
+FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model,
+                                  bool second_moment) {
     const std::size_t n = transformer_layout(model).total();
     FullTrainingState s;
-    s.params.assign(n, 0.f), s.m.assign(n, 0.f), s.v.assign(n, 0.f);
-    s.step = load_checkpoint_state(dir, model, s.params.data(), s.m.data(), s.v.data());
+    s.params.assign(n, 0.f), s.m.assign(n, 0.f);
+    if (second_moment) s.v.assign(n, 0.f);
+    s.step = load_checkpoint_state(dir, model, s.params.data(), s.m.data(),
+                                   second_moment ? s.v.data() : nullptr);
     return s;
 }
 

@@ -25,7 +25,7 @@
 
 #include "meshlm/core/param_layout.h"
 #include "meshlm/model/model_config.h"
-#include "meshlm/optim/adamw.h"
+#include "meshlm/optim/optimizer.h"
 #include "meshlm/train/checkpoint_config.h"
 
 namespace meshlm {
@@ -62,8 +62,8 @@ std::string write_checkpoint(const std::string& run_dir, const TrainerState& sta
                              const ParamLayout& layout, const float* params, const float* m,
                              const float* v, long optim_step, const CheckpointConfig& cfg);
 inline std::string write_checkpoint(const std::string& run_dir, const TrainerState& state,
-                                    const ParamLayout& layout, const float* params, AdamW& optim,
-                                    const CheckpointConfig& cfg) {
+                                    const ParamLayout& layout, const float* params,
+                                    Optimizer& optim, const CheckpointConfig& cfg) {
     return write_checkpoint(run_dir, state, layout, params, optim.m(), optim.v(),
                             optim.steps_taken(), cfg);
 }
@@ -110,7 +110,9 @@ void load_checkpoint_model(const std::string& dir, const ModelConfig& model, flo
 // transformer_layout(model).total() floats; returns the optimizer step.
 long load_checkpoint_state(const std::string& dir, const ModelConfig& model, float* params,
                            float* m, float* v);
-FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model);
+// `second_moment`: the checkpoint's optimizer keeps one (AdamW; Lion does not).
+FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model,
+                                  bool second_moment = true);
 
 // Checkpoint directories under run_dir/checkpoints, oldest first, as (step, path).
 // (Rotation considers only those whose trainer.json records the writer's run id.)

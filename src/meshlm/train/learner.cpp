@@ -153,53 +153,48 @@ void Learner::sync_params() {
     params_current_ = true;
 }
 
-std::unique_ptr<AdamW> Learner::make_full_optimizer() const {
-    return std::make_unique<AdamW>(optim_cfg_, decay_groups(full_layout_, optim_cfg_.decay_mask),
-                                   tensor_parallel() ? full_layout_.total() : plan_.padded);
+std::unique_ptr<Optimizer> Learner::make_full_optimizer() const {
+    return std::make_unique<Optimizer>(optim_cfg_,
+                                       decay_groups(full_layout_, optim_cfg_.decay_mask),
+                                       tensor_parallel() ? full_layout_.total() : plan_.padded);
 }
 
-std::unique_ptr<AdamW> Learner::gather_optimizer() {
+std::unique_ptr<Optimizer> Learner::gather_optimizer() {
     const bool tp = tensor_parallel();
     if (plan_.stage == 0 && !tp) return nullptr;
     auto full = make_full_optimizer();
     // First this model rank's whole local moments (every data rank's chunk), then with TP
     // every model rank's shard placed into the full layout.
-    Buffer<float> tm, tv;
-    float *m = full->m(), *v = full->v();
-    if (tp) {
-        tm = Buffer<float>(plan_.padded), tv = Buffer<float>(plan_.padded);
-        m = tm.data(), v = tv.data();
-    }
     const std::size_t at = plan_.stage == 0 ? 0 : plan_.begin();
     const std::size_t n = plan_.stage == 0 ? plan_.padded : plan_.chunk;
-    std::memcpy(m + at, optim_.m(), n * sizeof(float));
-    std::memcpy(v + at, optim_.v(), n * sizeof(float));
-    if (plan_.stage >= 1) {
-        dp_.all_gather(m, plan_.chunk);
-        dp_.all_gather(v, plan_.chunk);
-    }
-    if (tp) {
-        tp_gather(full_layout_, layout_, mp_, m, full->m());
-        tp_gather(full_layout_, layout_, mp_, v, full->v());
+    for (auto [mine, whole] : {std::pair{optim_.m(), full->m()}, {optim_.v(), full->v()}}) {
+        if (!mine) continue;  // Lion has no second moment
+        Buffer<float> local;
+        float* to = whole;
+        if (tp) local = Buffer<float>(plan_.padded), to = local.data();
+        std::memcpy(to + at, mine, n * sizeof(float));
+        if (plan_.stage >= 1) dp_.all_gather(to, plan_.chunk);
+        if (tp) tp_gather(full_layout_, layout_, mp_, to, whole);
     }
     full->set_steps_taken(optim_.steps_taken());
     return full;
 }
 
-void Learner::load_optimizer(AdamW& full) {
+void Learner::load_optimizer(Optimizer& full) {
     const std::size_t at = plan_.stage == 0 ? 0 : plan_.begin();
     const std::size_t n = plan_.stage == 0 ? plan_.padded : plan_.chunk;
     if (&full != &optim_) {
-        const float *m = full.m(), *v = full.v();
-        Buffer<float> tm, tv;
-        if (tensor_parallel()) {  // this model rank's shard of the full layout first
-            tm = Buffer<float>(plan_.padded), tv = Buffer<float>(plan_.padded);
-            tp_scatter(full_layout_, layout_, mp_.size(), mp_.rank(), full.m(), tm.data());
-            tp_scatter(full_layout_, layout_, mp_.size(), mp_.rank(), full.v(), tv.data());
-            m = tm.data(), v = tv.data();
+        for (auto [mine, whole] : {std::pair{optim_.m(), full.m()}, {optim_.v(), full.v()}}) {
+            if (!mine) continue;
+            const float* from = whole;
+            Buffer<float> local;
+            if (tensor_parallel()) {  // this model rank's shard of the full layout first
+                local = Buffer<float>(plan_.padded);
+                tp_scatter(full_layout_, layout_, mp_.size(), mp_.rank(), whole, local.data());
+                from = local.data();
+            }
+            std::memcpy(mine, from + at, n * sizeof(float));
         }
-        std::memcpy(optim_.m(), m + at, n * sizeof(float));
-        std::memcpy(optim_.v(), v + at, n * sizeof(float));
     }
     optim_.set_steps_taken(full.steps_taken());
 }
@@ -210,7 +205,7 @@ Learner::LocalChunk Learner::local_chunk() {
     // Stage 3 keeps the current parameters only in its shard; stage 0's moments are whole.
     const float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + begin;
     const std::size_t at = plan_.stage == 0 ? begin : 0;
-    return {p, optim_.m() + at, optim_.v() + at, begin, count};
+    return {p, optim_.m() + at, optim_.v() ? optim_.v() + at : nullptr, begin, count};
 }
 
 void Learner::load_local_chunk(const float* params, const float* m, const float* v, long step) {
@@ -218,18 +213,15 @@ void Learner::load_local_chunk(const float* params, const float* m, const float*
     // Stage 3 keeps only its chunk (FSDP has no whole buffer to go through).
     float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + c.begin;
     const std::size_t at = plan_.stage == 0 ? c.begin : 0;
-    float *pm = optim_.m() + at, *pv = optim_.v() + at;
-    std::copy_n(params, c.count, p), std::copy_n(m, c.count, pm), std::copy_n(v, c.count, pv);
     const std::size_t pad = plan_.chunk - c.count;
-    std::fill_n(p + c.count, pad, 0.f), std::fill_n(pm + c.count, pad, 0.f);
-    std::fill_n(pv + c.count, pad, 0.f);
-    if (dp_.size() > 1) {
-        if (plan_.stage < 3) dp_.all_gather(params_.data(), plan_.chunk);
-        if (plan_.stage == 0) {
-            dp_.all_gather(optim_.m(), plan_.chunk);
-            dp_.all_gather(optim_.v(), plan_.chunk);
-        }
+    std::copy_n(params, c.count, p), std::fill_n(p + c.count, pad, 0.f);
+    MESHLM_CHECK(!optim_.v() || v, "the checkpoint has no second moments for ", optim_cfg_.name);
+    for (auto [mine, from] : {std::pair{optim_.m(), m}, {optim_.v(), v}}) {
+        if (!mine) continue;  // Lion has no second moment
+        std::copy_n(from, c.count, mine + at), std::fill_n(mine + at + c.count, pad, 0.f);
+        if (dp_.size() > 1 && plan_.stage == 0) dp_.all_gather(mine, plan_.chunk);
     }
+    if (dp_.size() > 1 && plan_.stage < 3) dp_.all_gather(params_.data(), plan_.chunk);
     if (plan_.stage >= 3) params_current_ = false;  // sync_params() gathers from the chunks
     optim_.set_steps_taken(step);
 }
@@ -320,7 +312,7 @@ void Learner::reduce_gradients() {
 float Learner::clip_gradients() {
     const bool tp = tensor_parallel();
     if (!tp && plan_.stage <= 1)
-        return clip_grad_norm(grads_.data(), grads_.size(), optim_cfg_.grad_clip);
+        return meshlm::clip_gradients(optim_cfg_, grads_.data(), grads_.size());
     // The global norm from what this rank holds: its chunk (stages 2-3, summed over the data
     // ranks) of its local buffer. With TP, sharded slices are summed over the model ranks and
     // replicated ones, the same on every model rank, counted once. Padding is zero.
@@ -345,9 +337,7 @@ float Learner::clip_gradients() {
         mp_.all_reduce_sum(sums, 1);
     }
     const float norm = static_cast<float>(std::sqrt(sums[0] + sums[1]));
-    const float max_norm = optim_cfg_.grad_clip;
-    const std::size_t n = chunked ? grad_shard_.size() : grads_.size();
-    if (max_norm > 0 && norm > max_norm) kernels::scale(g, max_norm / (norm + 1e-6f), n);
+    apply_clip(optim_cfg_, g, chunked ? grad_shard_.size() : grads_.size(), norm);
     return norm;
 }
 

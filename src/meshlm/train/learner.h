@@ -31,7 +31,7 @@
 
 #include "meshlm/core/buffer.h"
 #include "meshlm/model/transformer.h"
-#include "meshlm/optim/adamw.h"
+#include "meshlm/optim/optimizer.h"
 #include "meshlm/parallel/comm.h"
 #include "meshlm/parallel/fsdp.h"
 #include "meshlm/parallel/grad_reducer.h"
@@ -71,7 +71,7 @@ class Learner {
     // The whole gradient buffer of the last step (not on several ranks at stages 2-3, which
     // keep only their chunk).
     float* grads() { return grads_.data(); }
-    AdamW& optimizer() { return optim_; }
+    Optimizer& optimizer() { return optim_; }
     long step() const { return optim_.steps_taken(); }
 
     // Single-process init with `seed` (a TP rank keeps its shard of it).
@@ -92,8 +92,8 @@ class Learner {
     // The whole optimizer state as one AdamW over full_layout() (collective with stages 1-3,
     // which all-gather the moments, and with TP) for a checkpoint, and back: each rank takes its
     // shard and chunk. nullptr = optimizer() is already whole (stage 0 without TP).
-    std::unique_ptr<AdamW> gather_optimizer();
-    void load_optimizer(AdamW& full);
+    std::unique_ptr<Optimizer> gather_optimizer();
+    void load_optimizer(Optimizer& full);
     // This rank's part of a sharded checkpoint (train/shard_format.h): [begin, begin + count)
     // of its local buffer, i.e. its ZeRO chunk without the padding past layout().total(). The
     // parameters are current without sync_params() at every stage.
@@ -106,7 +106,7 @@ class Learner {
     // over the data comm what this stage keeps whole (collective), sets the optimizer step.
     void load_local_chunk(const float* params, const float* m, const float* v, long step);
     // An AdamW over the whole full_layout() buffer with this run's groups, for gather / load.
-    std::unique_ptr<AdamW> make_full_optimizer() const;
+    std::unique_ptr<Optimizer> make_full_optimizer() const;
 
     // One optimizer step over `micro` micro-batches of (B, T) rows of this rank; tokens and
     // targets hold micro*B*T ids each. The loss is the mean over every target >= 0 of all
@@ -166,7 +166,7 @@ class Learner {
     bool streamed_;  // stage 2 or 3 over more than one data rank: gradients streamed
     Buffer<float> params_, grads_;            // whole buffers (FSDP: none, params_ on demand)
     Buffer<float> param_shard_, grad_shard_;  // stage 3 / stages 2-3
-    AdamW optim_;
+    Optimizer optim_;
     std::unique_ptr<FsdpStream> stream_;
     Buffer<float> full_;          // TP: the full_layout() staging buffer (allocated on first use)
     bool params_current_ = true;  // stage 3: params_ holds the gathered current parameters

@@ -84,11 +84,11 @@ ShardFile write_shard_file(const std::string& dir, const ShardGeometry& g, int d
     const Shape shape{static_cast<std::int64_t>(f.count)};
     const std::int32_t step32 = static_cast<std::int32_t>(step);
     const std::string path = dir + "/" + f.name;
-    write_safetensors(path,
-                      {{"params", DType::f32, shape, params},
-                       {"exp_avg", DType::f32, shape, mom1},
-                       {"exp_avg_sq", DType::f32, shape, mom2},
-                       {"step", DType::i32, Shape{1}, &step32}},
+    std::vector<SafetensorsTensor> tensors = {{"params", DType::f32, shape, params},
+                                              {"exp_avg", DType::f32, shape, mom1}};
+    if (mom2) tensors.push_back({"exp_avg_sq", DType::f32, shape, mom2});  // none for Lion
+    tensors.push_back({"step", DType::i32, Shape{1}, &step32});
+    write_safetensors(path, tensors,
                       {{"format", "meshlm-checkpoint-shard"},
                        {"data_index", std::to_string(d)},
                        {"model_index", std::to_string(m)},
@@ -237,6 +237,8 @@ ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest
     SafetensorsFile st(path);
     const Shape shape{static_cast<std::int64_t>(f.count)};
     for (const char* name : {"params", "exp_avg", "exp_avg_sq"}) {
+        const bool optional = std::string(name) == "exp_avg_sq";  // Lion writes none
+        if (!st.has(name) && optional) continue;
         if (!st.has(name)) MESHLM_INVALID(path, ": missing tensor '", name, "'");
         const auto& e = st.entry(name);
         if (!(e.shape == shape) || e.dtype != DType::f32)
@@ -254,7 +256,8 @@ ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest
     const auto step = st.has("step") ? st.i32("step") : std::vector<std::int32_t>{};
     if (step.size() != 1 || step[0] < 0) MESHLM_INVALID(path, ": tensor 'step' is malformed");
     ShardChunk c;
-    c.params = st.f32("params"), c.m = st.f32("exp_avg"), c.v = st.f32("exp_avg_sq");
+    c.params = st.f32("params"), c.m = st.f32("exp_avg");
+    if (st.has("exp_avg_sq")) c.v = st.f32("exp_avg_sq");
     c.step = step[0];
     return c;
 }
@@ -279,6 +282,10 @@ long assemble_shards(const std::string& dir, const ShardManifest& manifest, cons
                 MESHLM_INVALID(dir, "/", manifest.file(d, mi).name, ": optimizer step ", c.step,
                                " differs from the other shards' ", step);
             step = c.step;
+            if (v && c.v.empty())
+                MESHLM_INVALID(dir, "/", manifest.file(d, mi).name,
+                               " has no second moments (exp_avg_sq): it was written by an "
+                               "optimizer without them (lion)");
             const std::size_t at = std::min(g.begin(d), n);  // an empty last chunk may start past n
             for (std::size_t k = 0; k < outs.size(); ++k)
                 std::copy((c.*parts[k]).begin(), (c.*parts[k]).end(), local[k].begin() + at);
@@ -297,20 +304,23 @@ nlohmann::json write_shards_from_full(const std::string& dir, const ModelConfig&
                                       const ShardGeometry& g, const FullTrainingState& full,
                                       nlohmann::json& files) {
     const std::size_t n = g.local.total();
-    std::vector<float> lp(n, 0.f), lm(n, 0.f), lv(n, 0.f);
+    const bool has_v = !full.v.empty();  // Lion: no second moment
+    std::vector<float> lp(n, 0.f), lm(n, 0.f), lv(has_v ? n : 0, 0.f);
     const ParamLayout full_layout = transformer_layout(cfg);
     std::vector<ShardFile> shards;
     for (int mi = 0; mi < g.model; ++mi) {
-        const float *p = full.params.data(), *m = full.m.data(), *v = full.v.data();
+        const float *p = full.params.data(), *m = full.m.data();
+        const float* v = has_v ? full.v.data() : nullptr;
         if (g.model > 1) {
             tp_scatter(full_layout, g.local, g.model, mi, full.params.data(), lp.data());
             tp_scatter(full_layout, g.local, g.model, mi, full.m.data(), lm.data());
-            tp_scatter(full_layout, g.local, g.model, mi, full.v.data(), lv.data());
-            p = lp.data(), m = lm.data(), v = lv.data();
+            if (has_v) tp_scatter(full_layout, g.local, g.model, mi, full.v.data(), lv.data());
+            p = lp.data(), m = lm.data(), v = has_v ? lv.data() : nullptr;
         }
         for (int d = 0; d < g.data; ++d) {
             const std::size_t at = std::min(g.begin(d), n);
-            shards.push_back(write_shard_file(dir, g, d, mi, p + at, m + at, v + at, full.step));
+            shards.push_back(
+                write_shard_file(dir, g, d, mi, p + at, m + at, v ? v + at : nullptr, full.step));
         }
     }
     return write_shard_manifest(dir, cfg, g, shards, files);

@@ -90,7 +90,8 @@ bool load_learner_checkpoint(const std::string& dir, const TrainerState& state,
             c = read_shard_file(dir, man, mesh.data_index(), mesh.model_index());
         });
         throw_if_any_failed(mesh.world(), err, "");
-        learner.load_local_chunk(c.params.data(), c.m.data(), c.v.data(), c.step);
+        learner.load_local_chunk(c.params.data(), c.m.data(), c.v.empty() ? nullptr : c.v.data(),
+                                 c.step);
         return true;
     }
     // Another layout or the single-file format: the single-process layout, of which each rank
@@ -111,7 +112,8 @@ std::string write_checkpoint_for_layout(const std::string& run_dir, const Traine
     const ShardGeometry g(model, data, model_ranks, zero_stage);  // validates the layout
     if (data * model_ranks == 1)
         return write_checkpoint(run_dir, state, transformer_layout(model), full.params.data(),
-                                full.m.data(), full.v.data(), full.step, cfg);
+                                full.m.data(), full.v.empty() ? nullptr : full.v.data(), full.step,
+                                cfg);
     const std::string tmp = stage_checkpoint(run_dir, state.step);
     nlohmann::json files = nlohmann::json::object();
     const nlohmann::json layout = write_shards_from_full(tmp, model, g, full, files);

@@ -3,6 +3,7 @@
 // thread count.
 #include <omp.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "meshlm/kernels/kernels.h"
@@ -39,6 +40,11 @@ double sum_squares(const float* x, std::size_t n) {
 void scale(float* x, float s, std::size_t n) {
 #pragma omp parallel for simd schedule(static)
     for (std::size_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void clamp(float* x, float limit, std::size_t n) {
+#pragma omp parallel for simd schedule(static)
+    for (std::size_t i = 0; i < n; ++i) x[i] = std::min(std::max(x[i], -limit), limit);
 }
 
 }  // namespace meshlm::kernels
