@@ -12,6 +12,7 @@
 #include "meshlm/infer/sampler.h"
 #include "meshlm/parallel/mesh.h"
 #include "meshlm/train/checkpoint.h"
+#include "meshlm/train/init_from.h"
 #include "meshlm/train/trainer.h"
 
 namespace meshlm {
@@ -52,6 +53,8 @@ void layout_from_launch(Config& cfg, const std::vector<std::string>& overrides, 
 // A fresh run's model against what model.init_from loads.
 void check_init_source(const Config& cfg) {
     const std::string& from = cfg.model.init_from;
+    if (!cfg.model.init_from_layers.empty())  // the map's indices against the source's depth
+        parse_layer_map(cfg.model.init_from_layers, cfg.model.n_layer, init_source_layers(from));
     const auto source = init_from_config(from);
     if (!source) return;  // a .safetensors file: its tensors are checked as they are read
     const ModelConfig& m = source->model;
@@ -62,7 +65,17 @@ void check_init_source(const Config& cfg) {
         what << " that has n_layer " << m.n_layer << ", d_model " << m.d_model << ", n_head "
              << m.n_head << ", vocab_size " << m.vocab_size << ", max_seq_len " << m.max_seq_len
              << ")";
-    require_same_model(*source, cfg, what.str());
+    Config same_depth = cfg;
+    same_depth.model.n_layer = m.n_layer;
+    if (cfg.model.init_from_layers.empty() && m.n_layer < cfg.model.n_layer && !hf &&
+        model_changes(*source, same_depth).empty())
+        MESHLM_INVALID("model.init_from=", from, " has ", m.n_layer,
+                       " blocks and model.n_layer is ", cfg.model.n_layer,
+                       ": keep model.n_layer=", m.n_layer,
+                       ", or grow the depth by mapping blocks with model.init_from_layers (e.g. \"",
+                       m.n_layer == 2 ? "0,0,1,1" : "0,0,1,1,...", "\")");
+    // Depth up-scaling changes only the depth; every other model key must match.
+    require_same_model(*source, cfg.model.init_from_layers.empty() ? cfg : same_depth, what.str());
 }
 }  // namespace
 

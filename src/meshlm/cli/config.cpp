@@ -386,7 +386,10 @@ OptionTable build_table() {
              greater_than(0))
         .add("init_from", &ModelConfig::init_from,
              "warm start: weights of a meshlm run / checkpoint directory, a .safetensors file or "
-             "a Hugging Face directory (fresh optimizer and schedule); empty = random init");
+             "a Hugging Face directory (fresh optimizer and schedule); empty = random init")
+        .add("init_from_layers", &ModelConfig::init_from_layers,
+             "depth up-scaling: init_from's block for each layer, e.g. \"0,0,1,1\"; empty = "
+             "the same blocks");
 
     Section<DataConfig>(t, "data", &Config::data)
         .add("path", &DataConfig::path,
@@ -553,6 +556,12 @@ OptionTable build_table() {
                    ") must divide train.seq_len (" + std::to_string(t.seq_len) +
                    ") when train.seq_warmup_steps > 0; valid lengths: " +
                    divisors_near(t.seq_len, t.seq_warmup_len);
+        },
+        [](const Config& c) -> std::optional<std::string> {
+            if (c.model.init_from_layers.empty() || !c.model.init_from.empty()) return std::nullopt;
+            return std::string(
+                "model.init_from_layers maps the blocks of model.init_from: set "
+                "model.init_from too");
         },
         [](const Config& c) -> std::optional<std::string> {
             const auto& o = c.optim;
@@ -896,8 +905,9 @@ std::vector<ModelKeyChange> model_changes(const Config& before, const Config& af
     // change them), and ln_eps (the older name of norm_eps, compared there): the function the
     // weights compute does not depend on them.
     static const std::vector<std::string> not_computation = {
-        "model.init_std",     "model.init_from",    "model.init",          "model.ln_eps",
-        "model.dropout_embd", "model.dropout_attn", "model.dropout_resid", "model.z_loss"};
+        "model.init_std",      "model.init_from",    "model.init",
+        "model.ln_eps",        "model.dropout_embd", "model.dropout_attn",
+        "model.dropout_resid", "model.z_loss",       "model.init_from_layers"};
     std::vector<ModelKeyChange> out;
     for (const auto& o : option_table().options) {
         if (o.section != "model" || std::find(not_computation.begin(), not_computation.end(),

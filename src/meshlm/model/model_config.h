@@ -40,6 +40,9 @@ struct ModelConfig {
     // Warm start: weights from a meshlm run / checkpoint or a Hugging Face directory instead of
     // the init (the optimizer and schedule start fresh). Empty = random init.
     std::string init_from;
+    // Depth up-scaling (Gopher G.3.3, seed 000): block l of this model starts from block map[l]
+    // of init_from's, given as "0,0,1,1,..." (n_layer entries). Empty = the same blocks.
+    std::string init_from_layers;
 
     int head_dim() const { return d_model / n_head; }
     int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
