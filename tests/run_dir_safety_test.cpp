@@ -159,7 +159,9 @@ TEST_F(RunDirSafety, AResumeOrWarmStartThatChangesTheModelIsRefusedNamingTheKey)
     // n_layer: other shapes; n_head: the same shapes, another computation.
     for (const auto& [flag, key, was, now] : std::vector<std::array<std::string, 4>>{
              {"--config.model.n_layer=1", "model.n_layer", "2", "1"},
-             {"--config.model.n_head=4", "model.n_head", "2", "4"}}) {
+             {"--config.model.n_head=4", "model.n_head", "2", "4"},
+             // muP's base width is stored with the run: another one would change its rates.
+             {"--config.model.mup.d_base=64", "model.mup.d_base", "128", "64"}}) {
         auto r = resume(a + " --config.train.steps=4 " + flag);
         EXPECT_EQ(r.exit_code, 2) << r.output;
         EXPECT_NE(r.output.find(key + ": " + was + " in the checkpoint"), std::string::npos)

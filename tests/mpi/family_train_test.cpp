@@ -66,6 +66,21 @@ Family dropout() {
     return f;
 }
 
+// muP (seed 002): maximal-update init, 1/d_head attention, per-tensor learning rates; the
+// multipliers follow each element's tensor through ZeRO chunks and tensor-parallel shards.
+Family mup() {
+    Family f{"mup",
+             " --config.model.mup.enabled=true --config.model.tied_head=false"
+             " --config.model.mup.d_base=8 --config.model.mup.q_init=zero"
+             " --config.model.norm=rmsnorm --config.model.position=rope"
+             " --config.optim.mup_rule=mup --config.optim.mup_eps_scaling=true",
+             test::tiny_model()};
+    ModelConfig& m = f.model;
+    m.mup_enabled = true, m.tied_head = false, m.mup_d_base = 8, m.mup_q_init = "zero";
+    m.norm = "rmsnorm", m.position = "rope";
+    return f;
+}
+
 std::string flags(const Family& f, const std::string& dir, int batch, int data, int model,
                   int stage, int checkpoint_interval = 0) {
     return test::tiny_flags(dir, kSteps, batch, 1, checkpoint_interval) + f.flags +
@@ -88,7 +103,8 @@ TEST_P(FamilyTraining, DataAndTensorParallelMatchOneProcess) {
     test::expect_same_training(ref, tp, kSteps, f.name + ": TP 2");
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, FamilyTraining, ::testing::Values(gptj(), llama(), dropout()),
+INSTANTIATE_TEST_SUITE_P(Families, FamilyTraining,
+                         ::testing::Values(gptj(), llama(), dropout(), mup()),
                          [](const auto& info) { return info.param.name; });
 
 // Dropout masks come from the counter-based RNG: a resumed run draws the masks the

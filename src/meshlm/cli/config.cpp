@@ -387,6 +387,17 @@ OptionTable build_table() {
         .add("init_from", &ModelConfig::init_from,
              "warm start: weights of a meshlm run / checkpoint directory, a .safetensors file or "
              "a Hugging Face directory (fresh optimizer and schedule); empty = random init")
+        .add("mup.enabled", &ModelConfig::mup_enabled,
+             "muP: maximal-update init and 1/d_head attention (needs tied_head false)")
+        .add("mup.d_base", &ModelConfig::mup_d_base,
+             "muP base width of optim.mup_rule=mup (lr * d_base / d_model)", at_least(1))
+        .add("mup.u_init", &ModelConfig::mup_u_init,
+             "muP readout init: mup N(0, 1/D^2), sp N(0, 1/D), zero", one_of({"mup", "sp", "zero"}))
+        .add("mup.q_init", &ModelConfig::mup_q_init, "muP query init", one_of({"normal", "zero"}))
+        .add("mup.r_init", &ModelConfig::mup_r_init, "muP init of the residual output projections",
+             one_of({"normal", "zero"}))
+        .add("qk_scale", &ModelConfig::qk_scale,
+             "attention score scale; 0 = 1/d_head under muP, else 1/sqrt(d_head)", at_least(0))
         .add("init_from_layers", &ModelConfig::init_from_layers,
              "depth up-scaling: init_from's block for each layer, e.g. \"0,0,1,1\"; empty = "
              "the same blocks");
@@ -469,7 +480,13 @@ OptionTable build_table() {
              at_least(0))
         .add("clip_mode", &OptimConfig::clip_mode,
              "norm: global L2 norm <= grad_clip; value: every element in [-grad_clip, grad_clip]",
-             one_of({"norm", "value"}));
+             one_of({"norm", "value"}))
+        .add("mup_rule", &OptimConfig::mup_rule,
+             "per-tensor learning rates: sp (all lr), mup (matrices lr * d_base / d_model), "
+             "abs_mup (matrices lr / fan_in)",
+             one_of({"sp", "mup", "abs_mup"}))
+        .add("mup_eps_scaling", &OptimConfig::mup_eps_scaling,
+             "scale Adam's eps like each tensor's learning rate");
 
     Section<LogConfig>(t, "log", &Config::log)
         .add("dir", &LogConfig::dir, "run directory; empty = runs/<config name>")
@@ -797,7 +814,20 @@ void Loader::load_file(const std::string& path) {
             }
             const std::string key = section + "." + kv.first.Scalar();
             if (!first_sight(key, kv.first)) continue;
-            set(key, raw_value(kv.second), key_at);
+            // A group of keys (model.mup.*) may nest one level deeper.
+            const bool group =
+                kv.second.IsMap() && !table_.find(key) &&
+                std::any_of(table_.options.begin(), table_.options.end(),
+                            [&](const auto& o) { return o.key.starts_with(key + "."); });
+            if (!group) {
+                set(key, raw_value(kv.second), key_at);
+                continue;
+            }
+            for (const auto& sub : kv.second) {
+                const Source sub_at{path, sub.first.Mark(), {}};
+                const std::string sub_key = key + "." + sub.first.as<std::string>();
+                if (first_sight(sub_key, sub.first)) set(sub_key, raw_value(sub.second), sub_at);
+            }
         }
     }
 }
@@ -905,9 +935,9 @@ std::vector<ModelKeyChange> model_changes(const Config& before, const Config& af
     // change them), and ln_eps (the older name of norm_eps, compared there): the function the
     // weights compute does not depend on them.
     static const std::vector<std::string> not_computation = {
-        "model.init_std",      "model.init_from",    "model.init",
-        "model.ln_eps",        "model.dropout_embd", "model.dropout_attn",
-        "model.dropout_resid", "model.z_loss",       "model.init_from_layers"};
+        "model.init_std",         "model.init_from",    "model.init",          "model.ln_eps",
+        "model.dropout_embd",     "model.dropout_attn", "model.dropout_resid", "model.z_loss",
+        "model.init_from_layers", "model.mup.u_init",   "model.mup.q_init",    "model.mup.r_init"};
     std::vector<ModelKeyChange> out;
     for (const auto& o : option_table().options) {
         if (o.section != "model" || std::find(not_computation.begin(), not_computation.end(),

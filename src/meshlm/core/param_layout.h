@@ -41,8 +41,12 @@ struct ParamSlice {
     Shape full_shape;                    // the unsharded shape
     bool decay = false;                  // matrices: weight decay applies (optim.decay_mask)
     InitRule init = InitRule::zeros;
-    float init_std = 0;    // InitRule::normal
-    std::string mup_role;  // muP's role of the tensor (empty until muP lands)
+    float init_std = 0;  // InitRule::normal
+    // muP's role: "embedding" (input weights), "hidden" (matrices between widths), "readout"
+    // (the output head's matrix) or "vector" (norm gains, biases); optim.mup_rule scales each
+    // role's learning rate.
+    std::string mup_role;
+    std::int64_t init_zero_rows = 0;  // the first rows of the full tensor start at 0 (mup.q_init)
     // Elements [begin, end) of the slice whose true gradient is identically zero (the attention
     // key bias without rotary positions: softmax ignores a shift shared by all keys). Backward
     // leaves rounding noise there, which AdamW would turn into lr-sized steps; it is zeroed.

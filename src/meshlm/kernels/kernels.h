@@ -79,16 +79,19 @@ struct AttnDropout {
 // Causal self-attention with grouped key/value heads over qkv[B, T, (H + 2 Hkv) D]: per row the
 // H query heads, then Hkv key heads, then Hkv value heads, head h at columns h*D..h*D+D of its
 // group. Query head h attends with key/value head h / (H / Hkv) (Hkv = H: multi-head, 1:
-// multi-query). Scores q.k / sqrt(D), plus -slope[h] * (i - j) when alibi_slopes is non-null.
+// multi-query). Scores scale * q.k (scale 0 = 1/sqrt(D); muP uses 1/D), plus -slope[h] * (i - j)
+// when alibi_slopes is non-null.
 // out[B, T, H D]; lse[B, H, T] saves each row's log-sum-exp (of the pre-dropout scores) for the
 // backward. Memory is O(T) per thread (online softmax over key blocks), never O(T^2).
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
-                       int D, const float* alibi_slopes, const AttnDropout* dropout = nullptr);
+                       int D, const float* alibi_slopes, const AttnDropout* dropout = nullptr,
+                       float scale = 0.f);
 // dqkv = gradient w.r.t. qkv (overwrites; key/value gradients summed over the query heads that
 // share them). Recomputes probabilities from qkv and lse.
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                         const float* qkv, int B, int T, int H, int Hkv, int D,
-                        const float* alibi_slopes, const AttnDropout* dropout = nullptr);
+                        const float* alibi_slopes, const AttnDropout* dropout = nullptr,
+                        float scale = 0.f);
 
 // Rotary position embedding, in place on `heads` heads of width D starting at x's column 0 in
 // rows of stride ld (call it on the query heads and on the key heads of qkv). The first rope_dim
@@ -134,11 +137,11 @@ void linear_decode_bf16(float* y, const float* x, const std::uint16_t* W, const 
 
 // One query per row over a KV cache. q[M, ldq] (head h at columns h*D..h*D+D); caches
 // [S, Hkv, Tmax, D], row m attends to positions 0..T-1 of sequence seq[m] (null: m); query head
-// h reads key/value head h / (H / Hkv). out[M, H D] = softmax(q K^T / sqrt(D) - slope[h] *
-// (T - 1 - j)) V per head (no ALiBi term when alibi_slopes is null).
+// h reads key/value head h / (H / Hkv). out[M, H D] = softmax(scale q K^T - slope[h] *
+// (T - 1 - j)) V per head (no ALiBi term when alibi_slopes is null; scale 0 = 1/sqrt(D)).
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                       const float* v_cache, const int32_t* seq, int M, int T, int Tmax, int H,
-                      int Hkv, int D, const float* alibi_slopes);
+                      int Hkv, int D, const float* alibi_slopes, float scale = 0.f);
 
 // sum of squares of x[0..n): float sums over blocks of 1024, block sums in double;
 // deterministic for a fixed thread count.

@@ -16,7 +16,8 @@ Attention::Attention(const ModelConfig& cfg, int model, int rank)
       head0(rank * (cfg.n_head / model)),
       rope(cfg.position == "rope"),
       rope_dim(cfg.rotary_dims()),
-      interleaved(cfg.rope_style == "interleaved") {
+      interleaved(cfg.rope_style == "interleaved"),
+      scale(cfg.attention_scale()) {
     if (rope) inv_freq = rope_inv_freq(cfg);
     if (cfg.position == "alibi") {
         const std::vector<float> all = alibi_slopes(cfg.n_head);
@@ -47,7 +48,7 @@ void Attention::project_in(float* qkv, const float* x, const BlockTensors& w, in
 void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
                      const k::AttnDropout* drop) const {
     k::attention_forward(y, lse, qkv, B, T, Hl, Kl, D, slopes.empty() ? nullptr : slopes.data(),
-                         drop);
+                         drop, scale);
 }
 
 void Attention::project_out(float* out, const float* y, const BlockTensors& w, int N,
@@ -62,7 +63,7 @@ void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, con
     const int N = B * T;
     linear::backward(dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C);
     k::attention_backward(dqkv, dy, y, lse, qkv, B, T, Hl, Kl, D,
-                          slopes.empty() ? nullptr : slopes.data(), drop);
+                          slopes.empty() ? nullptr : slopes.data(), drop, scale);
     if (rope) {
         k::rope_backward(dqkv, qkv_width(), nullptr, N, T, Hl, D, rope_dim, interleaved,
                          inv_freq.data());

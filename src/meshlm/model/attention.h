@@ -1,7 +1,7 @@
 // The attention layer of a block, for this model rank's heads (all of them on one rank):
 //   qkv = x Wqkv^T + bqkv            (N, (Hl + 2 Kl) D): q heads | k heads | v heads
 //   q, k rotated by RoPE             (position = rope; the first rope_dim dims of each head)
-//   y   = softmax(q k^T / sqrt(D) - slope (i - j), causal) v, query head h reading kv head
+//   y   = softmax(scale q k^T - slope (i - j), causal) v, query head h reading kv head
 //         h / (H / K) (GQA; ALiBi's term only with position = alibi), dropout on the probabilities
 //   out = y Wp^T                     (N, C): column-parallel in, row-parallel out, so under
 //                                    tensor parallelism `out` is this rank's partial sum; the
@@ -25,6 +25,7 @@ struct Attention {
     bool rope;
     int rope_dim;
     bool interleaved;
+    float scale;                  // of the scores: 1/sqrt(D), or muP's 1/D (ModelConfig)
     std::vector<float> inv_freq;  // rope_dim / 2
     std::vector<float> slopes;    // this rank's heads' ALiBi slopes; empty without ALiBi
 

@@ -1,5 +1,6 @@
 #include "meshlm/model/model_config.h"
 
+#include <cmath>
 #include <initializer_list>
 
 #include "meshlm/core/error.h"
@@ -39,9 +40,25 @@ void check_model_config(const ModelConfig& c) {
                            ") must be even and at most the head width d_model / n_head = ",
                            c.head_dim(), " (0 = all of it)");
     }
+    one_of("mup.u_init", c.mup_u_init, {"mup", "sp", "zero"});
+    one_of("mup.q_init", c.mup_q_init, {"normal", "zero"});
+    one_of("mup.r_init", c.mup_r_init, {"normal", "zero"});
+    if (c.mup_d_base < 1) MESHLM_INVALID("model.mup.d_base must be >= 1 (got ", c.mup_d_base, ")");
+    if (!(c.qk_scale >= 0.f))
+        MESHLM_INVALID("model.qk_scale must be >= 0 (got ", c.qk_scale, "); 0 = the default");
+    if (c.mup_enabled && c.tied_head)
+        MESHLM_INVALID(
+            "model.mup.enabled needs an untied readout: set model.tied_head=false (muP "
+            "initializes and scales the embedding and the readout differently)");
     for (float p : {c.dropout_embd, c.dropout_attn, c.dropout_resid})
         if (!(p >= 0.f && p < 1.f))
             MESHLM_INVALID("model.dropout_* rates must be in [0, 1) (got ", p, ")");
+}
+
+float ModelConfig::attention_scale() const {
+    if (qk_scale > 0.f) return qk_scale;
+    const float d = static_cast<float>(head_dim());
+    return mup_enabled ? 1.f / d : 1.f / std::sqrt(d);
 }
 
 bool ModelConfig::same_shapes(const ModelConfig& o) const {

@@ -37,6 +37,16 @@ struct ModelConfig {
     std::string init = "gpt2";  // gpt2: N(0, init_std), residual projections / sqrt(2L);
                                 // fan_in: N(0, 1 / sqrt(fan_in))
     float init_std = 0.02f;
+    // muP (seed 002, model.mup.*): with mup_enabled the init follows the maximal-update rules
+    // instead of `init` (embeddings N(0, 1), hidden matrices N(0, 1/fan_in), the readout by
+    // mup_u_init) and the attention scores scale by 1/d_head; mup_d_base is the width the
+    // relative learning-rate rule (optim.mup_rule) is stated at.
+    bool mup_enabled = false;
+    int mup_d_base = 128;
+    std::string mup_u_init = "mup";     // readout: mup N(0, 1/D^2) | sp N(0, 1/D) | zero
+    std::string mup_q_init = "normal";  // query rows of c_attn: normal | zero
+    std::string mup_r_init = "normal";  // residual output projections: normal | zero
+    float qk_scale = 0.f;  // attention score scale; 0 = 1/d_head under muP, else 1/sqrt(d_head)
     // Warm start: weights from a meshlm run / checkpoint or a Hugging Face directory instead of
     // the init (the optimizer and schedule start fresh). Empty = random init.
     std::string init_from;
@@ -49,6 +59,7 @@ struct ModelConfig {
     int mlp_width() const { return d_ff > 0 ? d_ff : 4 * d_model; }
     bool gated_mlp() const { return mlp == "swiglu" || mlp == "geglu"; }
     int rotary_dims() const { return rope_dim > 0 ? rope_dim : head_dim(); }
+    float attention_scale() const;  // qk_scale resolved
     // Same tensor shapes (init_from and checkpoints need this, not equal init settings).
     bool same_shapes(const ModelConfig& o) const;
 };

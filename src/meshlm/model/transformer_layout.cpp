@@ -16,8 +16,9 @@ class Builder {
     Builder(const ModelConfig& cfg, int model) : cfg_(cfg), M_(model) {}
 
     void add(const std::string& name, Shape full, int layer, int unit, TpSplit split, InitRule init,
-             float std = 0.f, std::vector<std::int64_t> sections = {}) {
+             float std = 0.f, std::vector<std::int64_t> sections = {}, const char* role = nullptr) {
         ParamSlice s;
+        s.mup_role = role ? role : full.ndim == 2 ? "hidden" : "vector";
         s.name = name;
         s.full_shape = full;
         s.layer = layer;
@@ -31,9 +32,10 @@ class Builder {
         s.index = static_cast<int>(layout.slices().size());
         layout.add(std::move(s));
     }
-    // A weight matrix [out, in]: N(0, std) by the init rule.
+    // A weight matrix [out, in]: N(0, std) by the init rule (muP: 1/sqrt(fan_in)).
     float matrix_std(std::int64_t fan_in, bool residual) const {
-        if (cfg_.init == "fan_in") return 1.f / std::sqrt(static_cast<float>(fan_in));
+        if (cfg_.init == "fan_in" || cfg_.mup_enabled)
+            return 1.f / std::sqrt(static_cast<float>(fan_in));
         return residual ? cfg_.init_std / std::sqrt(2.f * cfg_.n_layer) : cfg_.init_std;
     }
     void norm(const std::string& name, int layer, int unit) {
@@ -71,11 +73,16 @@ ParamLayout transformer_layout(const ModelConfig& cfg, int model) {
     Builder b(cfg, model);
     const auto rows = TpSplit::rows, cols = TpSplit::columns, rep = TpSplit::replicated;
     const auto normal = InitRule::normal, zeros = InitRule::zeros;
-    // Embeddings count as one-hot linears: fan-in = rows.
-    b.add("wte.weight", {V, C}, -1, 0, rows, normal, b.matrix_std(V, false));
+    // Embeddings count as one-hot linears: fan-in = rows. muP draws them N(0, 1).
+    const bool mup = cfg.mup_enabled;
+    b.add("wte.weight", {V, C}, -1, 0, rows, normal, mup ? 1.f : b.matrix_std(V, false), {},
+          "embedding");
     if (cfg.position == "learned")
         b.add("wpe.weight", {cfg.max_seq_len, C}, -1, 0, rep, normal,
-              b.matrix_std(cfg.max_seq_len, false));
+              mup ? 1.f : b.matrix_std(cfg.max_seq_len, false), {}, "embedding");
+    // muP's optional zero inits: the residual output projections, the query rows.
+    const bool r_zero = mup && cfg.mup_r_init == "zero";
+    const auto resid_init = r_zero ? zeros : normal;
     const std::int64_t fc_rows = cfg.gated_mlp() ? 2 * F : F;
     const std::vector<std::int64_t> qkv_sections{H * D, K * D, K * D};
     const std::vector<std::int64_t> fc_sections =
@@ -86,6 +93,8 @@ ParamLayout transformer_layout(const ModelConfig& cfg, int model) {
         b.norm(h + "ln_1", l, u);
         b.add(h + "attn.c_attn.weight", {(H + 2 * K) * D, C}, l, u, rows, normal,
               b.matrix_std(C, false), qkv_sections);
+        if (mup && cfg.mup_q_init == "zero")
+            const_cast<ParamSlice&>(b.layout.slices().back()).init_zero_rows = H * D;
         if (cfg.qkv_bias) {
             b.add(h + "attn.c_attn.bias", {(H + 2 * K) * D}, l, u, rows, zeros, 0, qkv_sections);
             // The key bias shifts every score of a query by the same q.b: softmax ignores it,
@@ -98,19 +107,26 @@ ParamLayout transformer_layout(const ModelConfig& cfg, int model) {
                 s.null_grad_end = q + k;
             }
         }
-        b.add(h + "attn.c_proj.weight", {C, H * D}, l, u, cols, normal, b.matrix_std(H * D, true));
+        b.add(h + "attn.c_proj.weight", {C, H * D}, l, u, cols, resid_init,
+              r_zero ? 0.f : b.matrix_std(H * D, true));
         if (cfg.proj_bias) b.add(h + "attn.c_proj.bias", {C}, l, u, rep, zeros);
         if (cfg.block == "sequential") b.norm(h + "ln_2", l, u);
         b.add(h + "mlp.c_fc.weight", {fc_rows, C}, l, u, rows, normal, b.matrix_std(C, false),
               fc_sections);
         if (cfg.mlp_bias) b.add(h + "mlp.c_fc.bias", {fc_rows}, l, u, rows, zeros, 0, fc_sections);
-        b.add(h + "mlp.c_proj.weight", {C, F}, l, u, cols, normal, b.matrix_std(F, true));
+        b.add(h + "mlp.c_proj.weight", {C, F}, l, u, cols, resid_init,
+              r_zero ? 0.f : b.matrix_std(F, true));
         if (cfg.mlp_bias) b.add(h + "mlp.c_proj.bias", {C}, l, u, rep, zeros);
     }
     const int last = cfg.n_layer + 1;
     b.norm("ln_f", -1, last);
-    if (!cfg.tied_head)
-        b.add("lm_head.weight", {V, C}, -1, last, rows, normal, b.matrix_std(C, false));
+    if (!cfg.tied_head) {
+        // muP's readout: N(0, 1/D^2) (u_init mup), N(0, 1/D) (sp) or zero.
+        const std::string u = mup ? cfg.mup_u_init : "";
+        const float u_std = u == "mup" ? 1.f / static_cast<float>(C) : b.matrix_std(C, false);
+        b.add("lm_head.weight", {V, C}, -1, last, rows, u == "zero" ? zeros : normal,
+              u == "zero" ? 0.f : u_std, {}, "readout");
+    }
     if (cfg.head_bias) b.add("lm_head.bias", {V}, -1, last, rows, zeros);
     return std::move(b.layout);
 }
@@ -133,6 +149,12 @@ void init_params(const ModelConfig& cfg, const ParamLayout& layout, int model, i
             Philox rng(seed, 0x1000 + static_cast<std::uint64_t>(s.index));
             rng.set_counter(fo + (a - at));
             for (std::size_t k = 0; k < count; ++k) p[k] = s.init_std * rng.normal();
+            if (s.init_zero_rows > 0) {  // whole-tensor element index / columns = its row
+                const std::size_t cols = static_cast<std::size_t>(s.full_shape.dims[1]);
+                const std::size_t first = fo + (a - at);
+                for (std::size_t k = 0; k < count; ++k)
+                    if ((first + k) / cols < static_cast<std::size_t>(s.init_zero_rows)) p[k] = 0.f;
+            }
         });
     }
 }

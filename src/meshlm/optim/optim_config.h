@@ -24,6 +24,8 @@ struct OptimConfig {
     float eps = 1e-8f;
     float grad_clip = 1.0f;          // the clipping threshold; 0 disables clipping
     std::string clip_mode = "norm";  // norm: global L2 norm <= grad_clip; value: |g_i| <= grad_clip
+    std::string mup_rule = "sp";     // per-tensor learning rates: sp | mup | abs_mup (mup_rule.h)
+    bool mup_eps_scaling = false;    // Adam's eps scaled like the tensor's learning rate
 };
 
 }  // namespace meshlm

@@ -25,14 +25,20 @@ Optimizer::Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups,
 void Optimizer::step(float* params, const float* grads, float lr) {
     ++step_;
     for (const ParamGroup& g : groups_) {
-        const float wd = g.decay ? decay_per_lr(cfg_, cfg_.weight_decay) : 0.f;
+        // The kernels decay by their lr * wd: coupled decay follows the group's learning rate
+        // (lr_g wd), independent decay only the schedule (lr_t / lr * wd, whatever lr_scale).
+        const float lr_g = lr * g.lr_scale;
+        const bool independent = cfg_.wd_mode == "independent";
+        const float wd_g =
+            g.decay ? decay_per_lr(cfg_, cfg_.weight_decay) / (independent ? g.lr_scale : 1.f)
+                    : 0.f;
         if (lion_)
-            kernels::lion(params + g.offset, grads + g.offset, m_.data() + g.offset, g.numel, lr,
-                          cfg_.beta1, cfg_.beta2, wd);
+            kernels::lion(params + g.offset, grads + g.offset, m_.data() + g.offset, g.numel, lr_g,
+                          cfg_.beta1, cfg_.beta2, wd_g);
         else
             kernels::adamw(params + g.offset, grads + g.offset, m_.data() + g.offset,
-                           v_.data() + g.offset, g.numel, lr, cfg_.beta1, cfg_.beta2, cfg_.eps, wd,
-                           step_);
+                           v_.data() + g.offset, g.numel, lr_g, cfg_.beta1, cfg_.beta2,
+                           cfg_.eps * g.eps_scale, wd_g, step_);
     }
 }
 

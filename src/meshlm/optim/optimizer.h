@@ -15,6 +15,8 @@ namespace meshlm {
 struct ParamGroup {
     std::size_t offset, numel;  // a contiguous range of the flat buffer
     bool decay;                 // apply weight decay
+    float lr_scale = 1.f;       // the group's learning rate is lr * lr_scale (optim.mup_rule)
+    float eps_scale = 1.f;      // and Adam's eps * eps_scale (optim.mup_eps_scaling)
 };
 
 // State buffers per parameter for optimizer `name` (adamw 2, lion 1); throws on another name.

@@ -7,24 +7,33 @@
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer_layout.h"
+#include "meshlm/optim/mup_rule.h"
 #include "meshlm/optim/schedule.h"
 #include "meshlm/parallel/bucketed.h"
 
 namespace meshlm {
 
-std::vector<ParamGroup> decay_groups(const ParamLayout& layout, const std::string& decay_mask) {
-    if (decay_mask != "matrices" && decay_mask != "all" && decay_mask != "none")
-        MESHLM_INVALID("optim.decay_mask must be matrices, all or none (got '", decay_mask, "')");
+std::vector<ParamGroup> param_groups(const ParamLayout& layout, const OptimConfig& optim,
+                                     const ModelConfig& model) {
+    const std::string& mask = optim.decay_mask;
+    if (mask != "matrices" && mask != "all" && mask != "none")
+        MESHLM_INVALID("optim.decay_mask must be matrices, all or none (got '", mask, "')");
     std::vector<ParamGroup> groups;
     for (const ParamSlice& s : layout.slices()) {
-        bool decay = decay_mask == "all" || (decay_mask == "matrices" && s.decay);
-        // Merge neighbours with the same flag: fewer, longer optimizer sweeps.
-        if (!groups.empty() && groups.back().decay == decay &&
-            groups.back().offset + groups.back().numel <= s.offset) {
-            groups.back().numel = s.offset + s.numel - groups.back().offset;
-            continue;
+        const bool decay = mask == "all" || (mask == "matrices" && s.decay);
+        // Fan-in of the whole tensor (a tensor-parallel shard keeps its tensor's rule).
+        const std::int64_t fan_in = s.full_shape.ndim == 2 ? s.full_shape.dims[1] : 1;
+        const LrScale k = mup_lr_scale(optim, s.mup_role, fan_in, model.d_model, model.mup_d_base);
+        // Merge neighbours with the same facts: fewer, longer optimizer sweeps.
+        if (!groups.empty()) {
+            ParamGroup& b = groups.back();
+            if (b.decay == decay && b.lr_scale == k.lr && b.eps_scale == k.eps &&
+                b.offset + b.numel <= s.offset) {
+                b.numel = s.offset + s.numel - b.offset;
+                continue;
+            }
         }
-        groups.push_back({s.offset, s.numel, decay});
+        groups.push_back({s.offset, s.numel, decay, k.lr, k.eps});
     }
     return groups;
 }
@@ -34,7 +43,7 @@ std::vector<ParamGroup> shard_groups(const std::vector<ParamGroup>& groups, std:
     std::vector<ParamGroup> out;
     for (const ParamGroup& g : groups) {
         const std::size_t lo = std::max(g.offset, begin), hi = std::min(g.offset + g.numel, end);
-        if (lo < hi) out.push_back({lo - begin, hi - lo, g.decay});
+        if (lo < hi) out.push_back({lo - begin, hi - lo, g.decay, g.lr_scale, g.eps_scale});
     }
     return out;
 }
@@ -64,8 +73,8 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
       // Decay groups from the local layout: it keeps the whole layout's tensors and facts.
       optim_(optim,
              zero_stage >= 1
-                 ? shard_groups(decay_groups(layout_, optim.decay_mask), plan_.begin(), plan_.end())
-                 : decay_groups(layout_, optim.decay_mask),
+                 ? shard_groups(param_groups(layout_, optim, model), plan_.begin(), plan_.end())
+                 : param_groups(layout_, optim, model),
              zero_stage >= 1 ? plan_.chunk : plan_.padded),
       reducer_(dp_, kGradBucketFloats) {
     block_ranges_.assign(model.n_layer, {layout_.total(), 0});
@@ -155,7 +164,7 @@ void Learner::sync_params() {
 
 std::unique_ptr<Optimizer> Learner::make_full_optimizer() const {
     return std::make_unique<Optimizer>(optim_cfg_,
-                                       decay_groups(full_layout_, optim_cfg_.decay_mask),
+                                       param_groups(full_layout_, optim_cfg_, model_cfg_),
                                        tensor_parallel() ? full_layout_.total() : plan_.padded);
 }
 

@@ -178,8 +178,10 @@ class Learner {
     std::vector<std::pair<std::size_t, std::size_t>> block_ranges_;  // [lo, hi) per block
 };
 
-// AdamW groups from the registry: decay on matrices, everything, or nothing (optim.decay_mask).
-std::vector<ParamGroup> decay_groups(const ParamLayout& layout, const std::string& decay_mask);
+// Optimizer groups from the registry: weight decay on matrices, everything or nothing
+// (optim.decay_mask), and each tensor's learning-rate and eps multipliers (optim.mup_rule).
+std::vector<ParamGroup> param_groups(const ParamLayout& layout, const OptimConfig& optim,
+                                     const ModelConfig& model);
 // The groups restricted to [begin, end) of the flat buffer, offsets relative to begin: a shard
 // boundary may cut a group, whose two parts keep its decay flag.
 std::vector<ParamGroup> shard_groups(const std::vector<ParamGroup>& groups, std::size_t begin,

@@ -2,9 +2,9 @@
 // tiled like FlashAttention-2 so memory is O(block * T) per thread and never O(T^2).
 //
 // Per (batch b, query head h), with Q the [T, D] slice of head h, K and V those of its key/value
-// head g = h / G (G = H / Hkv query heads share one), s = 1/sqrt(D), bias[i, j] = -slope[h] (i - j)
-// (0 without ALiBi) and Z the dropout scales (Z[i, j] = keep[i, j] / (1 - rate), 1 without
-// dropout):
+// head g = h / G (G = H / Hkv query heads share one), s = scale (default 1/sqrt(D)), bias[i, j] =
+// -slope[h] (i - j) (0 without ALiBi) and Z the dropout scales (Z[i, j] = keep[i, j] / (1 - rate),
+// 1 without dropout):
 //   forward:  S = s Q K^T + bias (causal), P = softmax(S), O = (P * Z) V, lse = logsumexp(S).
 //             Key blocks are visited with an online softmax: running max m and sum l per row
 //             (of the undropped P, so lse is dropout-free), O rescaled by exp(m_old - m_new)
@@ -138,11 +138,11 @@ void check_shape(int H, int Hkv, int D) {
 }  // namespace
 
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
-                       int D, const float* alibi_slopes, const AttnDropout* dropout) {
+                       int D, const float* alibi_slopes, const AttnDropout* dropout, float scale) {
     check_shape(H, Hkv, D);
     const AttnDropout* drop = active_dropout(dropout, H);
     const int G = H / Hkv, ld = (H + 2 * Hkv) * D, HD = H * D;
-    const float s = 1.f / std::sqrt(static_cast<float>(D));
+    const float s = scale > 0.f ? scale : 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H; ++bh) {
         const int b = bh / H, h = bh % H, g = h / G;
@@ -208,11 +208,11 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
 
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                         const float* qkv, int B, int T, int H, int Hkv, int D,
-                        const float* alibi_slopes, const AttnDropout* dropout) {
+                        const float* alibi_slopes, const AttnDropout* dropout, float scale) {
     check_shape(H, Hkv, D);
     const AttnDropout* drop = active_dropout(dropout, H);
     const int G = H / Hkv, ld = (H + 2 * Hkv) * D, HD = H * D;
-    const float s = 1.f / std::sqrt(static_cast<float>(D));
+    const float s = scale > 0.f ? scale : 1.f / std::sqrt(static_cast<float>(D));
 #pragma omp parallel for schedule(static)
     for (int bg = 0; bg < B * Hkv; ++bg) {
         const int b = bg / Hkv, g = bg % Hkv;

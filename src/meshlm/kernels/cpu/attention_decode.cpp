@@ -45,8 +45,8 @@ inline float exp_inplace(float* p, int n, float shift) {
 
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                       const float* v_cache, const std::int32_t* seq, int M, int T, int Tmax, int H,
-                      int Hkv, int D, const float* alibi_slopes) {
-    const float scale = 1.f / std::sqrt(static_cast<float>(D));
+                      int Hkv, int D, const float* alibi_slopes, float score_scale) {
+    const float scale = score_scale > 0.f ? score_scale : 1.f / std::sqrt(static_cast<float>(D));
     MESHLM_CHECK(H >= 1 && Hkv >= 1 && H % Hkv == 0, "query heads ", H,
                  " not a multiple of key/value heads ", Hkv);
     MESHLM_CHECK(D >= 1 && D <= kMaxHeadDim, "head dim ", D, " outside 1..", kMaxHeadDim);
