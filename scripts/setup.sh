@@ -10,6 +10,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libzstd-dev      # .gz / .zst corpora (meshlm prepare)
   libsentencepiece-dev        # SentencePiece .model tokenizers and spm-* train-tokenizer
+  libcairo2-dev               # the coordinate check's plots (SVG and PNG)
   openmpi-bin libopenmpi-dev  # distributed runs (mpirun) and the MPI tests
   iproute2                    # ip netns / veth: the two-"host" MPI test (scripts/netns_mpi.sh)
   libgtest-dev                # tests

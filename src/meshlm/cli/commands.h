@@ -24,5 +24,7 @@ CommandRunner add_tokenize_command(CLI::App& app);
 CommandRunner add_train_tokenizer_command(CLI::App& app);
 CommandRunner add_convert_command(CLI::App& app);
 CommandRunner add_reshard_command(CLI::App& app);
+CommandRunner add_coord_check_command(CLI::App& app, const std::vector<std::string>& overrides,
+                                      Comm& world);
 
 }  // namespace meshlm

@@ -447,6 +447,8 @@ OptionTable build_table() {
              "steps trained at seq_warmup_len before seq_len (tokens per step kept)", at_least(0))
         .add("seq_warmup_len", &TrainConfig::seq_warmup_len,
              "sequence length during the warmup; must divide train.seq_len", at_least(0))
+        .add("coord_interval", &TrainConfig::coord_interval,
+             "steps between coordinate-check records in metrics.jsonl (0 = never)", at_least(0))
         .add("recompute", &TrainConfig::recompute,
              "activations the backward recomputes instead of keeping (same results, less memory)",
              one_of({"none", "attention", "block"}));

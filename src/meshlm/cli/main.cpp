@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
         add(meshlm::add_train_tokenizer_command(app));
         add(meshlm::add_convert_command(app));
         add(meshlm::add_reshard_command(app));
+        add(meshlm::add_coord_check_command(app, split.overrides, *world));
         // A mistyped command gets a suggestion, not CLI11's "A subcommand is required".
         if (split.args.size() > 1 && !split.args[1].starts_with("-")) {
             std::vector<std::string> names;

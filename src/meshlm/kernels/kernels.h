@@ -135,6 +135,11 @@ void linear_decode(float* y, const float* x, const float* W, const float* bias, 
 void linear_decode_bf16(float* y, const float* x, const std::uint16_t* W, const float* bias, int M,
                         int I, int O);
 
+// The coordinate check's score statistic: the sum over b, h and every (i, j) pair (future ones
+// too: the seed measures before the causal mask) of |scale q_i . k_j|, q and k from qkv laid out
+// as attention_forward reads it.
+double attention_score_abs_sum(const float* qkv, int B, int T, int H, int Hkv, int D, float scale);
+
 // One query per row over a KV cache. q[M, ldq] (head h at columns h*D..h*D+D); caches
 // [S, Hkv, Tmax, D], row m attends to positions 0..T-1 of sequence seq[m] (null: m); query head
 // h reads key/value head h / (H / Hkv). out[M, H D] = softmax(scale q K^T - slope[h] *

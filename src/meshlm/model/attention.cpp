@@ -41,8 +41,12 @@ void Attention::forward(float* out, float* qkv, float* y, float* lse, const floa
 }
 
 void Attention::project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T) const {
-    linear::forward(qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width());
+    project(qkv, x, w, N);
     rotate(qkv, nullptr, N, T);
+}
+
+void Attention::project(float* qkv, const float* x, const BlockTensors& w, int N) const {
+    linear::forward(qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width());
 }
 
 void Attention::core(float* y, float* lse, const float* qkv, int B, int T,

@@ -40,6 +40,7 @@ struct Attention {
                  const BlockTensors& w, int B, int T, const kernels::AttnDropout* drop,
                  bool accumulate) const;
     void project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T) const;
+    void project(float* qkv, const float* x, const BlockTensors& w, int N) const;  // no rotary
     void core(float* y, float* lse, const float* qkv, int B, int T,
               const kernels::AttnDropout* drop) const;
     void project_out(float* out, const float* y, const BlockTensors& w, int N,

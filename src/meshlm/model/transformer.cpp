@@ -216,11 +216,16 @@ k::AttnDropout Transformer::attn_dropout(int layer) const {
     return d;
 }
 
+void Transformer::record(int l, int site, const float* x, int rows, int width, int ld) {
+    if (recording_) coord_->add(coord_->slot(l, site), x, rows, width, ld);
+}
+
 void Transformer::close_branch(float* out, const float* b1, const float* b2, const float* residual,
-                               int N, int layer, int site, bool train) {
+                               int N, int layer, int site, bool train, int stat) {
     const int C = cfg_.d_model;
     if (!b1) std::swap(b1, b2);  // either bias may be absent
     mp_->sum(out, static_cast<std::size_t>(N) * C);
+    if (stat >= 0) record(layer, stat, out, N, C, C);
     const float rate = cfg_.dropout_resid;
     if (train && rate > 0.f) {
         // Biases join before the mask: dropout(branch + b), as nn.Dropout after nn.Linear.
@@ -266,18 +271,47 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
     BlockActs& a = blocks_[l];
     const k::AttnDropout drop = attn_dropout(l);
     const k::AttnDropout* pdrop = train && drop.rate > 0.f ? &drop : nullptr;
+    using namespace coord_site;
+    const int C = cfg_.d_model, Q = attn_.Hl * attn_.D, KV = attn_.Kl * attn_.D,
+              W = attn_.qkv_width();
     norm_.forward(a.ln1, a.mean1, a.rstd1, x, w.ln1_w, w.ln1_b, N);
+    record(l, ax, a.ln1, N, C, C);
+    // Attention's stages one by one (Attention::forward), so the check sees q, k, v before
+    // and after rotary.
+    attn_.project(a.qkv, a.ln1, w, N);
+    record(l, aq, a.qkv, N, Q, W), record(l, ak, a.qkv + Q, N, KV, W);
+    record(l, av, a.qkv + Q + KV, N, KV, W);
+    attn_.rotate(a.qkv, nullptr, N, T);
+    if (attn_.rope) record(l, aqr, a.qkv, N, Q, W), record(l, akr, a.qkv + Q, N, KV, W);
+    attn_.core(a.y, a.lse, a.qkv, B, T, pdrop);
+    if (recording_) {
+        // Scores over every (i, j) pair; softmax rows sum to 1, masked entries are 0.
+        const double pairs = static_cast<double>(B) * attn_.Hl * T * T;
+        coord_->sum[coord_->slot(l, as)] +=
+            kernels::attention_score_abs_sum(a.qkv, B, T, attn_.Hl, attn_.Kl, attn_.D, attn_.scale);
+        coord_->count[coord_->slot(l, as)] += pairs;
+        coord_->sum[coord_->slot(l, ap)] += static_cast<double>(B) * attn_.Hl * T;
+        coord_->count[coord_->slot(l, ap)] += pairs;
+    }
+    record(l, ao, a.y, N, Q, Q);
     if (parallel_block_) {
-        attn_.forward(a.out, a.qkv, a.y, a.lse, a.ln1, w, B, T, pdrop, false);
-        mlp_.forward(a.out, a.h, a.a, a.ln1, w, N, true);
-        close_branch(a.out, w.proj_b, w.out_b, x, N, l, kAttnResid, train);
+        attn_.project_out(a.out, a.y, w, N, false);
+        record(l, fx, a.ln1, N, C, C);
+        mlp_.up(a.h, a.a, a.ln1, w, N);
+        record(l, fh, a.h, N, mlp_.h_width(), mlp_.h_width()),
+            record(l, fa, a.a, N, mlp_.Fl, mlp_.Fl);
+        mlp_.down(a.out, a.a, w, N, true);
+        close_branch(a.out, w.proj_b, w.out_b, x, N, l, kAttnResid, train, fr);
         return;
     }
-    attn_.forward(a.mid, a.qkv, a.y, a.lse, a.ln1, w, B, T, pdrop, false);
-    close_branch(a.mid, w.proj_b, nullptr, x, N, l, kAttnResid, train);
+    attn_.project_out(a.mid, a.y, w, N, false);
+    close_branch(a.mid, w.proj_b, nullptr, x, N, l, kAttnResid, train, ar);
     norm_.forward(a.ln2, a.mean2, a.rstd2, a.mid, w.ln2_w, w.ln2_b, N);
-    mlp_.forward(a.out, a.h, a.a, a.ln2, w, N, false);
-    close_branch(a.out, w.out_b, nullptr, a.mid, N, l, kMlpResid, train);
+    record(l, fx, a.ln2, N, C, C);
+    mlp_.up(a.h, a.a, a.ln2, w, N);
+    record(l, fh, a.h, N, mlp_.h_width(), mlp_.h_width()), record(l, fa, a.a, N, mlp_.Fl, mlp_.Fl);
+    mlp_.down(a.out, a.a, w, N, false);
+    close_branch(a.out, w.out_b, nullptr, a.mid, N, l, kMlpResid, train, fr);
 }
 
 void Transformer::block_backward(int l, const float* x, int B, int T) {
@@ -350,6 +384,8 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     const bool train = targets && grad_scale != 0.f;
     B_ = B;
     T_ = T;
+    recording_ = coord_ && train;
+    if (recording_ && coord_->n_layer != cfg_.n_layer) coord_->reset(cfg_.n_layer);
     using Pass = ParamStream::Pass;
     views_.begin(params, nullptr, Pass::forward);
     const ModelTensors& w = views_.w;
@@ -367,6 +403,7 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     }
     norm_.forward(lnf_, lnf_mean_, lnf_rstd_, x, w.lnf_w, w.lnf_b, N);
     head_.logits(logits_, lnf_, w.head_w, w.head_b, N);
+    if (recording_) coord_->add(coord_->logits_slot(), logits_, N, head_.Vvalid, head_.Vl);
 
     tokens_ = tokens;
     grad_ready_ = false;

@@ -28,6 +28,7 @@
 #include "meshlm/core/param_layout.h"
 #include "meshlm/core/param_stream.h"
 #include "meshlm/model/attention.h"
+#include "meshlm/model/coord_stats.h"
 #include "meshlm/model/embedding.h"
 #include "meshlm/model/head.h"
 #include "meshlm/model/mlp.h"
@@ -92,6 +93,10 @@ class Transformer {
         block_hook_ = std::move(hook);
     }
 
+    // With stats (outliving the calls; nullptr = off), training forwards add the coordinate
+    // check's sums at every site (coord_stats.h) into it.
+    void set_coord_stats(CoordStats* stats) { coord_ = stats; }
+
     const float* logits() const { return logits_; }  // (B*T, logits_stride()) after forward
     // Block `layer`'s q | k | v rows of the last forward, q and k rotated (the decoder's cache).
     // Only without recomputation: with it, the blocks share one q | k | v buffer.
@@ -111,8 +116,11 @@ class Transformer {
     template <typename P>
     void plan(P& p);
     // out = reduce(out) + b1 (+ b2), dropped out, + residual: closes a row-parallel branch.
+    // `stat`: the coordinate-check site the reduced branch is counted at (-1: none).
     void close_branch(float* out, const float* b1, const float* b2, const float* residual, int N,
-                      int layer, int site, bool train);
+                      int layer, int site, bool train, int stat = -1);
+    // Counts rows x width of x (row stride ld) at block l's coordinate-check site, when on.
+    void record(int l, int site, const float* x, int rows, int width, int ld);
     // The gradient entering a branch: dres, masked like the branch's dropout (into scratch).
     const float* branch_grad(int N, int layer, int site);
     kernels::AttnDropout attn_dropout(int layer) const;
@@ -148,6 +156,8 @@ class Transformer {
     std::uint64_t drop_seed_ = 0;
     std::int64_t drop_step_ = 0, drop_row0_ = 0;
     std::function<void(int)> block_hook_;
+    CoordStats* coord_ = nullptr;
+    bool recording_ = false;  // coord_ set and this forward trains
 };
 
 }  // namespace meshlm

@@ -350,7 +350,42 @@ float Learner::clip_gradients() {
     return norm;
 }
 
+void Learner::add_update_sums(const float* before, const float* after, std::size_t lo,
+                              std::size_t hi, float lr) {
+    const auto& slices = layout_.slices();
+    for (std::size_t i = 0; i < slices.size(); ++i) {
+        const ParamSlice& s = slices[i];
+        const std::size_t a = std::max(s.offset, lo), b = std::min(s.offset + s.numel, hi);
+        if (a >= b) continue;
+        const std::int64_t fan_in = s.full_shape.ndim == 2 ? s.full_shape.dims[1] : 1;
+        const double rate =
+            static_cast<double>(lr) *
+            mup_lr_scale(optim_cfg_, s.mup_role, fan_in, model_cfg_.d_model, model_cfg_.mup_d_base)
+                .lr;
+        double sum = 0;
+        for (std::size_t k = a; k < b; ++k) sum += std::fabs(after[k - lo] - before[k - lo]);
+        update_sums_[i] += rate > 0 ? sum / rate : 0.0;
+        update_sums_[slices.size() + i] += static_cast<double>(b - a);
+    }
+}
+
 void Learner::update(float lr) {
+    if (coord_on_) {
+        // What this rank's optimizer step updates: the whole buffer (stage 0), its chunk.
+        coord_on_ = false;
+        model_->set_coord_stats(nullptr);
+        const std::size_t lo = plan_.stage == 0 ? 0 : plan_.begin();
+        const std::size_t n = plan_.stage == 0 ? plan_.padded : plan_.chunk;
+        float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + lo;
+        const std::vector<float> before(p, p + n);
+        update_steps(lr);
+        add_update_sums(before.data(), p, lo, lo + n, lr);
+        return;
+    }
+    update_steps(lr);
+}
+
+void Learner::update_steps(float lr) {
     const std::size_t at = plan_.begin();
     switch (plan_.stage) {
         case 0:

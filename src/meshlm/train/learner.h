@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "meshlm/core/buffer.h"
+#include "meshlm/model/coord_stats.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/optim/optimizer.h"
 #include "meshlm/parallel/comm.h"
@@ -133,6 +134,19 @@ class Learner {
     std::size_t activation_bytes() const { return model_->activation_bytes(); }
     // Dropout masks of the next train_step: (seed, optimizer step, global row) keyed; row0 = the
     // global index of this rank's first row in each micro-batch of the global batch.
+    // Coordinate check: the next train_step records the model's activation sums (coord()) and,
+    // per tensor of layout(), the sum of |update| / (the tensor's learning rate) and its element
+    // count over what this rank updates (update_sums(): [sum..., count...]). Sums, so that the
+    // ranks can add theirs (an element updated on several ranks adds to sum and count alike).
+    void record_coord_check() {
+        coord_on_ = true;
+        model_->set_coord_stats(&coord_);
+        coord_.reset(model_cfg_.n_layer);
+        update_sums_.assign(2 * layout_.slices().size(), 0.0);
+    }
+    const CoordStats& coord() const { return coord_; }
+    const std::vector<double>& update_sums() const { return update_sums_; }
+
     void set_dropout(std::uint64_t seed, std::int64_t row0) {
         drop_seed_ = seed, drop_row0_ = row0;
     }
@@ -140,7 +154,8 @@ class Learner {
   private:
     void reduce_gradients();
     float clip_gradients();
-    void update(float lr);
+    void update(float lr);  // the optimizer step, with the coordinate check's update sums
+    void update_steps(float lr);
     float forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,
                   int B, int T, float grad_scale);
     void backward(const float* params, float* grads);
@@ -176,6 +191,12 @@ class Learner {
     // Stages 0-1: the gradient all-reduce starts block by block during backward.
     GradReducer reducer_;
     std::vector<std::pair<std::size_t, std::size_t>> block_ranges_;  // [lo, hi) per block
+    bool coord_on_ = false;
+    CoordStats coord_;
+    std::vector<double> update_sums_;
+    // Adds |after - before| / lr_tensor over [lo, hi) of layout() into update_sums_.
+    void add_update_sums(const float* before, const float* after, std::size_t lo, std::size_t hi,
+                         float lr);
 };
 
 // Optimizer groups from the registry: weight decay on matrices, everything or nothing

@@ -37,6 +37,16 @@ std::string metrics_json(const StepMetrics& m) {
     field("mfu", m.mfu, false);
     field("val_loss", m.val_loss, true);
     if (m.comm_bytes) s += ", \"comm_bytes\": " + std::to_string(*m.comm_bytes);
+    for (const auto& [key, values] : {std::pair{"coord", &m.coord}, {"update", &m.update}}) {
+        if (values->empty()) continue;
+        s += std::string(", \"") + key + "\": {";
+        for (std::size_t i = 0; i < values->size(); ++i) {
+            char buf[48];
+            std::snprintf(buf, sizeof buf, "%.9g", (*values)[i].second);
+            s += (i ? ", \"" : "\"") + (*values)[i].first + "\": " + buf;
+        }
+        s += "}";
+    }
     return s + "}";
 }
 

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace meshlm {
 
@@ -16,6 +18,9 @@ struct StepMetrics {
     std::optional<float> val_loss;
     // Data parallel: bytes this rank's collectives sent in the logged step (parallel/traffic.h).
     std::optional<std::uint64_t> comm_bytes;
+    // Coordinate check (train.coord_interval): mean |activation| per site, mean |update| / lr
+    // per tensor, as "coord" and "update" objects.
+    std::vector<std::pair<std::string, double>> coord, update;
 };
 
 // Formats a float so that reading it back gives the same bits.

@@ -23,6 +23,9 @@ struct TrainConfig {
     // Activation recomputation: none | attention | block (model/transformer.h says what each
     // keeps). Bitwise the same training, less activation memory, more compute.
     std::string recompute = "none";
+    // Coordinate check during training: every this many steps, metrics.jsonl gets the mean
+    // |activation| at every site and mean |update| / lr of every tensor (0 = never).
+    int coord_interval = 0;
 };
 
 struct LogConfig {

@@ -45,6 +45,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The coordinate check of the step just taken: every rank's sums added up (world), then means.
+void coord_check_metrics(const Learner& learner, Comm& world, StepMetrics& m) {
+    const CoordStats& c = learner.coord();
+    const std::vector<double>& u = learner.update_sums();
+    std::vector<double> all(c.sum);
+    all.insert(all.end(), c.count.begin(), c.count.end());
+    all.insert(all.end(), u.begin(), u.end());
+    if (world.size() > 1) world.all_reduce_sum(all.data(), all.size());
+    const std::size_t n = c.sum.size(), t = u.size() / 2;
+    for (std::size_t i = 0; i < n; ++i)
+        if (all[n + i] > 0) m.coord.emplace_back(c.name(i), all[i] / all[n + i]);
+    const auto& slices = learner.layout().slices();
+    for (std::size_t i = 0; i < t; ++i)
+        if (all[2 * n + t + i] > 0)
+            m.update.emplace_back(slices[i].name, all[2 * n + i] / all[2 * n + t + i]);
+}
+
 std::string human_bytes(double b) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;
@@ -365,6 +382,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         // Dropout masks follow each row's place in the global batch (this rank's rows come
         // after those of the ranks before it), so any data-parallel layout drops alike.
         learner.set_dropout(tc.seed, static_cast<std::int64_t>(dp_rank) * Bs);
+        const bool coord_now = tc.coord_interval > 0 && (step + 1) % tc.coord_interval == 0;
+        if (coord_now) learner.record_coord_check();
         StepStats st = learner.train_step(tokens.data(), targets.data(), accum, Bs, Ts);
         const std::uint64_t step_bytes = mesh.bytes_sent();
         if (!std::isfinite(st.loss))
@@ -384,6 +403,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             job.checkpoint.interval > 0 && (done % job.checkpoint.interval == 0 || last);
         StepMetrics m;
         m.step = done;
+        if (coord_now) coord_check_metrics(learner, world, m);
         if (log_now) {
             double secs = std::chrono::duration<double>(Clock::now() - interval_start).count();
             double tps = interval_tokens / secs;
@@ -435,7 +455,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                           static_cast<long>(tc.steps), val, ev.bits_per_byte());
             out << line << "\n";
         }
-        if (log_now || eval_now) {
+        if (log_now || eval_now || coord_now) {
             out.flush();
             if (metrics) metrics->write(m);
         }
