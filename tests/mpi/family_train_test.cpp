@@ -156,6 +156,41 @@ TEST(FamilyTraining, LionShardsAndResumes) {
     EXPECT_EQ(dp.weights, resumed.weights);
 }
 
+// The coordinate check's numbers are sums over every rank's rows, heads and chunks: a muP model
+// gives the same mean |activation| per site and mean |update| / lr per tensor on DP 2 / ZeRO 3
+// and on TP 2 as on one process.
+TEST(FamilyTraining, CoordCheckIsTheSameSharded) {
+    const Family f = mup();
+    const std::string dir = test::temp_dir("family_coord");
+    const std::string coord = " --config.train.coord_interval=2";
+    const test::TrainedRun ref =
+        test::train_run(1, dir + "/ref", flags(f, dir + "/ref", 4, 1, 1, 0) + coord, f.model);
+    for (const auto& [what, run] :
+         {std::pair{
+              std::string("DP 2, ZeRO 3"),
+              test::train_run(2, dir + "/dp", flags(f, dir + "/dp", 2, 2, 1, 3) + coord, f.model)},
+          {std::string("TP 2"),
+           test::train_run(2, dir + "/tp", flags(f, dir + "/tp", 4, 1, 2, 0) + coord, f.model)}}) {
+        ASSERT_EQ(run.steps.size(), ref.steps.size()) << what;
+        int compared = 0;
+        for (std::size_t s = 0; s < ref.steps.size(); ++s) {
+            ASSERT_EQ(ref.steps[s].contains("coord"), (s + 1) % 2 == 0) << what << " step " << s;
+            if (!ref.steps[s].contains("coord")) continue;
+            for (const char* kind : {"coord", "update"}) {
+                const auto &a = ref.steps[s][kind], &b = run.steps[s][kind];
+                ASSERT_EQ(a.size(), b.size()) << what << " " << kind;
+                for (const auto& [key, v] : a.items()) {
+                    const double x = v, y = b.at(key);
+                    EXPECT_NEAR(y, x, 1e-4 * std::abs(x) + 1e-9)
+                        << what << " step " << s + 1 << " " << kind << " " << key;
+                    ++compared;
+                }
+            }
+        }
+        EXPECT_GT(compared, 100) << what;
+    }
+}
+
 // Recomputation reruns blocks in the backward, collectives and parameter gathers included: on
 // tensor-parallel and ZeRO-3 layouts it trains bitwise as keeping every activation does.
 TEST(FamilyTraining, RecomputeTrainsBitwiseOnShardedLayouts) {
