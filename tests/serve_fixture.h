@@ -93,8 +93,8 @@ class ServeCli : public ::testing::Test {
             test::meshlm_binary() +
             " train --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
             " --config.model.max_seq_len=64 --config.train.seq_len=32 --config.train.batch_size=8"
-            " --config.train.steps=60 --config.train.threads=2 --config.train.peak_gflops=100"
-            " --config.log.interval=20 --config.log.eval_interval=60 --config.log.sample_tokens=0"
+            " --config.train.steps=300 --config.train.threads=2 --config.train.peak_gflops=100"
+            " --config.log.interval=20 --config.log.eval_interval=300 --config.log.sample_tokens=0"
             " --config.data.path=" +
             *dir_ + "/corpus.txt --config.log.dir=" + *dir_ + "/run" +
             " --config.data.cache_dir=" + *dir_ + "/cache");

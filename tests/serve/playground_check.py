@@ -33,15 +33,14 @@ class Browser:
         self.profile = tempfile.mkdtemp(prefix="meshlm-chromium-")
         to_child_r, self.to_child = os.pipe()
         self.from_child, from_child_w = os.pipe()
-        # The child reads commands on fd 3 and writes replies on fd 4.
-        def fds():
-            os.dup2(to_child_r, 3)
-            os.dup2(from_child_w, 4)
+        # The child reads commands on fd 3 and writes replies on fd 4 (the shell moves the
+        # pipes there; subprocess keeps only pass_fds open).
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-dev-shm-usage", "--remote-debugging-pipe", "--window-size=1200,800",
+                 "--user-data-dir=" + self.profile, "about:blank"]
         self.proc = subprocess.Popen(
-            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-dev-shm-usage", "--remote-debugging-pipe", "--window-size=1200,800",
-             "--user-data-dir=" + self.profile, "about:blank"],
-            preexec_fn=fds, pass_fds=(to_child_r, from_child_w), stdout=subprocess.DEVNULL,
+            ["sh", "-c", f'exec "$0" "$@" 3<&{to_child_r} 4>&{from_child_w}', browser] + flags,
+            pass_fds=(to_child_r, from_child_w), stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
         os.close(to_child_r)
         os.close(from_child_w)
@@ -96,7 +95,7 @@ def main():
                                                      "flatten": True})["sessionId"]
         deadline = time.time() + 30
         while b.js("document.readyState") != "complete" or not b.js(
-                "document.getElementById('model').textContent.includes('context')"):
+                "((document.getElementById('model') || {}).textContent || '').includes('context')"):
             if time.time() > deadline:
                 raise TimeoutError("the page did not load")
             time.sleep(0.1)
