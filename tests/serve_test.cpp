@@ -69,6 +69,8 @@ struct TestServer {
         httplib::Client c("127.0.0.1", port);
         c.set_read_timeout(60, 0);
         c.set_connection_timeout(5, 0);
+        c.set_keep_alive(true);  // (its Connection: close requests sometimes lost a response
+                                 // that waited over a second; curl and Python clients did not)
         if (!key.empty()) c.set_bearer_token_auth(key.c_str());
         return c;
     }
@@ -504,9 +506,15 @@ TEST(ServeLoad, ConcurrentClientsGetTheOneAtATimeAnswers) {
         clients.emplace_back([&, c] {
             auto cli = srv.client();
             for (int r = 0; r < kRequests; ++r) {
+                const auto t1 = std::chrono::steady_clock::now();
                 auto res = cli.Post("/v1/completions", body(c, r).dump(), "application/json");
                 if (!res || res->status != 200) {
-                    ++errors;
+                    if (errors++ < 3)
+                        std::printf("error after %.3f s: %s\n",
+                                    std::chrono::duration<double>(
+                                        std::chrono::steady_clock::now() - t1).count(),
+                                    res ? (std::to_string(res->status) + " " + res->body).c_str()
+                                        : httplib::to_string(res.error()).c_str());
                     continue;
                 }
                 together[c * kRequests + r] = answer(json::parse(res->body));

@@ -2,7 +2,7 @@
 //
 // An OpenAI-compatible completion server (infer/server.h) over the continuous-batching engine
 // (infer/engine.h). Prints `listening on http://HOST:PORT` once it accepts connections.
-// SIGTERM or SIGINT: stop accepting, finish the requests in flight (at most --drain-timeout
+// SIGTERM or SIGINT: refuse new completions (503), finish the ones in flight (at most --drain-timeout
 // seconds, then they end with finish_reason "cancelled"), exit 0. A second signal exits at once.
 #include <chrono>
 #include <cstdlib>
@@ -121,15 +121,23 @@ CommandRunner add_serve_command(CLI::App& app) {
             if (!serving) return;
             std::cerr << "meshlm serve: stopping: finishing " << engine.running() + engine.waiting()
                       << " sequences (at most " << a->drain_timeout << " s)" << std::endl;
-            server.stop();
+            // New completions get 503 from now on; the ones in flight finish and are written,
+            // then the listening socket closes (cpp-httplib's stop() cuts responses still
+            // being written, so it comes last).
+            server.begin_drain();
             const auto deadline = std::chrono::steady_clock::now() +
                                   std::chrono::duration<double>(a->drain_timeout);
-            while (serving && !engine.idle() && std::chrono::steady_clock::now() < deadline)
-                std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            if (serving && !engine.idle()) {
+            auto wait_until = [&](auto t) {
+                while (serving && server.inflight() > 0 && std::chrono::steady_clock::now() < t)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            };
+            wait_until(deadline);
+            if (serving && server.inflight() > 0) {
                 std::cerr << "meshlm serve: drain timeout: cancelling what is left" << std::endl;
                 engine.cancel_all();
+                wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(5));
             }
+            server.stop();
         });
         server.run();
         serving = false;

@@ -7,6 +7,7 @@
 #include "meshlm/core/error.h"
 #include "meshlm/core/rng.h"
 #include "meshlm/infer/stop_strings.h"
+#include "meshlm/kernels/kernels.h"
 
 namespace meshlm {
 namespace {
@@ -65,6 +66,7 @@ Engine::Engine(const ModelConfig& cfg, const float* params, const Tokenizer& tok
     MESHLM_CHECK(opt.max_running >= 1 && opt.max_waiting >= 0 && opt.max_rows >= 1,
                  "engine limits must be positive");
     opt_.num_blocks = decoder_.num_blocks();
+    if (opt_.threads <= 0) opt_.threads = kernels::threads();
     opt_.max_rows = decoder_.max_rows();
     decoder_.set_params(params);
     free_blocks_.resize(opt_.num_blocks);
@@ -113,11 +115,10 @@ SubmitStatus Engine::submit(std::shared_ptr<Job> job, std::vector<SeqSpec> specs
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (draining_) return SubmitStatus::draining;
-        if (!waiting_.empty() &&
-            static_cast<int>(waiting_.size() + seqs.size()) > opt_.max_waiting)
-            return SubmitStatus::queue_full;
-        if (waiting_.empty() &&
-            running_count_ + static_cast<int>(seqs.size()) > opt_.max_running + opt_.max_waiting)
+        // Room for max_running in the batch and max_waiting behind it (counting sequences
+        // queued but not yet admitted against the batch's free slots).
+        if (static_cast<int>(waiting_.size() + seqs.size()) + running_count_ >
+            opt_.max_running + opt_.max_waiting)
             return SubmitStatus::queue_full;
         for (auto& s : seqs) waiting_.push_back(std::move(s));
         if (metrics_) metrics_->set("meshlm_queue_depth", static_cast<double>(waiting_.size()));
@@ -282,6 +283,7 @@ bool Engine::admit() {
 }
 
 void Engine::loop() {
+    kernels::set_threads(opt_.threads);
     for (;;) {
         bool cancel;
         {

@@ -42,6 +42,8 @@ struct EngineOptions {
     int block_size = 16;     // positions per KV block
     int num_blocks = 0;      // KV pool size (0: enough for max_running full contexts)
     DecodePrecision precision = DecodePrecision::fp32;
+    int threads = 0;         // compute threads of the engine thread (0: the creating thread's
+                             // kernels::threads(); OpenMP settings are per thread)
 };
 
 // What one sequence (one completion choice) asks for.

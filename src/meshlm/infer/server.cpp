@@ -103,6 +103,7 @@ struct Server::Impl {
     Metrics& metrics;
     httplib::Server http;
     std::atomic<bool>* draining;
+    std::atomic<int> inflight{0};  // completions submitted whose response is not written yet
     std::mt19937_64 seed_rng{std::random_device{}()};
     std::mutex seed_mu;
     long created = static_cast<long>(std::time(nullptr));
@@ -401,13 +402,20 @@ struct Server::Impl {
                             std::chrono::duration<double>(Clock::now() - start).count());
         };
         count(req, 200);
+        ++inflight;
+        auto release = [this, job](bool) {
+            job->cancelled = true;  // no effect once done; frees the sequences otherwise
+            --inflight;
+        };
 
         if (!rq->stream) {
             // The JSON is written once the job is done; while waiting, a space (JSON allows
             // leading whitespace) goes out every second so a client that went away is noticed
             // (the write fails) and its sequences are freed.
+            // (With the charset the type is one cpp-httplib does not gzip: its gzip of a
+            // response written in pieces this way breaks its own client.)
             res.set_chunked_content_provider(
-                "application/json",
+                "application/json; charset=utf-8",
                 [this, job, rq, id, created_at, model, latency](std::size_t, httplib::DataSink& sink) {
                     std::unique_lock<std::mutex> lock(job->mu);
                     if (!job->cv.wait_for(lock, std::chrono::seconds(1),
@@ -444,7 +452,7 @@ struct Server::Impl {
                     sink.done();
                     return true;
                 },
-                [job](bool) { job->cancelled = true; });
+                release);
             return;
         }
 
@@ -523,7 +531,21 @@ struct Server::Impl {
                 }
                 return true;
             },
-            [job](bool) { job->cancelled = true; });
+            release);
+    }
+
+    // The handler behind the API key (checked in the handler, once the body has been read, so
+    // a refused request leaves a keep-alive connection usable).
+    httplib::Server::Handler guarded(httplib::Server::Handler h) {
+        return [this, h](const httplib::Request& req, httplib::Response& res) {
+            if (!authorized(req))
+                return send_error(req, res,
+                                  ApiError{401,
+                                           "missing or incorrect API key (send 'Authorization: "
+                                           "Bearer KEY')",
+                                           "", "invalid_request_error", "invalid_api_key"});
+            h(req, res);
+        };
     }
 
     void routes() {
@@ -536,19 +558,6 @@ struct Server::Impl {
                                             engine.options().max_waiting + 16;
         http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 
-        http.set_pre_routing_handler([this](const httplib::Request& req,
-                                            httplib::Response& res) {
-            const std::string& p = req.path;
-            const bool guarded = p.rfind("/v1/", 0) == 0 || p == "/tokenize" ||
-                                 p == "/detokenize" || p == "/tokenizer_info";
-            if (guarded && !authorized(req)) {
-                ApiError e{401, "missing or incorrect API key (send 'Authorization: Bearer KEY')",
-                           "", "invalid_request_error", "invalid_api_key"};
-                send_error(req, res, e);
-                return httplib::Server::HandlerResponse::Handled;
-            }
-            return httplib::Server::HandlerResponse::Unhandled;
-        });
         http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
             if (!res.body.empty()) return;
             std::string msg = res.status == 404   ? "no such endpoint: " + req.method + " " + req.path
@@ -576,17 +585,17 @@ struct Server::Impl {
             send_error(req, res, ApiError{500, what, "", "server_error"});
         });
 
-        http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+        http.Post("/v1/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
             completions(req, res);
-        });
-        http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+        }));
+        http.Get("/v1/models", guarded([this](const httplib::Request& req, httplib::Response& res) {
             json m = {{"id", opt.model_name},
                       {"object", "model"},
                       {"created", created},
                       {"owned_by", "meshlm"},
                       {"max_model_len", engine.context()}};
             send_json(req, res, {{"object", "list"}, {"data", json::array({m})}});
-        });
+        }));
         http.Get("/health", [this](const httplib::Request& req, httplib::Response& res) {
             if (*draining) {
                 res.status = 503;
@@ -599,15 +608,15 @@ struct Server::Impl {
             count(req, 200);
             res.set_content(metrics.render(), "text/plain; version=0.0.4");
         });
-        http.Get("/tokenizer_info", [this](const httplib::Request& req, httplib::Response& res) {
+        http.Get("/tokenizer_info", guarded([this](const httplib::Request& req, httplib::Response& res) {
             send_json(req, res,
                       {{"tokenizer", tok.name()},
                        {"vocab_size", engine.config().vocab_size},
                        {"eos_token", token_text(tok.eot_id())},
                        {"eos_token_id", tok.eot_id()},
                        {"max_model_len", engine.context()}});
-        });
-        http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+        }));
+        http.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
             try {
                 json body = parse_body(req);
                 auto it = body.find("prompt");
@@ -623,8 +632,8 @@ struct Server::Impl {
             } catch (const ApiError& e) {
                 send_error(req, res, e);
             }
-        });
-        http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+        }));
+        http.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
             try {
                 json body = parse_body(req);
                 auto it = body.find("tokens");
@@ -634,7 +643,7 @@ struct Server::Impl {
             } catch (const ApiError& e) {
                 send_error(req, res, e);
             }
-        });
+        }));
         http.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
             count(req, 200);
             res.set_content(playground_html(), "text/html; charset=utf-8");
@@ -666,9 +675,17 @@ void Server::run() {
     impl_->http.listen_after_bind();
 }
 
-void Server::stop() {
+void Server::begin_drain() {
     draining_ = true;
     impl_->engine.drain();
+}
+
+int Server::inflight() const {
+    return impl_->inflight;
+}
+
+void Server::stop() {
+    begin_drain();
     impl_->http.stop();
 }
 

@@ -54,7 +54,12 @@ class Server {
     int bind();
     // Serves until stop(); returns once in-flight requests have been answered.
     void run();
-    // Stops accepting; requests already received are finished (thread-safe, any thread).
+    // Draining: new completions get 503 (and /health 503); those already submitted go on.
+    void begin_drain();
+    // Completions submitted whose response is not fully written yet.
+    int inflight() const;
+    // Closes the listening socket and ends run() (responses still being written are cut:
+    // drain first). Thread-safe, any thread.
     void stop();
     bool draining() const { return draining_; }
 
