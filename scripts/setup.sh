@@ -32,10 +32,12 @@ fi
 
 # Test tooling from PyPI, in .venv/ (ignored by git): the `openai` client and lm-evaluation-harness
 # (no torch needed: its local-completions model talks to `meshlm serve`), for the serving tests.
-if ! .venv/bin/python -c 'import openai, lm_eval' 2>/dev/null; then
+if ! .venv/bin/python -c 'import openai, lm_eval, tenacity' 2>/dev/null; then
   echo "setup: installing openai and lm-eval into .venv/"
-  [ -x .venv/bin/python ] || python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check "openai>=1.0" "lm-eval>=0.4.9"
+  { [ -x .venv/bin/python ] || python3 -m venv .venv; } &&
+    .venv/bin/pip install -q --disable-pip-version-check "openai>=1.0" "lm-eval[api]>=0.4.9" ||
+    echo "setup: WARNING: could not install the Python test tooling; the serving tests that use" \
+         "it will fail until .venv has openai and lm-eval" >&2
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
