@@ -127,8 +127,10 @@ struct Server::Impl {
     }
 
     void count(const httplib::Request& req, int status) {
+        // Unknown paths share one label (a scan must not grow the series without bound).
+        const std::string path = status == 404 ? "unmatched" : req.path;
         metrics.add("meshlm_requests", 1,
-                    "path=\"" + req.path + "\",status=\"" + std::to_string(status) + "\"");
+                    "path=\"" + path + "\",status=\"" + std::to_string(status) + "\"");
     }
 
     void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& e) {
