@@ -1,6 +1,12 @@
 // meshlm eval --checkpoint RUN_DIR --split {val,test}: mean loss, perplexity and bits per byte
 // of a run's final weights on a split of its prepared data (the seeds' validation / test modes).
+// meshlm eval --checkpoint RUN_DIR --tasks FILE... [--output results.json]: zero-shot accuracy
+// on JSONL task files (infer/task_eval.h), as a table and as JSON.
+#include <unistd.h>
+
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/run_dir.h"
@@ -9,6 +15,8 @@
 #include "meshlm/data/data_source.h"
 #include "meshlm/data/loader.h"
 #include "meshlm/data/prepare.h"
+#include "meshlm/infer/task_eval.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/train/evaluate.h"
 #include "meshlm/train/trainer.h"
@@ -21,17 +29,107 @@ namespace {
 struct EvalArgs {
     std::string checkpoint, split = "val";
     int batch_size = 0, threads = 0, seq_len = 0;
+    std::vector<std::string> tasks;
+    std::string output;
+    int max_length = 0, max_rows = 512;
 };
+
+// Zero-shot tasks: every file's requests go through one engine, batched by it.
+int run_tasks(const EvalArgs& a, const RunDir& run) {
+    const ModelConfig& cfg = run.config.model;
+    std::vector<Task> tasks;
+    for (const std::string& f : a.tasks) tasks.push_back(load_task(f));
+    Buffer<float> params(transformer_layout(cfg).total());
+    load_run_weights(run, transformer_layout(cfg), params.data());
+    EngineOptions eo;
+    eo.max_running = 64;
+    eo.max_waiting = 1 << 16;
+    eo.max_rows = a.max_rows;
+    const int max_length = a.max_length > 0 ? a.max_length : cfg.max_seq_len - 1;
+    if (max_length > cfg.max_seq_len)
+        MESHLM_INVALID("--max-length ", max_length, " exceeds the model's context ",
+                       cfg.max_seq_len);
+    Engine engine(cfg, params.data(), *run.tokenizer, eo);
+    const bool tty = isatty(STDERR_FILENO);
+    nlohmann::json out = {{"checkpoint", a.checkpoint}, {"max_length", max_length}};
+    std::vector<TaskResult> results;
+    for (const Task& t : tasks) {
+        int last = -1;
+        auto progress = [&](int done, int total) {
+            const int pct = static_cast<int>(100L * done / total);
+            if (pct == last && done != total) return;
+            last = pct;
+            const int w = 30, fill = static_cast<int>(static_cast<long>(w) * done / total);
+            std::fprintf(stderr, "%s%-16s [%s%s] %d/%d%s", tty ? "\r" : "", t.name.c_str(),
+                         std::string(fill, '#').c_str(), std::string(w - fill, ' ').c_str(),
+                         done, total, tty && done != total ? "" : "\n");
+            std::fflush(stderr);
+        };
+        results.push_back(evaluate_task(engine, *run.tokenizer, t, max_length,
+                                        tty ? progress : std::function<void(int, int)>(
+                                                             [&](int d, int n) {
+                                                                 if (d == n) progress(d, n);
+                                                             })));
+    }
+    std::printf("| %-20s | %-15s | %6s | %-10s | %10s |\n", "task", "kind", "n", "metric",
+                "value");
+    std::printf("|%s|%s|%s|%s|%s|\n", std::string(22, '-').c_str(),
+                std::string(17, '-').c_str(), std::string(8, '-').c_str(),
+                std::string(12, '-').c_str(), std::string(12, '-').c_str());
+    for (const TaskResult& r : results) {
+        auto row = [&](const char* metric, double v) {
+            std::printf("| %-20s | %-15s | %6d | %-10s | %10.4f |\n", r.name.c_str(),
+                        r.kind.c_str(), r.n, metric, v);
+        };
+        nlohmann::json j = {{"kind", r.kind}, {"n", r.n}, {"acc", r.acc}};
+        row("acc", r.acc);
+        if (r.kind == "multiple_choice") {
+            row("acc_norm", r.acc_norm);
+            j["acc_norm"] = r.acc_norm;
+        } else {
+            row("perplexity", r.perplexity);
+            j["perplexity"] = r.perplexity;
+        }
+        out["results"][r.name] = j;
+        nlohmann::json samples = nlohmann::json::array();
+        for (int i = 0; i < r.n; ++i)
+            samples.push_back({{"index", i},
+                               {"pred", r.pred[i]},
+                               {"pred_norm", r.pred_norm[i]},
+                               {"loglikelihoods", r.lls[i]}});
+        out["samples"][r.name] = samples;
+    }
+    if (!a.output.empty()) {
+        std::ofstream f(a.output);
+        f << out.dump(2) << "\n";
+        if (!f) MESHLM_INVALID("cannot write ", a.output);
+        std::fprintf(stderr, "results written to %s\n", a.output.c_str());
+    }
+    return 0;
+}
 }  // namespace
 
 CommandRunner add_eval_command(CLI::App& app) {
-    auto* cmd = app.add_subcommand("eval", "Loss, perplexity and bits per byte on a data split");
+    auto* cmd = app.add_subcommand(
+        "eval", "Loss, perplexity and bits per byte on a data split, or zero-shot task accuracy");
     auto a = std::make_shared<EvalArgs>();
     cmd->add_option("--checkpoint", a->checkpoint, "run directory written by `meshlm train`")
         ->required();
-    cmd->add_option("--split", a->split, "split of the run's data")
+    auto* split = cmd->add_option("--split", a->split, "split of the run's data")
+                      ->capture_default_str()
+                      ->check(CLI::IsMember({"val", "test", "train"}));
+    cmd->add_option("--tasks", a->tasks,
+                    "zero-shot JSONL task files (last word or multiple choice; see README)")
+        ->excludes(split)
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--output", a->output, "with --tasks: write the results as JSON here");
+    cmd->add_option("--max-length", a->max_length,
+                    "with --tasks: tokens per scored sequence (0 = the context - 1), longer "
+                    "ones keep their end")
+        ->check(at_least(0));
+    cmd->add_option("--max-rows", a->max_rows, "with --tasks: tokens per forward pass")
         ->capture_default_str()
-        ->check(CLI::IsMember({"val", "test", "train"}));
+        ->check(in_range(1, 65536));
     cmd->add_option("--batch-size", a->batch_size, "rows per batch (0 = the run's batch size)")
         ->check(at_least(0));
     cmd->add_option("--seq-len", a->seq_len,
@@ -41,6 +139,10 @@ CommandRunner add_eval_command(CLI::App& app) {
     return [a] {
         RunDir run = open_run_dir(a->checkpoint);
         const Config& cfg = run.config;
+        if (!a->tasks.empty()) {
+            kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());
+            return run_tasks(*a, run);
+        }
         if (cfg.data.synthetic)
             MESHLM_INVALID(a->checkpoint,
                            " was trained on synthetic data: there is no split to "

@@ -4,6 +4,7 @@
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/config.h"
+#include "meshlm/core/memory_usage.h"
 #include "meshlm/model/flops.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
@@ -17,6 +18,9 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
     auto path = std::make_shared<std::string>();
     cmd->add_option("--config", *path, "YAML config file");
     return [path, &overrides] {
+        // The resident footprint of this binary and its libraries, before anything is planned:
+        // a run has it too, on top of what it allocates.
+        const double runtime = static_cast<double>(peak_rss_bytes());
         Config cfg = load_config(*path, overrides);
         const ModelConfig& m = cfg.model;
         ParamLayout layout = transformer_layout(m);
@@ -37,7 +41,7 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
                    4.0;
         };
         const double acts = acts_of(recompute);
-        const double total = params + grads + optim + working + acts;
+        const double total = params + grads + optim + working + acts + runtime;
         auto mem = [&](const char* what, double b) {
             std::printf("  %-26s %10.1f MiB  (%.3f GiB)\n", what, b / MiB, b / GiB);
         };
@@ -70,6 +74,7 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         std::snprintf(label, sizeof label, "activations (B=%d, T=%d)", cfg.train.batch_size,
                       cfg.train.seq_len);
         mem(label, acts);
+        mem("runtime (binary, libraries)", runtime);
         mem("total", total);
         std::printf("activations by train.recompute (total with each):\n");
         for (Recompute r : {Recompute::none, Recompute::attention, Recompute::block}) {

@@ -18,6 +18,7 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
                                 Comm& world);
 CommandRunner add_sample_command(CLI::App& app);
 CommandRunner add_eval_command(CLI::App& app);
+CommandRunner add_serve_command(CLI::App& app);
 CommandRunner add_prepare_command(CLI::App& app);
 CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& overrides);
 CommandRunner add_tokenize_command(CLI::App& app);

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
         add(meshlm::add_train_command(app, split.overrides, *world));
         add(meshlm::add_sample_command(app));
         add(meshlm::add_eval_command(app));
+        add(meshlm::add_serve_command(app));
         add(meshlm::add_prepare_command(app));
         add(meshlm::add_info_command(app, split.overrides));
         add(meshlm::add_tokenize_command(app));

@@ -148,6 +148,14 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                       const float* v_cache, const int32_t* seq, int M, int T, int Tmax, int H,
                       int Hkv, int D, const float* alibi_slopes, float scale = 0.f);
 
+// attention_decode over a paged cache: pools [num_blocks, Hkv, block, D] hold `block` positions
+// per block; row m's positions 0..lens[m]-1 are at offset j % block of block tables[m][j /
+// block], and its query sits at position lens[m] - 1. A row's result depends only on its own
+// query and positions (bitwise), whatever the other rows.
+void attention_paged(float* out, const float* q, int ldq, const float* k_pool, const float* v_pool,
+                     const std::int32_t* const* tables, const std::int32_t* lens, int M, int block,
+                     int H, int Hkv, int D, const float* alibi_slopes, float scale = 0.f);
+
 // sum of squares of x[0..n): float sums over blocks of 1024, block sums in double;
 // deterministic for a fixed thread count.
 double sum_squares(const float* x, std::size_t n);

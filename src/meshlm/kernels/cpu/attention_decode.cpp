@@ -41,15 +41,51 @@ inline float exp_inplace(float* p, int n, float shift) {
     return sum;
 }
 
+// One (row, head): q against positions 0..T-1, K(j) and V(j) giving position j's key and value.
+template <typename KeyAt, typename ValueAt>
+inline void attend_one(float* o, const float* qh, int T, int D, float scale, float slope,
+                       bool alibi, KeyAt key_at, ValueAt value_at) {
+    alignas(32) float p[kBlock];
+    alignas(32) float acc[kMaxHeadDim] = {};
+    float mx = -INFINITY, l = 0.f;
+    for (int t0 = 0; t0 < T; t0 += kBlock) {
+        const int n = T - t0 < kBlock ? T - t0 : kBlock;
+        float bm = -INFINITY;
+        for (int j = 0; j < n; ++j) {
+            p[j] = scale * dot(qh, key_at(t0 + j), D);
+            // The same float bias term as attention_forward's -(slope * float(i - j)).
+            if (alibi) p[j] += -(slope * static_cast<float>(T - 1 - (t0 + j)));
+            bm = p[j] > bm ? p[j] : bm;
+        }
+        const float mnew = bm > mx ? bm : mx;
+        const float corr = cpu::exp_scalar(mx - mnew);  // 0 on the first block
+        l = l * corr + exp_inplace(p, n, mnew);
+        mx = mnew;
+        for (int d = 0; d < D; ++d) acc[d] *= corr;
+        for (int j = 0; j < n; ++j) {
+            const float* v = value_at(t0 + j);
+            const float pj = p[j];
+#pragma omp simd
+            for (int d = 0; d < D; ++d) acc[d] += pj * v[d];
+        }
+    }
+    const float inv = 1.f / l;
+    for (int d = 0; d < D; ++d) o[d] = acc[d] * inv;
+}
+
+void check_heads(int H, int Hkv, int D) {
+    MESHLM_CHECK(H >= 1 && Hkv >= 1 && H % Hkv == 0, "query heads ", H,
+                 " not a multiple of key/value heads ", Hkv);
+    MESHLM_CHECK(D >= 1 && D <= kMaxHeadDim, "head dim ", D, " outside 1..", kMaxHeadDim);
+}
+
 }  // namespace
 
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                       const float* v_cache, const std::int32_t* seq, int M, int T, int Tmax, int H,
                       int Hkv, int D, const float* alibi_slopes, float score_scale) {
     const float scale = score_scale > 0.f ? score_scale : 1.f / std::sqrt(static_cast<float>(D));
-    MESHLM_CHECK(H >= 1 && Hkv >= 1 && H % Hkv == 0, "query heads ", H,
-                 " not a multiple of key/value heads ", Hkv);
-    MESHLM_CHECK(D >= 1 && D <= kMaxHeadDim, "head dim ", D, " outside 1..", kMaxHeadDim);
+    check_heads(H, Hkv, D);
     const int G = H / Hkv;
     MESHLM_CHECK(T >= 1 && T <= Tmax, "attending to ", T, " positions of a ", Tmax, " cache");
 #pragma omp parallel for schedule(static)
@@ -58,36 +94,41 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
         const int s = seq ? seq[m] : m;
         const float* qh = q + static_cast<std::size_t>(m) * ldq + h * D;
         const std::size_t base = (static_cast<std::size_t>(s) * Hkv + h / G) * Tmax * D;
-        const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
         const float* K = k_cache + base;
         const float* V = v_cache + base;
-        alignas(32) float p[kBlock];
-        alignas(32) float acc[kMaxHeadDim] = {};
-        float mx = -INFINITY, l = 0.f;
-        for (int t0 = 0; t0 < T; t0 += kBlock) {
-            const int n = T - t0 < kBlock ? T - t0 : kBlock;
-            float bm = -INFINITY;
-            for (int j = 0; j < n; ++j) {
-                p[j] = scale * dot(qh, K + static_cast<std::size_t>(t0 + j) * D, D);
-                // The same float bias term as attention_forward's -(slope * float(i - j)).
-                if (alibi_slopes) p[j] += -(slope * static_cast<float>(T - 1 - (t0 + j)));
-                bm = p[j] > bm ? p[j] : bm;
-            }
-            const float mnew = bm > mx ? bm : mx;
-            const float corr = cpu::exp_scalar(mx - mnew);  // 0 on the first block
-            l = l * corr + exp_inplace(p, n, mnew);
-            mx = mnew;
-            for (int d = 0; d < D; ++d) acc[d] *= corr;
-            for (int j = 0; j < n; ++j) {
-                const float* v = V + static_cast<std::size_t>(t0 + j) * D;
-                const float pj = p[j];
-#pragma omp simd
-                for (int d = 0; d < D; ++d) acc[d] += pj * v[d];
-            }
-        }
-        float* o = out + static_cast<std::size_t>(m) * H * D + h * D;
-        const float inv = 1.f / l;
-        for (int d = 0; d < D; ++d) o[d] = acc[d] * inv;
+        attend_one(
+            out + static_cast<std::size_t>(m) * H * D + h * D, qh, T, D, scale,
+            alibi_slopes ? alibi_slopes[h] : 0.f, alibi_slopes != nullptr,
+            [&](int j) { return K + static_cast<std::size_t>(j) * D; },
+            [&](int j) { return V + static_cast<std::size_t>(j) * D; });
+    }
+}
+
+void attention_paged(float* out, const float* q, int ldq, const float* k_pool, const float* v_pool,
+                     const std::int32_t* const* tables, const std::int32_t* lens, int M, int block,
+                     int H, int Hkv, int D, const float* alibi_slopes, float score_scale) {
+    const float scale = score_scale > 0.f ? score_scale : 1.f / std::sqrt(static_cast<float>(D));
+    check_heads(H, Hkv, D);
+    const int G = H / Hkv;
+    for (int m = 0; m < M; ++m) MESHLM_CHECK(lens[m] >= 1, "row ", m, " attends to nothing");
+    const std::size_t head_stride = static_cast<std::size_t>(block) * D;
+    const std::size_t block_stride = head_stride * Hkv;
+    // Rows differ in length: dynamic scheduling evens out the threads' work. Each (row, head)
+    // is computed by one thread in the same order whatever the schedule.
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int mh = 0; mh < M * H; ++mh) {
+        const int m = mh / H, h = mh % H;
+        const std::int32_t* table = tables[m];
+        const std::size_t head = (h / G) * head_stride;
+        auto at = [&](const float* pool, int j) {
+            return pool + table[j / block] * block_stride + head +
+                   static_cast<std::size_t>(j % block) * D;
+        };
+        attend_one(
+            out + static_cast<std::size_t>(m) * H * D + h * D,
+            q + static_cast<std::size_t>(m) * ldq + h * D, lens[m], D, scale,
+            alibi_slopes ? alibi_slopes[h] : 0.f, alibi_slopes != nullptr,
+            [&](int j) { return at(k_pool, j); }, [&](int j) { return at(v_pool, j); });
     }
 }
 

@@ -16,8 +16,13 @@
 namespace meshlm::kernels {
 namespace {
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 constexpr int kRows = 4;  // weight rows per tile
 constexpr int kSeqs = 4;  // rows of x per tile
+#else
+constexpr int kRows = 4;  // 16 ymm registers: 12 accumulators, 3 rows of x, one of W
+constexpr int kSeqs = 3;
+#endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 
@@ -57,6 +62,62 @@ void tile(float* y, const float* x, const WT* W, const float* bias, int o0, int 
                          _MM_HINT_T0);
             __m512 w = load16(wr, k);
             for (int m = 0; m < MT; ++m) acc[r][m] = _mm512_fmadd_ps(w, xv[m], acc[r][m]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int m = 0; m < MT; ++m)
+            y[static_cast<std::size_t>(m) * O + o0 + r] =
+                hsum(acc[r][m]) + (bias ? bias[o0 + r] : 0.f);
+}
+
+#elif defined(__AVX2__) && defined(__FMA__)
+
+inline __m256 load8(const float* p) {
+    return _mm256_loadu_ps(p);
+}
+inline __m256 load8(const std::uint16_t* p) {
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// y[m, o0 + r] for r < R, m < MT: 8 columns at a time, the last partial block through a
+// zero-padded copy (zeros add nothing, so every element is fed in the same order whatever M).
+template <int R, int MT, typename WT>
+void tile(float* y, const float* x, const WT* W, const float* bias, int o0, int I, int O) {
+    __m256 acc[R][MT];
+    for (int r = 0; r < R; ++r)
+        for (int m = 0; m < MT; ++m) acc[r][m] = _mm256_setzero_ps();
+    const int I8 = I & ~7;
+    for (int i = 0; i < I8; i += 8) {
+        __m256 xv[MT];
+        for (int m = 0; m < MT; ++m) xv[m] = load8(x + static_cast<std::size_t>(m) * I + i);
+        for (int r = 0; r < R; ++r) {
+            const WT* wr = W + static_cast<std::size_t>(o0 + r) * I + i;
+            _mm_prefetch(reinterpret_cast<const char*>(wr + static_cast<std::size_t>(R) * I),
+                         _MM_HINT_T0);
+            __m256 w = load8(wr);
+            for (int m = 0; m < MT; ++m) acc[r][m] = _mm256_fmadd_ps(w, xv[m], acc[r][m]);
+        }
+    }
+    if (I8 < I) {
+        const int n = I - I8;
+        __m256 xv[MT];
+        for (int m = 0; m < MT; ++m) {
+            alignas(32) float b[8] = {};
+            for (int j = 0; j < n; ++j) b[j] = x[static_cast<std::size_t>(m) * I + I8 + j];
+            xv[m] = _mm256_load_ps(b);
+        }
+        for (int r = 0; r < R; ++r) {
+            alignas(32) WT b[8] = {};
+            for (int j = 0; j < n; ++j) b[j] = W[static_cast<std::size_t>(o0 + r) * I + I8 + j];
+            __m256 w = load8(b);
+            for (int m = 0; m < MT; ++m) acc[r][m] = _mm256_fmadd_ps(w, xv[m], acc[r][m]);
         }
     }
     for (int r = 0; r < R; ++r)

@@ -1,0 +1,694 @@
+#include "meshlm/infer/server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <nlohmann/json.hpp>
+
+#include "meshlm/core/error.h"
+#include "meshlm/infer/playground.h"
+
+namespace meshlm {
+namespace {
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string dump(const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json error_body(const ApiError& e) {
+    json err = {{"message", e.message}, {"type", e.type}};
+    err["param"] = e.param.empty() ? json(nullptr) : json(e.param);
+    err["code"] = e.code.empty() ? json(nullptr) : json(e.code);
+    return {{"error", err}};
+}
+
+[[noreturn]] void bad(const std::string& param, const std::string& message, int status = 400) {
+    throw ApiError{status, message, param};
+}
+
+// Code points in UTF-8 bytes (continuation bytes are not counted).
+std::size_t code_points(const std::string& s) {
+    std::size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+}
+
+bool valid_utf8(const std::string& s) {
+    for (std::size_t i = 0; i < s.size();) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        const int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (len == 0 || i + len > s.size()) return false;
+        for (int k = 1; k < len; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+        i += len;
+    }
+    return true;
+}
+
+// One completion request, validated.
+struct CompletionRequest {
+    std::vector<std::vector<std::int32_t>> prompts;
+    std::vector<std::string> prompt_texts;  // for echo
+    int n = 1, max_tokens = 16, logprobs = -1;
+    bool echo = false, stream = false, include_usage = false;
+    SeqSpec base;
+};
+
+bool is_int(const json& v) { return v.is_number_integer() || v.is_number_unsigned(); }
+
+double number(const json& body, const char* key, double def, double lo, double hi,
+              bool lo_open = false) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return def;
+    if (!it->is_number()) bad(key, std::string("'") + key + "' must be a number");
+    const double v = it->get<double>();
+    if (v < lo || (lo_open && v == lo) || v > hi)
+        bad(key, std::string("'") + key + "' must be in " + (lo_open ? "(" : "[") +
+                     std::to_string(lo).substr(0, std::to_string(lo).find('.') + 2) + ", " +
+                     std::to_string(hi).substr(0, std::to_string(hi).find('.') + 2) + "], got " +
+                     it->dump());
+    return v;
+}
+
+long long integer(const json& body, const char* key, long long def, long long lo, long long hi) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return def;
+    if (!is_int(*it)) bad(key, std::string("'") + key + "' must be an integer");
+    if (it->is_number_unsigned() && it->get<unsigned long long>() > static_cast<unsigned long long>(hi))
+        bad(key, std::string("'") + key + "' must be at most " + std::to_string(hi));
+    const long long v = it->get<long long>();
+    if (v < lo || v > hi)
+        bad(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "], got " + std::to_string(v));
+    return v;
+}
+
+bool boolean(const json& body, const char* key, bool def) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return def;
+    if (!it->is_boolean()) bad(key, std::string("'") + key + "' must be true or false");
+    return it->get<bool>();
+}
+
+}  // namespace
+
+struct Server::Impl {
+    Engine& engine;
+    const Tokenizer& tok;
+    ServerOptions opt;
+    Metrics& metrics;
+    httplib::Server http;
+    std::atomic<bool>* draining;
+    std::atomic<int> inflight{0};  // completions submitted whose response is not written yet
+    std::mt19937_64 seed_rng{std::random_device{}()};
+    std::mutex seed_mu;
+    long created = static_cast<long>(std::time(nullptr));
+
+    Impl(Engine& e, const Tokenizer& t, ServerOptions o, Metrics& m, std::atomic<bool>* d)
+        : engine(e), tok(t), opt(std::move(o)), metrics(m), draining(d) {}
+
+    // A token as logprobs name it: its text, or (OpenAI's convention) "bytes:\\xNN..." when its
+    // bytes are not valid UTF-8 on their own (part of a character).
+    std::string token_text(std::int32_t id) const {
+        std::string s = tok.decode({id});
+        if (s.empty() && id == tok.eot_id()) return "<|endoftext|>";
+        if (valid_utf8(s)) return s;
+        std::string out = "bytes:";
+        char buf[8];
+        for (unsigned char c : s) {
+            std::snprintf(buf, sizeof buf, "\\x%02x", c);
+            out += buf;
+        }
+        return out;
+    }
+
+    void count(const httplib::Request& req, int status) {
+        // Unknown paths share one label (a scan must not grow the series without bound).
+        const std::string path = status == 404 ? "unmatched" : req.path;
+        metrics.add("meshlm_requests", 1,
+                    "path=\"" + path + "\",status=\"" + std::to_string(status) + "\"");
+    }
+
+    void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& e) {
+        res.status = e.status;
+        res.set_content(dump(error_body(e)), "application/json");
+        count(req, e.status);
+    }
+
+    void send_json(const httplib::Request& req, httplib::Response& res, const json& j) {
+        res.status = 200;
+        res.set_content(dump(j), "application/json");
+        count(req, 200);
+    }
+
+    bool authorized(const httplib::Request& req) const {
+        if (opt.api_key.empty()) return true;
+        const std::string want = "Bearer " + opt.api_key;
+        const std::string got = req.get_header_value("Authorization");
+        if (got.size() != want.size()) return false;
+        unsigned char diff = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) diff |= got[i] ^ want[i];
+        return diff == 0;
+    }
+
+    json parse_body(const httplib::Request& req) const {
+        json body;
+        try {
+            body = json::parse(req.body);
+        } catch (const json::exception& e) {
+            bad("", std::string("the request body is not valid JSON: ") + e.what());
+        }
+        if (!body.is_object()) bad("", "the request body must be a JSON object");
+        return body;
+    }
+
+    std::vector<std::int32_t> ids_of(const json& list, const char* param) const {
+        std::vector<std::int32_t> ids;
+        const int V = engine.config().vocab_size;
+        for (const json& v : list) {
+            if (!is_int(v)) bad(param, std::string("'") + param + "' token ids must be integers");
+            const long long id = v.get<long long>();
+            if (id < 0 || id >= V)
+                bad(param, "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                               std::to_string(V) + ")");
+            ids.push_back(static_cast<std::int32_t>(id));
+        }
+        return ids;
+    }
+
+    CompletionRequest parse_completion(const json& body) {
+        CompletionRequest r;
+        if (body.contains("model") && !body["model"].is_null() && !body["model"].is_string())
+            bad("model", "'model' must be a string");
+        // prompt: a string, a list of strings, a list of token ids, or a list of those.
+        auto it = body.find("prompt");
+        if (it == body.end() || it->is_null()) bad("prompt", "'prompt' is required");
+        const json& p = *it;
+        auto add_text = [&](const std::string& s) {
+            std::vector<std::int32_t> ids = tok.encode(s);
+            if (ids.empty()) ids = {tok.eot_id()};  // an empty prompt starts a new document
+            r.prompts.push_back(std::move(ids));
+            r.prompt_texts.push_back(s);
+        };
+        auto add_ids = [&](const json& list) {
+            if (list.empty()) bad("prompt", "a token-id prompt must not be empty");
+            r.prompts.push_back(ids_of(list, "prompt"));
+            r.prompt_texts.push_back(tok.decode(r.prompts.back()));
+        };
+        if (p.is_string()) {
+            add_text(p.get<std::string>());
+        } else if (p.is_array()) {
+            if (p.empty()) bad("prompt", "'prompt' must not be an empty list");
+            if (p[0].is_string()) {
+                for (const json& s : p) {
+                    if (!s.is_string()) bad("prompt", "'prompt' mixes strings and other values");
+                    add_text(s.get<std::string>());
+                }
+            } else if (is_int(p[0])) {
+                add_ids(p);
+            } else if (p[0].is_array()) {
+                for (const json& l : p) {
+                    if (!l.is_array()) bad("prompt", "'prompt' mixes token lists and other values");
+                    add_ids(l);
+                }
+            } else {
+                bad("prompt", "'prompt' must be a string, a list of strings or token ids");
+            }
+        } else {
+            bad("prompt", "'prompt' must be a string, a list of strings or token ids");
+        }
+
+        const int ctx = engine.context();
+        r.n = static_cast<int>(integer(body, "n", 1, 1, opt.max_n));
+        if (body.contains("best_of") && !body["best_of"].is_null() &&
+            integer(body, "best_of", r.n, 1, opt.max_n) != r.n)
+            bad("best_of", "'best_of' other than n is not supported");
+        if (static_cast<long>(r.prompts.size()) * r.n > opt.max_choices)
+            bad("n", std::to_string(r.prompts.size()) + " prompts x n = " +
+                         std::to_string(r.prompts.size() * r.n) + " completions exceed " +
+                         std::to_string(opt.max_choices) + " per request");
+        r.max_tokens = static_cast<int>(integer(body, "max_tokens", 16, 0, ctx));
+        r.echo = boolean(body, "echo", false);
+        r.stream = boolean(body, "stream", false);
+        r.logprobs = static_cast<int>(integer(body, "logprobs", -1, 0, opt.max_logprobs));
+        if (r.max_tokens == 0 && !r.echo)
+            bad("max_tokens", "'max_tokens' must be at least 1 (0 only with echo)");
+        if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
+            if (!so->is_object()) bad("stream_options", "'stream_options' must be an object");
+            r.include_usage = boolean(*so, "include_usage", false);
+        }
+        const long long trunc = integer(body, "truncate_prompt_tokens", 0, 1, ctx);
+        if (trunc > 0)
+            for (auto& ids : r.prompts)
+                if (static_cast<long long>(ids.size()) > trunc)
+                    ids.erase(ids.begin(), ids.end() - trunc);
+        for (std::size_t i = 0; i < r.prompts.size(); ++i) {
+            const int P = static_cast<int>(r.prompts[i].size());
+            if (P + r.max_tokens > ctx)
+                bad(P > ctx ? "prompt" : "max_tokens",
+                    "this model's maximum context length is " + std::to_string(ctx) +
+                        " tokens, but " + std::to_string(P + r.max_tokens) +
+                        " were requested (" + std::to_string(P) + " in the prompt, " +
+                        std::to_string(r.max_tokens) +
+                        " for the completion); shorten the prompt, lower max_tokens, or set "
+                        "truncate_prompt_tokens");
+        }
+
+        SamplingOptions& s = r.base.sampling;
+        s.temperature = static_cast<float>(number(body, "temperature", 1.0, 0, 10));
+        s.top_p = static_cast<float>(number(body, "top_p", 1.0, 0, 1, true));
+        const long long top_k = integer(body, "top_k", 0, -1, 1LL << 31);
+        s.top_k = top_k < 0 ? 0 : static_cast<int>(std::min<long long>(top_k, 1 << 30));
+        s.repetition_penalty =
+            static_cast<float>(number(body, "repetition_penalty", 1.0, 0, 100, true));
+        // presence / frequency penalties: accepted, must be 0 (not implemented).
+        for (const char* k : {"presence_penalty", "frequency_penalty"})
+            if (number(body, k, 0, -2, 2) != 0)
+                bad(k, std::string("'") + k + "' is not supported (use repetition_penalty)");
+        if (auto sd = body.find("seed"); sd != body.end() && !sd->is_null()) {
+            if (!is_int(*sd)) bad("seed", "'seed' must be an integer");
+            s.seed = sd->is_number_unsigned() ? sd->get<std::uint64_t>()
+                                              : static_cast<std::uint64_t>(sd->get<long long>());
+        } else {
+            std::lock_guard<std::mutex> lock(seed_mu);
+            s.seed = seed_rng();
+        }
+        if (auto st = body.find("stop"); st != body.end() && !st->is_null()) {
+            if (st->is_string()) {
+                r.base.stop.push_back(st->get<std::string>());
+            } else if (st->is_array()) {
+                if (static_cast<int>(st->size()) > opt.max_stop)
+                    bad("stop", "at most " + std::to_string(opt.max_stop) + " stop strings");
+                for (const json& v : *st) {
+                    if (!v.is_string()) bad("stop", "'stop' must be a string or a list of strings");
+                    r.base.stop.push_back(v.get<std::string>());
+                }
+            } else {
+                bad("stop", "'stop' must be a string or a list of strings");
+            }
+        }
+        if (auto sf = body.find("suffix"); sf != body.end() && !sf->is_null() &&
+                                          !(sf->is_string() && sf->get<std::string>().empty()))
+            bad("suffix", "'suffix' is not supported");
+        r.base.ignore_eos = boolean(body, "ignore_eos", false);
+        r.base.max_tokens = r.max_tokens;
+        r.base.logprobs = r.logprobs;
+        r.base.prompt_logprobs = r.echo && r.logprobs >= 0;
+        return r;
+    }
+
+    json logprobs_json(const ChoiceResult& c, const CompletionRequest& r, std::size_t prompt_idx,
+                       std::size_t tok_from, bool with_prompt, std::size_t& offset) const {
+        json tokens = json::array(), lps = json::array(), tops = json::array(),
+             offs = json::array();
+        auto add = [&](std::int32_t id, const json& lp, const json& top) {
+            const std::string s = token_text(id);
+            tokens.push_back(s);
+            lps.push_back(lp);
+            tops.push_back(top);
+            offs.push_back(offset);
+            offset += code_points(tok.decode({id}));
+        };
+        auto top_json = [&](const TokenLogprob& t) {
+            json o = json::object();
+            for (const auto& [id, lp] : t.top) {
+                const std::string s = token_text(id);
+                if (!o.contains(s)) o[s] = lp;
+            }
+            return o;
+        };
+        if (with_prompt) {
+            const auto& ids = r.prompts[prompt_idx];
+            for (std::size_t i = 0; i < ids.size(); ++i) {
+                if (i == 0) {
+                    add(ids[0], nullptr, nullptr);
+                } else {
+                    const TokenLogprob& t = c.prompt[i - 1];
+                    add(ids[i], t.logprob, top_json(t));
+                }
+            }
+        }
+        for (std::size_t i = tok_from; i < c.tokens.size(); ++i)
+            add(c.tokens[i].id, c.tokens[i].logprob, top_json(c.tokens[i]));
+        return {{"tokens", tokens},
+                {"token_logprobs", lps},
+                {"top_logprobs", tops},
+                {"text_offset", offs}};
+    }
+
+    json usage_json(const Job& job, const CompletionRequest& r) const {
+        long prompt = 0, completion = 0;
+        for (const auto& p : r.prompts) prompt += static_cast<long>(p.size());
+        for (const auto& c : job.choices) completion += static_cast<long>(c.tokens.size());
+        return {{"prompt_tokens", prompt},
+                {"completion_tokens", completion},
+                {"total_tokens", prompt + completion}};
+    }
+
+    std::string new_id() {
+        std::lock_guard<std::mutex> lock(seed_mu);
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "cmpl-%016llx",
+                      static_cast<unsigned long long>(seed_rng()));
+        return buf;
+    }
+
+    void completions(const httplib::Request& req, httplib::Response& res) {
+        CompletionRequest r;
+        try {
+            r = parse_completion(parse_body(req));
+        } catch (const ApiError& e) {
+            return send_error(req, res, e);
+        }
+        const int N = static_cast<int>(r.prompts.size()) * r.n;
+        auto job = std::make_shared<Job>(N);
+        std::vector<SeqSpec> specs;
+        for (std::size_t p = 0; p < r.prompts.size(); ++p)
+            for (int k = 0; k < r.n; ++k) {
+                SeqSpec s = r.base;
+                s.prompt = r.prompts[p];
+                s.stream = static_cast<std::uint64_t>(k);
+                specs.push_back(std::move(s));
+            }
+        switch (engine.submit(job, std::move(specs))) {
+            case SubmitStatus::ok:
+                break;
+            case SubmitStatus::too_large:
+                return send_error(req, res,
+                                  ApiError{400,
+                                   "the request needs more KV cache blocks than the server has "
+                                   "(lower max_tokens or the prompt length)",
+                                   "max_tokens"});
+            case SubmitStatus::queue_full:
+            case SubmitStatus::draining: {
+                const bool full = !*draining;
+                res.set_header("Retry-After", full ? "1" : "5");
+                ApiError e{503,
+                           full ? "the server is at capacity: the queue is full, retry later"
+                                : "the server is shutting down",
+                           "", "server_error", full ? "queue_full" : "shutting_down"};
+                return send_error(req, res, e);
+            }
+        }
+        const std::string id = new_id();
+        const long created_at = static_cast<long>(std::time(nullptr));
+        const std::string model = opt.model_name;
+        auto rq = std::make_shared<CompletionRequest>(std::move(r));
+        const auto start = job->start;
+        auto latency = [this, start] {
+            metrics.observe("meshlm_request_latency_seconds",
+                            std::chrono::duration<double>(Clock::now() - start).count());
+        };
+        count(req, 200);
+        ++inflight;
+        auto release = [this, job](bool) {
+            job->cancelled = true;  // no effect once done; frees the sequences otherwise
+            --inflight;
+        };
+
+        if (!rq->stream) {
+            // The JSON is written once the job is done; while waiting, a space (JSON allows
+            // leading whitespace) goes out every second so a client that went away is noticed
+            // (the write fails) and its sequences are freed.
+            // (With the charset the type is one cpp-httplib does not gzip: its gzip of a
+            // response written in pieces this way breaks its own client.)
+            res.set_chunked_content_provider(
+                "application/json; charset=utf-8",
+                [this, job, rq, id, created_at, model, latency](std::size_t, httplib::DataSink& sink) {
+                    std::unique_lock<std::mutex> lock(job->mu);
+                    if (!job->cv.wait_for(lock, std::chrono::seconds(1),
+                                          [&] { return job->done(); })) {
+                        lock.unlock();
+                        if (!sink.write(" ", 1)) {
+                            job->cancelled = true;
+                            return false;
+                        }
+                        return true;
+                    }
+                    json choices = json::array();
+                    const int n = rq->n;
+                    for (std::size_t i = 0; i < job->choices.size(); ++i) {
+                        const ChoiceResult& c = job->choices[i];
+                        const std::size_t p = i / n;
+                        json ch = {{"index", i},
+                                   {"text", (rq->echo ? rq->prompt_texts[p] : "") + c.text},
+                                   {"finish_reason", c.finish_reason}};
+                        std::size_t offset = 0;
+                        ch["logprobs"] =
+                            rq->logprobs >= 0
+                                ? logprobs_json(c, *rq, p, 0, rq->echo, offset)
+                                : json(nullptr);
+                        choices.push_back(std::move(ch));
+                    }
+                    json out = {{"id", id},         {"object", "text_completion"},
+                                {"created", created_at}, {"model", model},
+                                {"choices", choices}, {"usage", usage_json(*job, *rq)}};
+                    lock.unlock();
+                    const std::string s = dump(out);
+                    latency();
+                    if (!sink.write(s.data(), s.size())) return false;
+                    sink.done();
+                    return true;
+                },
+                release);
+            return;
+        }
+
+        // Streaming: one event per choice with news (text, tokens, finish), then usage, [DONE].
+        struct Cursor {
+            std::size_t text = 0, tokens = 0, offset = 0;
+            bool started = false, finished = false;
+        };
+        auto cursors = std::make_shared<std::vector<Cursor>>(job->choices.size());
+        auto sent_done = std::make_shared<bool>(false);
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [this, job, rq, id, created_at, model, cursors, sent_done, latency](
+                std::size_t, httplib::DataSink& sink) {
+                std::string out;
+                bool all_done;
+                {
+                    std::unique_lock<std::mutex> lock(job->mu);
+                    auto news = [&] {
+                        if (job->done()) return true;
+                        for (std::size_t i = 0; i < job->choices.size(); ++i) {
+                            const ChoiceResult& c = job->choices[i];
+                            const Cursor& k = (*cursors)[i];
+                            if (c.text.size() > k.text || c.tokens.size() > k.tokens ||
+                                (!k.started && rq->echo && c.prompt_done))
+                                return true;
+                        }
+                        return false;
+                    };
+                    job->cv.wait_for(lock, std::chrono::seconds(1), news);
+                    all_done = job->done();
+                    for (std::size_t i = 0; i < job->choices.size(); ++i) {
+                        const ChoiceResult& c = job->choices[i];
+                        Cursor& k = (*cursors)[i];
+                        if (k.finished) continue;
+                        const std::size_t p = i / rq->n;
+                        const bool echo_now = !k.started && rq->echo && c.prompt_done;
+                        const bool fin = !c.finish_reason.empty();
+                        if (c.text.size() == k.text && c.tokens.size() == k.tokens && !echo_now &&
+                            !fin)
+                            continue;
+                        if (rq->echo && !c.prompt_done) continue;
+                        json ch = {{"index", i}};
+                        ch["text"] = (echo_now ? rq->prompt_texts[p] : "") + c.text.substr(k.text);
+                        ch["logprobs"] = rq->logprobs >= 0
+                                             ? logprobs_json(c, *rq, p, k.tokens, echo_now,
+                                                             k.offset)
+                                             : json(nullptr);
+                        ch["finish_reason"] = fin ? json(c.finish_reason) : json(nullptr);
+                        k.text = c.text.size();
+                        k.tokens = c.tokens.size();
+                        k.started = true;
+                        k.finished = fin;
+                        json ev = {{"id", id},          {"object", "text_completion"},
+                                   {"created", created_at}, {"model", model},
+                                   {"choices", json::array({ch})}};
+                        out += "data: " + dump(ev) + "\n\n";
+                    }
+                    if (all_done && rq->include_usage) {
+                        json ev = {{"id", id},          {"object", "text_completion"},
+                                   {"created", created_at}, {"model", model},
+                                   {"choices", json::array()}, {"usage", usage_json(*job, *rq)}};
+                        out += "data: " + dump(ev) + "\n\n";
+                    }
+                }
+                if (all_done) out += "data: [DONE]\n\n";
+                if (!out.empty() && !sink.write(out.data(), out.size())) {
+                    job->cancelled = true;
+                    return false;
+                }
+                if (all_done) {
+                    *sent_done = true;
+                    latency();
+                    sink.done();
+                }
+                return true;
+            },
+            release);
+    }
+
+    // The handler behind the API key (checked in the handler, once the body has been read, so
+    // a refused request leaves a keep-alive connection usable).
+    httplib::Server::Handler guarded(httplib::Server::Handler h) {
+        return [this, h](const httplib::Request& req, httplib::Response& res) {
+            if (!authorized(req))
+                return send_error(req, res,
+                                  ApiError{401,
+                                           "missing or incorrect API key (send 'Authorization: "
+                                           "Bearer KEY')",
+                                           "", "invalid_request_error", "invalid_api_key"});
+            h(req, res);
+        };
+    }
+
+    void routes() {
+        http.set_payload_max_length(opt.max_body_bytes);
+        http.set_keep_alive_timeout(2);
+        http.set_read_timeout(30, 0);
+        http.set_write_timeout(30, 0);
+        int threads = opt.threads > 0 ? opt.threads
+                                      : engine.options().max_running +
+                                            engine.options().max_waiting + 16;
+        http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+
+        http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+            if (!res.body.empty()) return;
+            std::string msg = res.status == 404   ? "no such endpoint: " + req.method + " " + req.path
+                              : res.status == 413 ? "the request body is larger than " +
+                                                        std::to_string(opt.max_body_bytes) +
+                                                        " bytes"
+                              : res.status == 405 ? "method not allowed"
+                                                  : "the request could not be handled";
+            ApiError e{res.status, msg, "", res.status == 404 ? "not_found_error"
+                                                              : "invalid_request_error"};
+            res.set_content(dump(error_body(e)), "application/json");
+            count(req, res.status);
+        });
+        http.set_exception_handler([this](const httplib::Request& req, httplib::Response& res,
+                                          std::exception_ptr ep) {
+            std::string what = "internal error";
+            try {
+                if (ep) std::rethrow_exception(ep);
+            } catch (const ApiError& e) {
+                return send_error(req, res, e);
+            } catch (const std::exception& e) {
+                what = e.what();
+            } catch (...) {
+            }
+            send_error(req, res, ApiError{500, what, "", "server_error"});
+        });
+
+        http.Post("/v1/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
+            completions(req, res);
+        }));
+        http.Get("/v1/models", guarded([this](const httplib::Request& req, httplib::Response& res) {
+            json m = {{"id", opt.model_name},
+                      {"object", "model"},
+                      {"created", created},
+                      {"owned_by", "meshlm"},
+                      {"max_model_len", engine.context()}};
+            send_json(req, res, {{"object", "list"}, {"data", json::array({m})}});
+        }));
+        http.Get("/health", [this](const httplib::Request& req, httplib::Response& res) {
+            if (*draining) {
+                res.status = 503;
+                res.set_content(R"({"status":"draining"})", "application/json");
+                return count(req, 503);
+            }
+            send_json(req, res, {{"status", "ok"}});
+        });
+        http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+            count(req, 200);
+            res.set_content(metrics.render(), "text/plain; version=0.0.4");
+        });
+        http.Get("/tokenizer_info", guarded([this](const httplib::Request& req, httplib::Response& res) {
+            send_json(req, res,
+                      {{"tokenizer", tok.name()},
+                       {"vocab_size", engine.config().vocab_size},
+                       {"eos_token", token_text(tok.eot_id())},
+                       {"eos_token_id", tok.eot_id()},
+                       {"max_model_len", engine.context()}});
+        }));
+        http.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+            try {
+                json body = parse_body(req);
+                auto it = body.find("prompt");
+                if (it == body.end()) it = body.find("text");
+                if (it == body.end() || !it->is_string())
+                    bad("prompt", "'prompt' must be a string");
+                boolean(body, "add_special_tokens", false);
+                std::vector<std::int32_t> ids = tok.encode(it->get<std::string>());
+                send_json(req, res,
+                          {{"tokens", ids},
+                           {"count", ids.size()},
+                           {"max_model_len", engine.context()}});
+            } catch (const ApiError& e) {
+                send_error(req, res, e);
+            }
+        }));
+        http.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+            try {
+                json body = parse_body(req);
+                auto it = body.find("tokens");
+                if (it == body.end() || !it->is_array())
+                    bad("tokens", "'tokens' must be a list of token ids");
+                send_json(req, res, {{"prompt", tok.decode(ids_of(*it, "tokens"))}});
+            } catch (const ApiError& e) {
+                send_error(req, res, e);
+            }
+        }));
+        http.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+            count(req, 200);
+            res.set_content(playground_html(), "text/html; charset=utf-8");
+        });
+    }
+};
+
+Server::Server(Engine& engine, const Tokenizer& tokenizer, ServerOptions opt, Metrics& metrics)
+    : impl_(std::make_unique<Impl>(engine, tokenizer, std::move(opt), metrics, &draining_)) {
+    impl_->routes();
+}
+
+Server::~Server() = default;
+
+int Server::bind() {
+    const auto& o = impl_->opt;
+    int port = o.port;
+    if (port == 0) {
+        port = impl_->http.bind_to_any_port(o.host.c_str());
+        if (port < 0) MESHLM_INVALID("cannot bind ", o.host, " to a free port");
+    } else if (!impl_->http.bind_to_port(o.host.c_str(), port)) {
+        MESHLM_INVALID("cannot listen on ", o.host, ":", port,
+                       " (in use, or not an address of this machine)");
+    }
+    return port;
+}
+
+void Server::run() {
+    impl_->http.listen_after_bind();
+}
+
+void Server::begin_drain() {
+    draining_ = true;
+    impl_->engine.drain();
+}
+
+int Server::inflight() const {
+    return impl_->inflight;
+}
+
+void Server::stop() {
+    begin_drain();
+    impl_->http.stop();
+}
+
+}  // namespace meshlm

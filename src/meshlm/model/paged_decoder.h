@@ -1,0 +1,74 @@
+// The KV-cache decoder for serving: any mix of sequences, each at its own position, in one pass.
+// A pass takes rows (token, position, the sequence's block table); a sequence may bring one row
+// (a decode step) or several consecutive ones (a chunk of its prompt), and rows of different
+// sequences share every weight read. Keys and values live in a pool of fixed-size blocks
+// [num_blocks, K, block_size, D] per layer, so memory is bounded by the pool, not by the
+// number of sequences times the context.
+//
+// It is the transformer's math from the same layers, every matrix product done by the decode
+// kernels (linear_decode, attention_paged), whose rows are computed bitwise independently of the
+// other rows, the batch size and the thread count: a sequence's logits do not depend on what it
+// is batched with, nor on how its prompt was cut into chunks.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "meshlm/core/buffer.h"
+#include "meshlm/core/param_layout.h"
+#include "meshlm/model/attention.h"
+#include "meshlm/model/decoder.h"
+#include "meshlm/model/mlp.h"
+#include "meshlm/model/norm.h"
+#include "meshlm/model/tensors.h"
+
+namespace meshlm {
+
+struct DecodeRow {
+    std::int32_t token;
+    std::int32_t pos;            // the token's position; 0..pos-1 are in the cache already (or
+                                 // earlier rows of this pass)
+    const std::int32_t* blocks;  // the sequence's block table, covering position pos
+    bool logits;                 // compute the next-token logits after this row
+};
+
+class PagedDecoder {
+  public:
+    PagedDecoder(const ModelConfig& cfg, int num_blocks, int block_size, int max_rows,
+                 DecodePrecision precision = DecodePrecision::fp32);
+
+    const ModelConfig& config() const { return cfg_; }
+    int num_blocks() const { return num_blocks_; }
+    int block_size() const { return block_size_; }
+    int max_rows() const { return max_rows_; }
+    // Bytes of keys and values per block, all layers.
+    std::size_t block_bytes() const;
+
+    // Binds the flat parameters (transformer_layout) for later passes; with bf16 precision,
+    // makes the bf16 copy of the weights.
+    void set_params(const float* params);
+    // Runs M <= max_rows() rows: stores each row's key and value at its position and returns
+    // the logits [rows with logits, V], in row order.
+    const float* forward(const DecodeRow* rows, int M);
+
+  private:
+    void linear(float* y, const float* x, const float* W, const float* bias, int M, int I, int O);
+
+    ModelConfig cfg_;
+    ParamLayout layout_;
+    TensorBinder binder_;
+    Norm norm_;
+    Attention attn_;
+    Mlp mlp_;
+    int num_blocks_, block_size_, max_rows_;
+    DecodePrecision precision_;
+    ModelTensors w_;
+    const float* params_ = nullptr;
+    Buffer<std::uint16_t> params16_;
+    std::vector<Buffer<float>> k_, v_;  // per layer: [num_blocks, K, block_size, D]
+    Buffer<float> x_, ln_, qkv_, y_, proj_, h_, a_, mlp_out_, mean_, rstd_, logits_;
+    std::vector<std::int32_t> pos_, lens_;
+    std::vector<const std::int32_t*> tables_;
+};
+
+}  // namespace meshlm
