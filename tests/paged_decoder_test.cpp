@@ -107,7 +107,8 @@ TEST_P(PagedDecoderFamilies, ChunkingAndBatchingNeverChangeALogit) {
     // other block layouts; only some rows ask for logits.
     PagedDecoder dec(cfg_, 32, 4, 64);
     dec.set_params(params_.data());
-    std::vector<std::int32_t> blk_a = {9, 3, 17, 30, 1, 22, 8, 12}, blk_b = {0, 2, 4, 6, 10, 11, 13, 14},
+    std::vector<std::int32_t> blk_a = {9, 3, 17, 30, 1, 22, 8, 12},
+                              blk_b = {0, 2, 4, 6, 10, 11, 13, 14},
                               blk_c = {15, 16, 18, 19, 20, 21, 23, 24};
     std::vector<float> got(static_cast<std::size_t>(T) * V);
     int ta = 0, tb = 0;
@@ -151,17 +152,17 @@ TEST(AttentionPaged, EqualsContiguousAttentionBitwise) {
     // The same keys scattered over a pool in reverse block order.
     std::vector<std::int32_t> table(nb);
     for (int i = 0; i < nb; ++i) table[i] = nb - 1 - i;
-    std::vector<float> kp(static_cast<std::size_t>(nb) * Hkv * block * D),
-        vp(kp.size());
+    std::vector<float> kp(static_cast<std::size_t>(nb) * Hkv * block * D), vp(kp.size());
     for (int h = 0; h < Hkv; ++h)
         for (int t = 0; t < T; ++t) {
-            const std::size_t at = ((static_cast<std::size_t>(table[t / block]) * Hkv + h) * block +
-                                    t % block) * D;
+            const std::size_t at =
+                ((static_cast<std::size_t>(table[t / block]) * Hkv + h) * block + t % block) * D;
             std::memcpy(&kp[at], &kc[(static_cast<std::size_t>(h) * T + t) * D], D * 4);
             std::memcpy(&vp[at], &vc[(static_cast<std::size_t>(h) * T + t) * D], D * 4);
         }
     std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
-    for (const float* s : {static_cast<const float*>(nullptr), static_cast<const float*>(slopes.data())})
+    for (const float* s :
+         {static_cast<const float*>(nullptr), static_cast<const float*>(slopes.data())})
         for (int len : {1, 7, 8, 257, 300}) {
             std::vector<float> want(H * D), got(H * D);
             kernels::attention_decode(want.data(), q.data(), H * D, kc.data(), vc.data(), nullptr,

@@ -10,7 +10,6 @@ namespace {
 
 class ServeCliSlow : public ServeCli {};
 
-
 TEST_F(ServeCliSlow, LmEvalLocalCompletionsAgreesWithMeshlmEval) {
     const std::string py = python();
     ASSERT_FALSE(py.empty()) << "no .venv: run scripts/setup.sh";
@@ -23,11 +22,12 @@ TEST_F(ServeCliSlow, LmEvalLocalCompletionsAgreesWithMeshlmEval) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     ServeProcess srv(run(), "", *dir_ + "/lmeval.log");
     r = test::run_command("timeout 600 " + py + " " + test::source_dir() +
-                          "/tests/serve/lm_eval_check.py " + srv.url() + "/v1/completions " +
-                          out + " 63 " + *dir_ + "/last_word.jsonl " + *dir_ + "/choice.jsonl");
+                          "/tests/serve/lm_eval_check.py " + srv.url() + "/v1/completions " + out +
+                          " 63 " + *dir_ + "/last_word.jsonl " + *dir_ + "/choice.jsonl");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("2 passed, 0 failed"), std::string::npos) << r.output;
-    std::printf("%s\n", r.output.substr(r.output.size() > 2000 ? r.output.size() - 2000 : 0).c_str());
+    std::printf("%s\n",
+                r.output.substr(r.output.size() > 2000 ? r.output.size() - 2000 : 0).c_str());
 }
 
 TEST_F(ServeCliSlow, PlaygroundStreamsIntoThePageInHeadlessChromium) {

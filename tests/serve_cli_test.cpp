@@ -17,8 +17,7 @@ TEST_F(ServeCli, OpenAIPythonClientCompletesStreamsAndReadsLogprobs) {
     ASSERT_FALSE(py.empty()) << "no .venv with the openai package: run scripts/setup.sh";
     ServeProcess srv(run(), "--api-key sekret", *dir_ + "/openai.log");
     auto r = test::run_command("timeout 120 " + py + " " + test::source_dir() +
-                               "/tests/serve/openai_client_check.py " + srv.url() +
-                               "/v1 sekret");
+                               "/tests/serve/openai_client_check.py " + srv.url() + "/v1 sekret");
     EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << srv.log();
     EXPECT_NE(r.output.find("passed, 0 failed"), std::string::npos) << r.output;
 }
@@ -50,8 +49,8 @@ TEST_F(ServeCli, SigtermFinishesInFlightRequestsAndExitsZero) {
         auto res = c.Post("/v1/completions",
                           json{{"prompt", "Doc"}, {"max_tokens", 60}, {"ignore_eos", true}}.dump(),
                           "application/json");
-        return res ? res->status * 1000 + static_cast<int>(json::parse(res->body)["usage"]
-                                                               ["completion_tokens"])
+        return res ? res->status * 1000 +
+                         static_cast<int>(json::parse(res->body)["usage"]["completion_tokens"])
                    : -1;
     });
     // Wait until the engine holds both sequences.
@@ -110,8 +109,11 @@ TEST_F(ServeCli, EvalTasksPrintsATableWritesJsonAndAgreesWithTheServer) {
             ASSERT_TRUE(tk);
             const int ctxlen = static_cast<int>(json::parse(tk->body)["tokens"].size());
             auto e = cli.Post("/v1/completions",
-                              json{{"prompt", ctx + " " + choice}, {"max_tokens", 1},
-                                   {"temperature", 0}, {"logprobs", 1}, {"echo", true}}
+                              json{{"prompt", ctx + " " + choice},
+                                   {"max_tokens", 1},
+                                   {"temperature", 0},
+                                   {"logprobs", 1},
+                                   {"echo", true}}
                                   .dump(),
                               "application/json");
             ASSERT_TRUE(e);
@@ -126,11 +128,12 @@ TEST_F(ServeCli, EvalTasksPrintsATableWritesJsonAndAgreesWithTheServer) {
 }
 
 TEST_F(ServeCli, EvalTasksRejectsABadFileNamingTheLine) {
-    test::write_file(*dir_ + "/bad.jsonl", "{\"context\": \"a\", \"choices\": [\"b\", \"c\"], "
-                                           "\"gold\": 0}\n{\"context\": \"a\", \"choices\": "
-                                           "[\"b\"], \"gold\": 0}\n");
-    auto r = test::run_command(test::meshlm_binary() + " eval --checkpoint " + run() +
-                               " --tasks " + *dir_ + "/bad.jsonl");
+    test::write_file(*dir_ + "/bad.jsonl",
+                     "{\"context\": \"a\", \"choices\": [\"b\", \"c\"], "
+                     "\"gold\": 0}\n{\"context\": \"a\", \"choices\": "
+                     "[\"b\"], \"gold\": 0}\n");
+    auto r = test::run_command(test::meshlm_binary() + " eval --checkpoint " + run() + " --tasks " +
+                               *dir_ + "/bad.jsonl");
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.output.find("bad.jsonl:2"), std::string::npos) << r.output;
     r = test::run_command(test::meshlm_binary() + " eval --checkpoint " + run() + " --tasks " +

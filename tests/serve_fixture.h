@@ -106,8 +106,9 @@ class ServeCli : public ::testing::Test {
                       .dump()
                << "\n";
             mc << json{{"context", "Document " + std::to_string(i * 3) + ": a fox"},
-                       {"choices", {"jumps " + std::to_string((i * 3 + 1) % 5), "sleeps",
-                                    "jumps " + std::to_string(i * 3 % 5), "runs far away"}},
+                       {"choices",
+                        {"jumps " + std::to_string((i * 3 + 1) % 5), "sleeps",
+                         "jumps " + std::to_string(i * 3 % 5), "runs far away"}},
                        {"gold", 2}}
                       .dump()
                << "\n";

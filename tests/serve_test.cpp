@@ -3,11 +3,11 @@
 // and echo, errors, the side endpoints, the bounded queue (503), cancelled clients freeing
 // their sequences, and continuous batching never changing a greedy or seeded result (the load
 // test: 32 clients x 20 requests against one-at-a-time answers).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <sys/socket.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -153,9 +153,9 @@ TEST_F(Serve, EveryPromptFormGivesTheSameGreedyText) {
 }
 
 TEST_F(Serve, SeededSamplingRepeatsAndChoicesDiffer) {
-    json b = {{"prompt", "Once"}, {"max_tokens", 24}, {"temperature", 1.5}, {"seed", 42},
-              {"n", 3},           {"ignore_eos", true}, {"top_k", 50}, {"top_p", 0.95},
-              {"repetition_penalty", 1.2}};
+    json b = {{"prompt", "Once"}, {"max_tokens", 24}, {"temperature", 1.5},
+              {"seed", 42},       {"n", 3},           {"ignore_eos", true},
+              {"top_k", 50},      {"top_p", 0.95},    {"repetition_penalty", 1.2}};
     json a = complete(b), again = complete(b);
     ASSERT_EQ(a["choices"].size(), 3u);
     for (int i = 0; i < 3; ++i) EXPECT_EQ(a["choices"][i]["text"], again["choices"][i]["text"]);
@@ -165,23 +165,29 @@ TEST_F(Serve, SeededSamplingRepeatsAndChoicesDiffer) {
 }
 
 TEST_F(Serve, StopStringsCutTheText) {
-    json full = complete({{"prompt", "The"}, {"max_tokens", 40}, {"temperature", 0},
-                          {"ignore_eos", true}});
+    json full =
+        complete({{"prompt", "The"}, {"max_tokens", 40}, {"temperature", 0}, {"ignore_eos", true}});
     const std::string text = full["choices"][0]["text"];
     // A one-byte stop string from the text (ASCII: the random model also makes partial UTF-8).
     std::size_t at = 2;
     while (at < text.size() && static_cast<unsigned char>(text[at]) >= 0x80) ++at;
     ASSERT_LT(at, text.size()) << text;
     const std::string stop = text.substr(at, 1);
-    json cut = complete({{"prompt", "The"}, {"max_tokens", 40}, {"temperature", 0},
-                         {"ignore_eos", true}, {"stop", json::array({stop, "\x01\x02"})}});
+    json cut = complete({{"prompt", "The"},
+                         {"max_tokens", 40},
+                         {"temperature", 0},
+                         {"ignore_eos", true},
+                         {"stop", json::array({stop, "\x01\x02"})}});
     EXPECT_EQ(cut["choices"][0]["text"], text.substr(0, text.find(stop)));
     EXPECT_EQ(cut["choices"][0]["finish_reason"], "stop");
 }
 
 TEST_F(Serve, LogprobsAndEchoGiveWhatLmEvalReads) {
-    json r = complete({{"prompt", json::array({72, 101, 108, 108, 111})}, {"max_tokens", 3},
-                       {"temperature", 0}, {"logprobs", 2}, {"echo", true},
+    json r = complete({{"prompt", json::array({72, 101, 108, 108, 111})},
+                       {"max_tokens", 3},
+                       {"temperature", 0},
+                       {"logprobs", 2},
+                       {"echo", true},
                        {"ignore_eos", true}});
     const json& c = r["choices"][0];
     const json& lp = c["logprobs"];
@@ -199,23 +205,29 @@ TEST_F(Serve, LogprobsAndEchoGiveWhatLmEvalReads) {
         ASSERT_EQ(lp["top_logprobs"][i].size(), 2u) << lp["top_logprobs"][i];  // distinct names
         float mx = -INFINITY;
         for (auto& [k, v] : lp["top_logprobs"][i].items()) mx = std::max(mx, v.get<float>());
-        if (i >= 5) EXPECT_EQ(t, mx) << i;  // greedy tokens: exactly the top logprob
-        else EXPECT_LE(t, mx);
+        if (i >= 5)
+            EXPECT_EQ(t, mx) << i;  // greedy tokens: exactly the top logprob
+        else
+            EXPECT_LE(t, mx);
     }
     // Echo with max_tokens 0 only scores the prompt: the same prompt logprobs.
-    json s = complete({{"prompt", json::array({72, 101, 108, 108, 111})}, {"max_tokens", 0},
-                       {"logprobs", 1}, {"echo", true}});
+    json s = complete({{"prompt", json::array({72, 101, 108, 108, 111})},
+                       {"max_tokens", 0},
+                       {"logprobs", 1},
+                       {"echo", true}});
     ASSERT_EQ(s["choices"][0]["logprobs"]["token_logprobs"].size(), 5u);
     for (int i = 1; i < 5; ++i)
         EXPECT_EQ(s["choices"][0]["logprobs"]["token_logprobs"][i], lp["token_logprobs"][i]);
     EXPECT_EQ(s["choices"][0]["text"], "Hello");
     EXPECT_EQ(s["usage"]["completion_tokens"], 0);
     // Without echo, logprobs cover the generated tokens only.
-    json g = complete({{"prompt", "Hello"}, {"max_tokens", 3}, {"temperature", 0},
-                       {"logprobs", 0}, {"ignore_eos", true}});
+    json g = complete({{"prompt", "Hello"},
+                       {"max_tokens", 3},
+                       {"temperature", 0},
+                       {"logprobs", 0},
+                       {"ignore_eos", true}});
     ASSERT_EQ(g["choices"][0]["logprobs"]["tokens"].size(), 3u);
-    EXPECT_EQ(g["choices"][0]["logprobs"]["token_logprobs"][0],
-              lp["token_logprobs"][5]);
+    EXPECT_EQ(g["choices"][0]["logprobs"]["token_logprobs"][0], lp["token_logprobs"][5]);
     EXPECT_EQ(g["choices"][0]["logprobs"]["top_logprobs"][0].size(), 0u);
 }
 
@@ -249,8 +261,11 @@ std::vector<json> stream(TestServer& srv, json body, bool* done) {
 }
 
 TEST_F(Serve, StreamingSendsTheSameTextInPieces) {
-    json body = {{"prompt", json::array({"Hi", "Yo"})}, {"max_tokens", 16}, {"temperature", 0},
-                 {"logprobs", 1}, {"ignore_eos", true},
+    json body = {{"prompt", json::array({"Hi", "Yo"})},
+                 {"max_tokens", 16},
+                 {"temperature", 0},
+                 {"logprobs", 1},
+                 {"ignore_eos", true},
                  {"stream_options", {{"include_usage", true}}}};
     json whole = complete(body);
     bool done = false;
@@ -310,8 +325,8 @@ TEST_F(Serve, BadRequestsNameTheirField) {
     expect_error({{"prompt", "a"}, {"max_tokens", 0}}, 400, "max_tokens");
     expect_error({{"prompt", "a"}, {"repetition_penalty", 0}}, 400, "repetition_penalty");
     // Truncation on request: the prompt keeps its last tokens.
-    json t = complete({{"prompt", std::string(200, 'a')}, {"max_tokens", 4},
-                       {"truncate_prompt_tokens", 50}});
+    json t = complete(
+        {{"prompt", std::string(200, 'a')}, {"max_tokens", 4}, {"truncate_prompt_tokens", 50}});
     EXPECT_EQ(t["usage"]["prompt_tokens"], 50);
     // A body over the limit, an unknown path.
     res = cli.Post("/v1/completions", std::string(2 << 20, ' '), "application/json");
@@ -387,9 +402,10 @@ void start_and_hang_up(int port, const json& body) {
     inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
     ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
     const std::string b = body.dump();
-    const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                            "application/json\r\nContent-Length: " +
-                            std::to_string(b.size()) + "\r\n\r\n" + b;
+    const std::string req =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        "application/json\r\nContent-Length: " +
+        std::to_string(b.size()) + "\r\n\r\n" + b;
     ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
     char buf[256];
     ASSERT_GT(read(fd, buf, sizeof buf), 0);
@@ -410,8 +426,9 @@ TEST(ServeLimits, AGoneClientFreesItsSequence) {
     const int total = srv.engine->blocks_free();
     for (bool stream : {true, false}) {
         const double before = srv.metrics.counter("meshlm_generation_tokens");
-        start_and_hang_up(srv.port, {{"prompt", "a"}, {"max_tokens", 250}, {"stream", stream},
-                                     {"ignore_eos", true}});
+        start_and_hang_up(
+            srv.port,
+            {{"prompt", "a"}, {"max_tokens", 250}, {"stream", stream}, {"ignore_eos", true}});
         // Sequences end within a couple of seconds of the hang-up (non-streamed: at the next
         // one-second keep-alive byte), long before their 95 tokens would.
         const auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -483,7 +500,8 @@ TEST(ServeLoad, ConcurrentClientsGetTheOneAtATimeAnswers) {
     };
     auto answer = [](const json& r) {
         json a = json::array();
-        for (const json& c : r["choices"]) a.push_back({c["text"], c["logprobs"], c["finish_reason"]});
+        for (const json& c : r["choices"])
+            a.push_back({c["text"], c["logprobs"], c["finish_reason"]});
         return a.dump();
     };
     // One at a time.
@@ -510,11 +528,12 @@ TEST(ServeLoad, ConcurrentClientsGetTheOneAtATimeAnswers) {
                 auto res = cli.Post("/v1/completions", body(c, r).dump(), "application/json");
                 if (!res || res->status != 200) {
                     if (errors++ < 3)
-                        std::printf("error after %.3f s: %s\n",
-                                    std::chrono::duration<double>(
-                                        std::chrono::steady_clock::now() - t1).count(),
-                                    res ? (std::to_string(res->status) + " " + res->body).c_str()
-                                        : httplib::to_string(res.error()).c_str());
+                        std::printf(
+                            "error after %.3f s: %s\n",
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t1)
+                                .count(),
+                            res ? (std::to_string(res->status) + " " + res->body).c_str()
+                                : httplib::to_string(res.error()).c_str());
                     continue;
                 }
                 together[c * kRequests + r] = answer(json::parse(res->body));

@@ -16,8 +16,8 @@
 #include "meshlm/data/loader.h"
 #include "meshlm/data/prepare.h"
 #include "meshlm/infer/task_eval.h"
-#include "meshlm/model/transformer_layout.h"
 #include "meshlm/kernels/kernels.h"
+#include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/evaluate.h"
 #include "meshlm/train/trainer.h"
 
@@ -61,21 +61,20 @@ int run_tasks(const EvalArgs& a, const RunDir& run) {
             last = pct;
             const int w = 30, fill = static_cast<int>(static_cast<long>(w) * done / total);
             std::fprintf(stderr, "%s%-16s [%s%s] %d/%d%s", tty ? "\r" : "", t.name.c_str(),
-                         std::string(fill, '#').c_str(), std::string(w - fill, ' ').c_str(),
-                         done, total, tty && done != total ? "" : "\n");
+                         std::string(fill, '#').c_str(), std::string(w - fill, ' ').c_str(), done,
+                         total, tty && done != total ? "" : "\n");
             std::fflush(stderr);
         };
-        results.push_back(evaluate_task(engine, *run.tokenizer, t, max_length,
-                                        tty ? progress : std::function<void(int, int)>(
-                                                             [&](int d, int n) {
-                                                                 if (d == n) progress(d, n);
-                                                             })));
+        results.push_back(
+            evaluate_task(engine, *run.tokenizer, t, max_length,
+                          tty ? progress : std::function<void(int, int)>([&](int d, int n) {
+                              if (d == n) progress(d, n);
+                          })));
     }
-    std::printf("| %-20s | %-15s | %6s | %-10s | %10s |\n", "task", "kind", "n", "metric",
-                "value");
-    std::printf("|%s|%s|%s|%s|%s|\n", std::string(22, '-').c_str(),
-                std::string(17, '-').c_str(), std::string(8, '-').c_str(),
-                std::string(12, '-').c_str(), std::string(12, '-').c_str());
+    std::printf("| %-20s | %-15s | %6s | %-10s | %10s |\n", "task", "kind", "n", "metric", "value");
+    std::printf("|%s|%s|%s|%s|%s|\n", std::string(22, '-').c_str(), std::string(17, '-').c_str(),
+                std::string(8, '-').c_str(), std::string(12, '-').c_str(),
+                std::string(12, '-').c_str());
     for (const TaskResult& r : results) {
         auto row = [&](const char* metric, double v) {
             std::printf("| %-20s | %-15s | %6d | %-10s | %10.4f |\n", r.name.c_str(),

@@ -2,11 +2,12 @@
 //
 // An OpenAI-compatible completion server (infer/server.h) over the continuous-batching engine
 // (infer/engine.h). Prints `listening on http://HOST:PORT` once it accepts connections.
-// SIGTERM or SIGINT: refuse new completions (503), finish the ones in flight (at most --drain-timeout
-// seconds, then they end with finish_reason "cancelled"), exit 0. A second signal exits at once.
+// SIGTERM or SIGINT: refuse new completions (503), finish the ones in flight (at most
+// --drain-timeout seconds, then they end with finish_reason "cancelled"), exit 0. A second signal
+// exits at once.
 #include <chrono>
-#include <cstdlib>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -104,12 +105,12 @@ CommandRunner add_serve_command(CLI::App& app) {
         Server server(engine, *run.tokenizer, a->server, metrics);
         const int port = server.bind();
         const EngineOptions& eo = engine.options();
-        const double kv_mib = static_cast<double>(eo.num_blocks) * eo.block_size *
-                              cfg.n_layer * 2 * cfg.d_model * sizeof(float) / (1 << 20);
+        const double kv_mib = static_cast<double>(eo.num_blocks) * eo.block_size * cfg.n_layer * 2 *
+                              cfg.d_model * sizeof(float) / (1 << 20);
         std::cerr << "meshlm serve: model " << a->server.model_name << ", context "
                   << cfg.max_seq_len << ", batch of " << eo.max_running << " sequences, KV pool "
-                  << eo.num_blocks << " blocks x " << eo.block_size << " positions (<= "
-                  << static_cast<long>(kv_mib + 0.5) << " MiB)\n"
+                  << eo.num_blocks << " blocks x " << eo.block_size
+                  << " positions (<= " << static_cast<long>(kv_mib + 0.5) << " MiB)\n"
                   << "listening on http://" << a->server.host << ":" << port << std::endl;
 
         // Signals arrive at the signal thread; this one turns the first into a drain.
@@ -125,8 +126,8 @@ CommandRunner add_serve_command(CLI::App& app) {
             // then the listening socket closes (cpp-httplib's stop() cuts responses still
             // being written, so it comes last).
             server.begin_drain();
-            const auto deadline = std::chrono::steady_clock::now() +
-                                  std::chrono::duration<double>(a->drain_timeout);
+            const auto deadline =
+                std::chrono::steady_clock::now() + std::chrono::duration<double>(a->drain_timeout);
             auto wait_until = [&](auto t) {
                 while (serving && server.inflight() > 0 && std::chrono::steady_clock::now() < t)
                     std::this_thread::sleep_for(std::chrono::milliseconds(20));

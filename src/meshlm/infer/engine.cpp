@@ -19,8 +19,11 @@ std::size_t complete_utf8(const std::string& s) {
     for (std::size_t back = 1; back <= 4 && back <= n; ++back) {
         const unsigned char c = static_cast<unsigned char>(s[n - back]);
         if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
-        const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
-                                            : (c >> 3) == 30 ? 4 : 1;
+        const std::size_t len = c < 0x80         ? 1
+                                : (c >> 5) == 6  ? 2
+                                : (c >> 4) == 14 ? 3
+                                : (c >> 3) == 30 ? 4
+                                                 : 1;
         return len > back ? n - back : n;
     }
     return n;
@@ -182,7 +185,8 @@ void Engine::finish(Seq& s, const char* reason) {
     s.blocks.clear();
     if (metrics_) {
         metrics_->add("meshlm_sequences_finished", 1, std::string("reason=\"") + reason + "\"");
-        metrics_->add("meshlm_prompt_tokens", s.computed < s.prompt_len ? s.computed : s.prompt_len);
+        metrics_->add("meshlm_prompt_tokens",
+                      s.computed < s.prompt_len ? s.computed : s.prompt_len);
     }
 }
 
@@ -200,10 +204,9 @@ TokenLogprob Engine::logprob_of(const float* z, std::int32_t id, int top) const 
         top = std::min(top, V);
         std::vector<std::int32_t> idx(V);
         std::iota(idx.begin(), idx.end(), 0);
-        std::partial_sort(idx.begin(), idx.begin() + top, idx.end(),
-                          [&](std::int32_t a, std::int32_t b) {
-                              return z[a] > z[b] || (z[a] == z[b] && a < b);
-                          });
+        std::partial_sort(
+            idx.begin(), idx.begin() + top, idx.end(),
+            [&](std::int32_t a, std::int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
         for (int i = 0; i < top; ++i) r.top.emplace_back(idx[i], lp(idx[i]));
     }
     return r;
@@ -239,10 +242,10 @@ void Engine::emit_token(Seq& s, const float* logits) {
         c.tokens.push_back(std::move(lp));
         c.text += out;
         if (!s.job->first_token && metrics_)
-            metrics_->observe("meshlm_time_to_first_token_seconds",
-                              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                            s.job->start)
-                                  .count());
+            metrics_->observe(
+                "meshlm_time_to_first_token_seconds",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - s.job->start)
+                    .count());
         s.job->first_token = true;
     }
     s.job->cv.notify_all();
@@ -298,7 +301,8 @@ void Engine::loop() {
         for (auto& s : running_) {
             if (cancel || s->job->cancelled) finish(*s, "cancelled");
             // Nothing to compute: a one-token prompt only scored.
-            else if (s->target() <= s->computed) finish(*s, "length");
+            else if (s->target() <= s->computed)
+                finish(*s, "length");
         }
         if (cancel) {
             std::lock_guard<std::mutex> lock(mu_);
@@ -371,9 +375,9 @@ void Engine::step() {
     if (metrics_) {
         metrics_->observe("meshlm_batch_rows", static_cast<double>(rows_.size()));
         metrics_->observe("meshlm_batch_sequences", seqs);
-        metrics_->observe("meshlm_step_seconds",
-                          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                              .count());
+        metrics_->observe(
+            "meshlm_step_seconds",
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
 }
 

@@ -36,14 +36,14 @@
 namespace meshlm {
 
 struct EngineOptions {
-    int max_running = 32;    // sequences decoded together
-    int max_waiting = 256;   // sequences queued behind them
-    int max_rows = 256;      // tokens per forward pass (prompt chunks + one per decoding sequence)
-    int block_size = 16;     // positions per KV block
-    int num_blocks = 0;      // KV pool size (0: enough for max_running full contexts)
+    int max_running = 32;   // sequences decoded together
+    int max_waiting = 256;  // sequences queued behind them
+    int max_rows = 256;     // tokens per forward pass (prompt chunks + one per decoding sequence)
+    int block_size = 16;    // positions per KV block
+    int num_blocks = 0;     // KV pool size (0: enough for max_running full contexts)
     DecodePrecision precision = DecodePrecision::fp32;
-    int threads = 0;         // compute threads of the engine thread (0: the creating thread's
-                             // kernels::threads(); OpenMP settings are per thread)
+    int threads = 0;  // compute threads of the engine thread (0: the creating thread's
+                      // kernels::threads(); OpenMP settings are per thread)
 };
 
 // What one sequence (one completion choice) asks for.
@@ -77,10 +77,10 @@ class Job {
   public:
     explicit Job(int n) : choices(n) {}
     std::mutex mu;
-    std::condition_variable cv;        // notified on every change
+    std::condition_variable cv;  // notified on every change
     std::vector<ChoiceResult> choices;
-    int finished = 0;                  // choices with a finish_reason
-    bool first_token = false;          // some choice produced a token
+    int finished = 0;          // choices with a finish_reason
+    bool first_token = false;  // some choice produced a token
     std::atomic<bool> cancelled{false};
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
     bool done() const { return finished == static_cast<int>(choices.size()); }

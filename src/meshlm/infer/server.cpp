@@ -4,8 +4,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "meshlm/core/error.h"
 #include "meshlm/infer/playground.h"
@@ -40,7 +40,11 @@ std::size_t code_points(const std::string& s) {
 bool valid_utf8(const std::string& s) {
     for (std::size_t i = 0; i < s.size();) {
         const unsigned char c = static_cast<unsigned char>(s[i]);
-        const int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        const int len = c < 0x80         ? 1
+                        : (c >> 5) == 6  ? 2
+                        : (c >> 4) == 14 ? 3
+                        : (c >> 3) == 30 ? 4
+                                         : 0;
         if (len == 0 || i + len > s.size()) return false;
         for (int k = 1; k < len; ++k)
             if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
@@ -58,7 +62,9 @@ struct CompletionRequest {
     SeqSpec base;
 };
 
-bool is_int(const json& v) { return v.is_number_integer() || v.is_number_unsigned(); }
+bool is_int(const json& v) {
+    return v.is_number_integer() || v.is_number_unsigned();
+}
 
 double number(const json& body, const char* key, double def, double lo, double hi,
               bool lo_open = false) {
@@ -78,7 +84,8 @@ long long integer(const json& body, const char* key, long long def, long long lo
     auto it = body.find(key);
     if (it == body.end() || it->is_null()) return def;
     if (!is_int(*it)) bad(key, std::string("'") + key + "' must be an integer");
-    if (it->is_number_unsigned() && it->get<unsigned long long>() > static_cast<unsigned long long>(hi))
+    if (it->is_number_unsigned() &&
+        it->get<unsigned long long>() > static_cast<unsigned long long>(hi))
         bad(key, std::string("'") + key + "' must be at most " + std::to_string(hi));
     const long long v = it->get<long long>();
     if (v < lo || v > hi)
@@ -228,9 +235,9 @@ struct Server::Impl {
             integer(body, "best_of", r.n, 1, opt.max_n) != r.n)
             bad("best_of", "'best_of' other than n is not supported");
         if (static_cast<long>(r.prompts.size()) * r.n > opt.max_choices)
-            bad("n", std::to_string(r.prompts.size()) + " prompts x n = " +
-                         std::to_string(r.prompts.size() * r.n) + " completions exceed " +
-                         std::to_string(opt.max_choices) + " per request");
+            bad("n", std::to_string(r.prompts.size()) +
+                         " prompts x n = " + std::to_string(r.prompts.size() * r.n) +
+                         " completions exceed " + std::to_string(opt.max_choices) + " per request");
         r.max_tokens = static_cast<int>(integer(body, "max_tokens", 16, 0, ctx));
         r.echo = boolean(body, "echo", false);
         r.stream = boolean(body, "stream", false);
@@ -251,9 +258,8 @@ struct Server::Impl {
             if (P + r.max_tokens > ctx)
                 bad(P > ctx ? "prompt" : "max_tokens",
                     "this model's maximum context length is " + std::to_string(ctx) +
-                        " tokens, but " + std::to_string(P + r.max_tokens) +
-                        " were requested (" + std::to_string(P) + " in the prompt, " +
-                        std::to_string(r.max_tokens) +
+                        " tokens, but " + std::to_string(P + r.max_tokens) + " were requested (" +
+                        std::to_string(P) + " in the prompt, " + std::to_string(r.max_tokens) +
                         " for the completion); shorten the prompt, lower max_tokens, or set "
                         "truncate_prompt_tokens");
         }
@@ -292,7 +298,7 @@ struct Server::Impl {
             }
         }
         if (auto sf = body.find("suffix"); sf != body.end() && !sf->is_null() &&
-                                          !(sf->is_string() && sf->get<std::string>().empty()))
+                                           !(sf->is_string() && sf->get<std::string>().empty()))
             bad("suffix", "'suffix' is not supported");
         r.base.ignore_eos = boolean(body, "ignore_eos", false);
         r.base.max_tokens = r.max_tokens;
@@ -352,8 +358,7 @@ struct Server::Impl {
     std::string new_id() {
         std::lock_guard<std::mutex> lock(seed_mu);
         char buf[32];
-        std::snprintf(buf, sizeof buf, "cmpl-%016llx",
-                      static_cast<unsigned long long>(seed_rng()));
+        std::snprintf(buf, sizeof buf, "cmpl-%016llx", static_cast<unsigned long long>(seed_rng()));
         return buf;
     }
 
@@ -378,11 +383,12 @@ struct Server::Impl {
             case SubmitStatus::ok:
                 break;
             case SubmitStatus::too_large:
-                return send_error(req, res,
-                                  ApiError{400,
-                                   "the request needs more KV cache blocks than the server has "
-                                   "(lower max_tokens or the prompt length)",
-                                   "max_tokens"});
+                return send_error(
+                    req, res,
+                    ApiError{400,
+                             "the request needs more KV cache blocks than the server has "
+                             "(lower max_tokens or the prompt length)",
+                             "max_tokens"});
             case SubmitStatus::queue_full:
             case SubmitStatus::draining: {
                 const bool full = !*draining;
@@ -418,7 +424,8 @@ struct Server::Impl {
             // response written in pieces this way breaks its own client.)
             res.set_chunked_content_provider(
                 "application/json; charset=utf-8",
-                [this, job, rq, id, created_at, model, latency](std::size_t, httplib::DataSink& sink) {
+                [this, job, rq, id, created_at, model, latency](std::size_t,
+                                                                httplib::DataSink& sink) {
                     std::unique_lock<std::mutex> lock(job->mu);
                     if (!job->cv.wait_for(lock, std::chrono::seconds(1),
                                           [&] { return job->done(); })) {
@@ -438,15 +445,17 @@ struct Server::Impl {
                                    {"text", (rq->echo ? rq->prompt_texts[p] : "") + c.text},
                                    {"finish_reason", c.finish_reason}};
                         std::size_t offset = 0;
-                        ch["logprobs"] =
-                            rq->logprobs >= 0
-                                ? logprobs_json(c, *rq, p, 0, rq->echo, offset)
-                                : json(nullptr);
+                        ch["logprobs"] = rq->logprobs >= 0
+                                             ? logprobs_json(c, *rq, p, 0, rq->echo, offset)
+                                             : json(nullptr);
                         choices.push_back(std::move(ch));
                     }
-                    json out = {{"id", id},         {"object", "text_completion"},
-                                {"created", created_at}, {"model", model},
-                                {"choices", choices}, {"usage", usage_json(*job, *rq)}};
+                    json out = {{"id", id},
+                                {"object", "text_completion"},
+                                {"created", created_at},
+                                {"model", model},
+                                {"choices", choices},
+                                {"usage", usage_json(*job, *rq)}};
                     lock.unlock();
                     const std::string s = dump(out);
                     latency();
@@ -500,24 +509,28 @@ struct Server::Impl {
                         if (rq->echo && !c.prompt_done) continue;
                         json ch = {{"index", i}};
                         ch["text"] = (echo_now ? rq->prompt_texts[p] : "") + c.text.substr(k.text);
-                        ch["logprobs"] = rq->logprobs >= 0
-                                             ? logprobs_json(c, *rq, p, k.tokens, echo_now,
-                                                             k.offset)
-                                             : json(nullptr);
+                        ch["logprobs"] = rq->logprobs >= 0 ? logprobs_json(c, *rq, p, k.tokens,
+                                                                           echo_now, k.offset)
+                                                           : json(nullptr);
                         ch["finish_reason"] = fin ? json(c.finish_reason) : json(nullptr);
                         k.text = c.text.size();
                         k.tokens = c.tokens.size();
                         k.started = true;
                         k.finished = fin;
-                        json ev = {{"id", id},          {"object", "text_completion"},
-                                   {"created", created_at}, {"model", model},
+                        json ev = {{"id", id},
+                                   {"object", "text_completion"},
+                                   {"created", created_at},
+                                   {"model", model},
                                    {"choices", json::array({ch})}};
                         out += "data: " + dump(ev) + "\n\n";
                     }
                     if (all_done && rq->include_usage) {
-                        json ev = {{"id", id},          {"object", "text_completion"},
-                                   {"created", created_at}, {"model", model},
-                                   {"choices", json::array()}, {"usage", usage_json(*job, *rq)}};
+                        json ev = {{"id", id},
+                                   {"object", "text_completion"},
+                                   {"created", created_at},
+                                   {"model", model},
+                                   {"choices", json::array()},
+                                   {"usage", usage_json(*job, *rq)}};
                         out += "data: " + dump(ev) + "\n\n";
                     }
                 }
@@ -555,49 +568,50 @@ struct Server::Impl {
         http.set_keep_alive_timeout(2);
         http.set_read_timeout(30, 0);
         http.set_write_timeout(30, 0);
-        int threads = opt.threads > 0 ? opt.threads
-                                      : engine.options().max_running +
-                                            engine.options().max_waiting + 16;
+        int threads = opt.threads > 0
+                          ? opt.threads
+                          : engine.options().max_running + engine.options().max_waiting + 16;
         http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 
         http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
             if (!res.body.empty()) return;
-            std::string msg = res.status == 404   ? "no such endpoint: " + req.method + " " + req.path
-                              : res.status == 413 ? "the request body is larger than " +
-                                                        std::to_string(opt.max_body_bytes) +
-                                                        " bytes"
+            std::string msg = res.status == 404 ? "no such endpoint: " + req.method + " " + req.path
+                              : res.status == 413
+                                  ? "the request body is larger than " +
+                                        std::to_string(opt.max_body_bytes) + " bytes"
                               : res.status == 405 ? "method not allowed"
                                                   : "the request could not be handled";
-            ApiError e{res.status, msg, "", res.status == 404 ? "not_found_error"
-                                                              : "invalid_request_error"};
+            ApiError e{res.status, msg, "",
+                       res.status == 404 ? "not_found_error" : "invalid_request_error"};
             res.set_content(dump(error_body(e)), "application/json");
             count(req, res.status);
         });
-        http.set_exception_handler([this](const httplib::Request& req, httplib::Response& res,
-                                          std::exception_ptr ep) {
-            std::string what = "internal error";
-            try {
-                if (ep) std::rethrow_exception(ep);
-            } catch (const ApiError& e) {
-                return send_error(req, res, e);
-            } catch (const std::exception& e) {
-                what = e.what();
-            } catch (...) {
-            }
-            send_error(req, res, ApiError{500, what, "", "server_error"});
-        });
+        http.set_exception_handler(
+            [this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+                std::string what = "internal error";
+                try {
+                    if (ep) std::rethrow_exception(ep);
+                } catch (const ApiError& e) {
+                    return send_error(req, res, e);
+                } catch (const std::exception& e) {
+                    what = e.what();
+                } catch (...) {
+                }
+                send_error(req, res, ApiError{500, what, "", "server_error"});
+            });
 
-        http.Post("/v1/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
-            completions(req, res);
-        }));
+        http.Post("/v1/completions",
+                  guarded([this](const httplib::Request& req, httplib::Response& res) {
+                      completions(req, res);
+                  }));
         http.Get("/v1/models", guarded([this](const httplib::Request& req, httplib::Response& res) {
-            json m = {{"id", opt.model_name},
-                      {"object", "model"},
-                      {"created", created},
-                      {"owned_by", "meshlm"},
-                      {"max_model_len", engine.context()}};
-            send_json(req, res, {{"object", "list"}, {"data", json::array({m})}});
-        }));
+                     json m = {{"id", opt.model_name},
+                               {"object", "model"},
+                               {"created", created},
+                               {"owned_by", "meshlm"},
+                               {"max_model_len", engine.context()}};
+                     send_json(req, res, {{"object", "list"}, {"data", json::array({m})}});
+                 }));
         http.Get("/health", [this](const httplib::Request& req, httplib::Response& res) {
             if (*draining) {
                 res.status = 503;
@@ -610,42 +624,44 @@ struct Server::Impl {
             count(req, 200);
             res.set_content(metrics.render(), "text/plain; version=0.0.4");
         });
-        http.Get("/tokenizer_info", guarded([this](const httplib::Request& req, httplib::Response& res) {
-            send_json(req, res,
-                      {{"tokenizer", tok.name()},
-                       {"vocab_size", engine.config().vocab_size},
-                       {"eos_token", token_text(tok.eot_id())},
-                       {"eos_token_id", tok.eot_id()},
-                       {"max_model_len", engine.context()}});
-        }));
+        http.Get("/tokenizer_info",
+                 guarded([this](const httplib::Request& req, httplib::Response& res) {
+                     send_json(req, res,
+                               {{"tokenizer", tok.name()},
+                                {"vocab_size", engine.config().vocab_size},
+                                {"eos_token", token_text(tok.eot_id())},
+                                {"eos_token_id", tok.eot_id()},
+                                {"max_model_len", engine.context()}});
+                 }));
         http.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
-            try {
-                json body = parse_body(req);
-                auto it = body.find("prompt");
-                if (it == body.end()) it = body.find("text");
-                if (it == body.end() || !it->is_string())
-                    bad("prompt", "'prompt' must be a string");
-                boolean(body, "add_special_tokens", false);
-                std::vector<std::int32_t> ids = tok.encode(it->get<std::string>());
-                send_json(req, res,
-                          {{"tokens", ids},
-                           {"count", ids.size()},
-                           {"max_model_len", engine.context()}});
-            } catch (const ApiError& e) {
-                send_error(req, res, e);
-            }
-        }));
-        http.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
-            try {
-                json body = parse_body(req);
-                auto it = body.find("tokens");
-                if (it == body.end() || !it->is_array())
-                    bad("tokens", "'tokens' must be a list of token ids");
-                send_json(req, res, {{"prompt", tok.decode(ids_of(*it, "tokens"))}});
-            } catch (const ApiError& e) {
-                send_error(req, res, e);
-            }
-        }));
+                      try {
+                          json body = parse_body(req);
+                          auto it = body.find("prompt");
+                          if (it == body.end()) it = body.find("text");
+                          if (it == body.end() || !it->is_string())
+                              bad("prompt", "'prompt' must be a string");
+                          boolean(body, "add_special_tokens", false);
+                          std::vector<std::int32_t> ids = tok.encode(it->get<std::string>());
+                          send_json(req, res,
+                                    {{"tokens", ids},
+                                     {"count", ids.size()},
+                                     {"max_model_len", engine.context()}});
+                      } catch (const ApiError& e) {
+                          send_error(req, res, e);
+                      }
+                  }));
+        http.Post("/detokenize",
+                  guarded([this](const httplib::Request& req, httplib::Response& res) {
+                      try {
+                          json body = parse_body(req);
+                          auto it = body.find("tokens");
+                          if (it == body.end() || !it->is_array())
+                              bad("tokens", "'tokens' must be a list of token ids");
+                          send_json(req, res, {{"prompt", tok.decode(ids_of(*it, "tokens"))}});
+                      } catch (const ApiError& e) {
+                          send_error(req, res, e);
+                      }
+                  }));
         http.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
             count(req, 200);
             res.set_content(playground_html(), "text/html; charset=utf-8");

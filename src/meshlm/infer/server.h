@@ -24,23 +24,26 @@ namespace meshlm {
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
-    int port = 8080;                     // 0: any free port
-    std::string api_key;                 // empty: none needed
-    std::string model_name = "meshlm";   // served model id
+    int port = 8080;                    // 0: any free port
+    std::string api_key;                // empty: none needed
+    std::string model_name = "meshlm";  // served model id
     std::size_t max_body_bytes = 1 << 20;
-    int max_choices = 64;                // prompts x n per request
+    int max_choices = 64;  // prompts x n per request
     int max_n = 16;
-    int max_stop = 8;                    // stop strings per request
+    int max_stop = 8;  // stop strings per request
     int max_logprobs = 20;
-    int threads = 0;                     // connection threads (0: from the engine's limits)
+    int threads = 0;  // connection threads (0: from the engine's limits)
 };
 
 // The 400-family error of a request: HTTP status, message, and the field it is about.
 struct ApiError {
     ApiError(int status, std::string message, std::string param = "",
              std::string type = "invalid_request_error", std::string code = "")
-        : status(status), message(std::move(message)), param(std::move(param)),
-          type(std::move(type)), code(std::move(code)) {}
+        : status(status),
+          message(std::move(message)),
+          param(std::move(param)),
+          type(std::move(type)),
+          code(std::move(code)) {}
     int status;
     std::string message, param, type, code;
 };

@@ -48,8 +48,8 @@ struct LoglikelihoodRequest {
     int ctxlen = 0;                    // tokens of context (the continuation follows)
 };
 struct Loglikelihood {
-    double logprob = 0;     // sum over the continuation's tokens
-    bool greedy = false;    // every continuation token was the argmax
+    double logprob = 0;   // sum over the continuation's tokens
+    bool greedy = false;  // every continuation token was the argmax
 };
 
 LoglikelihoodRequest make_request(const Tokenizer& tok, const std::string& context,
