@@ -437,7 +437,7 @@ OptionTable build_table() {
              at_least(1))
         .add("seed", &TrainConfig::seed, "seeds init, batches and sampling")
         .add("threads", &TrainConfig::threads, "CPU threads; 0 = all cores", at_least(0))
-        .add("peak_gflops", &TrainConfig::peak_gflops, "fp32 peak for MFU; 0 = measure at start",
+        .add("peak_gflops", &TrainConfig::peak_gflops, "peak GFLOP/s for MFU (of train.precision's arithmetic); 0 = measure at start",
              at_least(0))
         .add("eval_batches", &TrainConfig::eval_batches,
              "validation batches per periodic evaluation; 0 = the whole split", at_least(0))
@@ -451,7 +451,11 @@ OptionTable build_table() {
              "steps between coordinate-check records in metrics.jsonl (0 = never)", at_least(0))
         .add("recompute", &TrainConfig::recompute,
              "activations the backward recomputes instead of keeping (same results, less memory)",
-             one_of({"none", "attention", "block"}));
+             one_of({"none", "attention", "block"}))
+        .add("precision", &TrainConfig::precision,
+             "the GEMMs' precision (bf16: bf16 operands, fp32 masters, sums and optimizer state; "
+             "auto: bf16 where the CPU has native bf16 dot products)",
+             one_of({"fp32", "bf16", "auto"}));
 
     Section<OptimConfig>(t, "optim", &Config::optim)
         .add("name", &OptimConfig::name, "optimizer", one_of({"adamw", "lion"}))

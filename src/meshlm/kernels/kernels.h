@@ -25,6 +25,18 @@ bool in_gemm();
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
           const float* B, int ldb, float beta, float* C, int ldc);
 
+// The same with bf16 operands (as their 16 bits, to_bf16), fp32 products, sums and C. On a CPU
+// without native bf16 dot products (native_bf16() false) the operands are widened to fp32 for
+// gemm(): the same values up to summation order, at fp32 speed plus the widening.
+void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+               const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb, float beta,
+               float* C, int ldc);
+// True where the CPU has AVX512-BF16 dot products (and MESHLM_NO_NATIVE_BF16 is unset or 0:
+// tests and benchmarks use it to take the widening path on any CPU).
+bool native_bf16();
+// out[i] = in[i] (bf16 bits) as fp32: exact.
+void from_bf16(float* out, const std::uint16_t* in, std::size_t n);
+
 // out = (x - mean) * rstd * w + b per row (b may be null); saves mean[N], rstd[N].
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
                        const float* b, int N, int C, float eps);
@@ -122,10 +134,12 @@ void dropout(float* x, int N, int C, float rate, std::uint64_t seed, std::uint64
 void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
                            int ldv, float dlogits_scale, float z_loss = 0.f);
 
-// --- Decoding (inference only) ---
-
 // out[i] = in[i] rounded to bf16 (nearest, ties to even), as its 16 bits.
 void to_bf16(std::uint16_t* out, const float* in, std::size_t n);
+// The same over rows x cols of `in` with row stride ld, into dense rows of out.
+void to_bf16_rows(std::uint16_t* out, const float* in, int rows, int cols, int ld);
+
+// --- Decoding (inference only) ---
 // y[M,O] = x[M,I] W[O,I]^T + bias[O] (bias may be null) for few rows M (one per sequence
 // being decoded): reads W once per 4 rows of x. A row's result does not depend on M or the
 // thread count (bitwise), so batching sequences never changes them.
@@ -177,5 +191,7 @@ void lion(float* p, const float* g, float* m, std::size_t n, float lr, float bet
 
 // Peak fp32 GFLOP/s of this machine on `threads` threads, measured by a short FMA loop.
 double measure_peak_gflops(int threads, double seconds = 0.2);
+// Peak bf16 GFLOP/s with the AVX512-BF16 dot product (vdpbf16ps; 0 where native_bf16() is false).
+double measure_peak_bf16_gflops(int threads, double seconds = 0.2);
 
 }  // namespace meshlm::kernels

@@ -46,7 +46,7 @@ void Attention::project_in(float* qkv, const float* x, const BlockTensors& w, in
 }
 
 void Attention::project(float* qkv, const float* x, const BlockTensors& w, int N) const {
-    linear::forward(qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width());
+    linear::forward(qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width(), false, bf16);
 }
 
 void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
@@ -57,7 +57,7 @@ void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
 
 void Attention::project_out(float* out, const float* y, const BlockTensors& w, int N,
                             bool accumulate) const {
-    linear::forward(out, y, w.proj_w, nullptr, N, y_width(), C, accumulate);
+    linear::forward(out, y, w.proj_w, nullptr, N, y_width(), C, accumulate, bf16);
 }
 
 void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,
@@ -65,7 +65,7 @@ void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, con
                          const BlockTensors& w, int B, int T, const k::AttnDropout* drop,
                          bool accumulate) const {
     const int N = B * T;
-    linear::backward(dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C);
+    linear::backward(dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C, false, bf16);
     k::attention_backward(dqkv, dy, y, lse, qkv, B, T, Hl, Kl, D,
                           slopes.empty() ? nullptr : slopes.data(), drop, scale);
     if (rope) {
@@ -74,7 +74,8 @@ void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, con
         k::rope_backward(dqkv + Hl * D, qkv_width(), nullptr, N, T, Kl, D, rope_dim, interleaved,
                          inv_freq.data());
     }
-    linear::backward(dx, g.qkv_w, g.qkv_b, dqkv, x, w.qkv_w, N, C, qkv_width(), accumulate);
+    linear::backward(dx, g.qkv_w, g.qkv_b, dqkv, x, w.qkv_w, N, C, qkv_width(), accumulate,
+                     bf16);
 }
 
 }  // namespace meshlm

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "meshlm/kernels/kernels.h"
+#include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/tensors.h"
 
@@ -28,6 +29,7 @@ struct Attention {
     float scale;                  // of the scores: 1/sqrt(D), or muP's 1/D (ModelConfig)
     std::vector<float> inv_freq;  // rope_dim / 2
     std::vector<float> slopes;    // this rank's heads' ALiBi slopes; empty without ALiBi
+    Bf16Scratch* bf16 = nullptr;  // the projections' GEMMs in bf16 (linear.h); null: fp32
 
     Attention(const ModelConfig& cfg, int model, int rank);
     int qkv_width() const { return (Hl + 2 * Kl) * D; }

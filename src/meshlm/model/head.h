@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "meshlm/core/model_comm.h"
+#include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
 
 namespace meshlm {
@@ -18,6 +19,7 @@ struct Head {
     int C, V, v0, Vvalid, Vl;  // Vl: this rank's logits columns (padded share)
     float z_loss;
     ModelComm* mp;
+    Bf16Scratch* bf16 = nullptr;  // the GEMMs in bf16 (linear.h); null: fp32
 
     Head(const ModelConfig& cfg, ModelComm& comm);
     // logits (N, Vl) for x (N, C).

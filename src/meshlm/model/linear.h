@@ -6,15 +6,47 @@
 // share an input or an output.
 //   forward   y = x W^T + b                       (or y += x W^T: a second branch into y)
 //   backward  dx = dy W (or dx += dy W),  dW += dy^T x,  db += sum_n dy
+//
+// Precision (train.precision). fp32: fp32 GEMMs. bf16: each GEMM rounds its operands (x, W,
+// dy) to bf16 at the call into a Bf16Scratch -- the fp32 masters and every output stay fp32 --
+// and multiplies with fp32 products and sums (kernels::gemm_bf16). An input the caller already
+// keeps in bf16 (x16) is used as it is. Outputs wider than the scratch (the vocabulary head) go
+// through in column chunks.
 #pragma once
 
-namespace meshlm::linear {
+#include <cstddef>
+#include <cstdint>
+#include <string>
 
-// y[N, O] (=, or += when accumulate) x[N, I] W[O, I]^T + b (b may be null).
+namespace meshlm {
+
+// The GEMMs' precision (train.precision).
+enum class Precision { fp32, bf16 };
+Precision parse_precision(const std::string& name);  // fp32 | bf16
+const char* precision_name(Precision p);
+
+// bf16 operands of one linear call at a time: rows x max_in inputs, max_out x max_in weights,
+// rows x max_out output gradients. The memory is the caller's (the activation plan).
+struct Bf16Scratch {
+    std::uint16_t *x = nullptr, *w = nullptr, *dy = nullptr;
+    int rows = 0, max_in = 0, max_out = 0;
+    // bf16 elements of each buffer.
+    std::size_t x_size() const { return static_cast<std::size_t>(rows) * max_in; }
+    std::size_t w_size() const { return static_cast<std::size_t>(max_out) * max_in; }
+    std::size_t dy_size() const { return static_cast<std::size_t>(rows) * max_out; }
+};
+
+namespace linear {
+
+// y[N, O] (=, or += when accumulate) x[N, I] W[O, I]^T + b (b may be null). With bf16 non-null
+// the GEMM is in bf16; x16 (may be null), x already in bf16.
 void forward(float* y, const float* x, const float* W, const float* b, int N, int I, int O,
-             bool accumulate = false);
+             bool accumulate = false, Bf16Scratch* bf16 = nullptr,
+             const std::uint16_t* x16 = nullptr);
 // dx[N, I] (=, or += when accumulate; null skips), dW += dy^T x, db += sum_n dy (null skips).
 void backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
-              int N, int I, int O, bool accumulate = false);
+              int N, int I, int O, bool accumulate = false, Bf16Scratch* bf16 = nullptr,
+              const std::uint16_t* x16 = nullptr);
 
-}  // namespace meshlm::linear
+}  // namespace linear
+}  // namespace meshlm

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "meshlm/kernels/kernels.h"
+#include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/tensors.h"
 
@@ -18,6 +19,7 @@ struct Mlp {
     int C, Fl;
     bool gated;
     kernels::Act act;
+    Bf16Scratch* bf16 = nullptr;  // the GEMMs in bf16 (linear.h); null: fp32
 
     Mlp(const ModelConfig& cfg, int model);
     int h_width() const { return gated ? 2 * Fl : Fl; }

@@ -15,6 +15,7 @@
 // wte and wpe (a tied head adds both uses into wte).
 #include "meshlm/model/transformer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -72,8 +73,18 @@ const char* recompute_name(Recompute r) {
     return r == Recompute::none ? "none" : r == Recompute::attention ? "attention" : "block";
 }
 
+// The bf16 operand scratch for (N rows): inputs up to the widest linear input, weights and
+// output gradients up to the widest block linear output (the head goes in chunks of it).
+Bf16Scratch bf16_scratch_shape(const Attention& attn, const Mlp& mlp, int C, int N) {
+    Bf16Scratch s;
+    s.rows = N;
+    s.max_in = std::max({C, attn.y_width(), mlp.Fl});
+    s.max_out = std::max({C, attn.qkv_width(), mlp.h_width()});
+    return s;
+}
+
 std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, int model,
-                                          Recompute recompute) {
+                                          Recompute recompute, Precision precision) {
     // Transformer::plan() takes the same buffers; its constructor checks the two agree.
     const std::size_t N = static_cast<std::size_t>(B) * T, C = cfg.d_model;
     const Attention attn(cfg, model, 0);
@@ -108,11 +119,15 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
     for (std::size_t n : {N * C, N * C, N * C, N * attn.y_width(), N * attn.qkv_width(), N * mlp.Fl,
                           N * mlp.h_width()})
         p.take(n);
+    if (precision == Precision::bf16) {
+        const Bf16Scratch s = bf16_scratch_shape(attn, mlp, cfg.d_model, static_cast<int>(N));
+        for (std::size_t n : {s.x_size(), s.w_size(), s.dy_size()}) p.take((n + 1) / 2);
+    }
     return p.floats;
 }
 
 Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, ModelComm* mp,
-                         Recompute recompute)
+                         Recompute recompute, Precision precision)
     : cfg_(cfg),
       mp_(mp ? mp : &single_),
       layout_(transformer_layout(cfg, mp_->size())),
@@ -123,11 +138,12 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
       head_(cfg, *mp_),
       parallel_block_(cfg.block == "parallel"),
       recompute_(recompute),
+      precision_(precision),
       max_batch_(max_batch),
       max_seq_(max_seq),
       acts_(activation_arena(
-          transformer_activation_floats(cfg, max_batch, max_seq, mp_->size(), recompute), max_batch,
-          max_seq)),
+          transformer_activation_floats(cfg, max_batch, max_seq, mp_->size(), recompute, precision),
+          max_batch, max_seq)),
       views_(layout_, cfg.n_layer) {
     MESHLM_CHECK(max_seq <= cfg.max_seq_len || cfg.position != "learned", "sequence length ",
                  max_seq, " exceeds max_seq_len ", cfg.max_seq_len);
@@ -203,6 +219,14 @@ void Transformer::plan(P& p) {
     dqkv_ = p.take(N * attn_.qkv_width());
     da_ = p.take(N * mlp_.Fl);
     dh_ = p.take(N * mlp_.h_width());
+    if (precision_ == Precision::bf16) {
+        bf16_ = bf16_scratch_shape(attn_, mlp_, static_cast<int>(C), static_cast<int>(N));
+        auto take16 = [&](std::size_t n) { return reinterpret_cast<std::uint16_t*>(p.take((n + 1) / 2)); };
+        bf16_.x = take16(bf16_.x_size());
+        bf16_.w = take16(bf16_.w_size());
+        bf16_.dy = take16(bf16_.dy_size());
+        attn_.bf16 = mlp_.bf16 = head_.bf16 = &bf16_;
+    }
 }
 
 k::AttnDropout Transformer::attn_dropout(int layer) const {

@@ -51,18 +51,24 @@ Recompute parse_recompute(const std::string& name);  // none | attention | block
 const char* recompute_name(Recompute r);
 
 // Floats of activations a model rank plans for a (B, T) batch; info reports it without building.
+// With bf16 precision it includes the GEMMs' bf16 operand scratch (linear.h).
 std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, int model = 1,
-                                          Recompute recompute = Recompute::none);
+                                          Recompute recompute = Recompute::none,
+                                          Precision precision = Precision::fp32);
 
 class Transformer {
   public:
     // `mp` (outliving the model) is the model-parallel group; nullptr = one rank.
     Transformer(const ModelConfig& cfg, int max_batch, int max_seq, ModelComm* mp = nullptr,
-                Recompute recompute = Recompute::none);
+                Recompute recompute = Recompute::none, Precision precision = Precision::fp32);
+    // The layers point at bf16_: the model stays where it was built.
+    Transformer(const Transformer&) = delete;
+    Transformer& operator=(const Transformer&) = delete;
 
     const ModelConfig& config() const { return cfg_; }
     const ParamLayout& layout() const { return layout_; }  // this rank's (transformer_layout)
     int model_ranks() const { return mp_->size(); }
+    Precision precision() const { return precision_; }
     int vocab_begin() const { return head_.v0; }      // first vocabulary column of logits()
     int vocab_local() const { return head_.Vvalid; }  // real (unpadded) columns of logits()
     int logits_stride() const { return head_.Vl; }
@@ -140,6 +146,8 @@ class Transformer {
     Head head_;
     bool parallel_block_;
     Recompute recompute_;
+    Precision precision_;
+    Bf16Scratch bf16_;  // bf16 precision: the GEMMs' operands (in acts_)
     int max_batch_, max_seq_;
     Arena acts_;
     float* embed_;  // (N,C) residual stream entering block 0

@@ -49,7 +49,8 @@ std::vector<ParamGroup> shard_groups(const std::vector<ParamGroup>& groups, std:
 }
 
 Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
-                 long total_steps, Comm* dp, int zero_stage, Comm* mp, Recompute recompute)
+                 long total_steps, Comm* dp, int zero_stage, Comm* mp, Recompute recompute,
+                 Precision precision)
     : model_cfg_(model),
       optim_cfg_(optim),
       batch_(batch),
@@ -58,7 +59,8 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
       dp_(dp ? *dp : local_),
       mp_(mp ? *mp : local_),
       mp_group_(mp_.size() > 1 ? std::make_unique<CommModelGroup>(mp_) : nullptr),
-      model_(std::make_unique<Transformer>(model, batch, seq, mp_group_.get(), recompute)),
+      model_(std::make_unique<Transformer>(model, batch, seq, mp_group_.get(), recompute,
+                                           precision)),
       layout_(model_->layout()),
       full_layout_(transformer_layout(model)),
       // ZeRO chunks this rank's local buffer: with TP, each model rank's data group shards its

@@ -56,7 +56,7 @@ class Learner {
     // parallelism. Throws InvalidInput when the model does not split over mp's ranks.
     Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
             long total_steps, Comm* dp = nullptr, int zero_stage = 0, Comm* mp = nullptr,
-            Recompute recompute = Recompute::none);
+            Recompute recompute = Recompute::none, Precision precision = Precision::fp32);
 
     bool tensor_parallel() const { return mp_.size() > 1; }
     // This rank's model (with tensor parallelism, its shard).

@@ -13,7 +13,7 @@ struct TrainConfig {
     int grad_accum = 1;   // micro-batches per optimizer step
     std::uint64_t seed = 1337;
     int threads = 0;             // 0 = all cores
-    double peak_gflops = 0;      // fp32 peak for MFU; 0 = measure at start
+    double peak_gflops = 0;      // peak for MFU (fp32 or bf16 as trained); 0 = measure at start
     int eval_batches = 0;        // validation batches per periodic evaluation; 0 = the whole split
     int final_eval_batches = 0;  // validation batches of the final evaluation; 0 = whole split
     // Staged sequence-length warmup: the first seq_warmup_steps steps train on sequences of
@@ -23,6 +23,9 @@ struct TrainConfig {
     // Activation recomputation: none | attention | block (model/transformer.h says what each
     // keeps). Bitwise the same training, less activation memory, more compute.
     std::string recompute = "none";
+    // The GEMMs' precision: fp32 | bf16 (bf16 operands, fp32 masters, sums, gradients and
+    // optimizer state; model/linear.h) | auto (bf16 where the CPU has native bf16 dot products).
+    std::string precision = "fp32";
     // Coordinate check during training: every this many steps, metrics.jsonl gets the mean
     // |activation| at every site and mean |update| / lr of every tensor (0 = never).
     int coord_interval = 0;

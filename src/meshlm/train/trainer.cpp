@@ -87,10 +87,50 @@ std::string human_count(double n) {
 // The fp32 peak for MFU: the best of a few short FMA probes. One probe reads low whenever
 // something else runs on the same cores for a moment (117 to 233 GFLOP/s were seen on the same
 // two threads); the best of several is the machine's peak far more often.
-double robust_peak_gflops(int threads) {
+double robust_peak_gflops(int threads, Precision precision) {
     double best = 0;
-    for (int i = 0; i < 5; ++i) best = std::max(best, kernels::measure_peak_gflops(threads, 0.05));
+    for (int i = 0; i < 5; ++i)
+        best = std::max(best, precision == Precision::bf16
+                                  ? kernels::measure_peak_bf16_gflops(threads, 0.05)
+                                  : kernels::measure_peak_gflops(threads, 0.05));
     return best;
+}
+
+// train.precision: auto is bf16 where the CPU has native bf16 dot products.
+Precision resolve_precision(const std::string& name) {
+    if (name == "auto") return kernels::native_bf16() ? Precision::bf16 : Precision::fp32;
+    return parse_precision(name);
+}
+
+// Seconds per call of a GEMM of the block's shapes in fp32 and with bf16 operands (best of a
+// few): what bf16 costs on a CPU that has to widen its operands.
+std::pair<double, double> gemm_seconds_fp32_bf16(int rows, int width) {
+    const std::size_t n = static_cast<std::size_t>(rows) * width, w = std::size_t(width) * width;
+    std::vector<float> a(n, 0.5f), b(w, 0.25f), c(n);
+    std::vector<std::uint16_t> a16(n), b16(w);
+    kernels::to_bf16(a16.data(), a.data(), n);
+    kernels::to_bf16(b16.data(), b.data(), w);
+    auto best = [](auto&& f) {
+        double t = 1e30;
+        for (int i = 0; i < 4; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            f();
+            t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                                .count());
+        }
+        return t;
+    };
+    const double fp32 = best([&] {
+        kernels::gemm(false, true, rows, width, width, 1.f, a.data(), width, b.data(), width, 0.f,
+                      c.data(), width);
+    });
+    const double bf16 = best([&] {
+        kernels::to_bf16(a16.data(), a.data(), n);
+        kernels::to_bf16(b16.data(), b.data(), w);
+        kernels::gemm_bf16(false, true, rows, width, width, 1.f, a16.data(), width, b16.data(),
+                           width, 0.f, c.data(), width);
+    });
+    return {fp32, bf16};
 }
 
 // What to type to continue a run stopped by a signal: the same launch (any launch resumes it;
@@ -207,8 +247,9 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     }
     const auto token_bytes = token_byte_lengths(*tokenizer, job.model.vocab_size);
 
+    const Precision precision = resolve_precision(tc.precision);
     Learner learner(job.model, job.optim, B, T, tc.steps, &dp, job.parallel.zero_stage,
-                    &mesh.model_comm(), parse_recompute(tc.recompute));
+                    &mesh.model_comm(), parse_recompute(tc.recompute), precision);
     long start_step = 0;
     std::uint64_t tokens_seen = 0;
     std::optional<double> best_val;
@@ -281,7 +322,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         return r;
     };
     const double flops_per_token = train_flops_per_token(job.model, learner.full_layout(), T);
-    double peak = tc.peak_gflops > 0 ? tc.peak_gflops : robust_peak_gflops(threads);
+    const double peak = tc.peak_gflops > 0 ? tc.peak_gflops : robust_peak_gflops(threads, precision);
     out << "model: " << human_count(static_cast<double>(learner.full_layout().count()))
         << " parameters ("
         << human_count(static_cast<double>(nonembedding_params(learner.full_layout())))
@@ -307,10 +348,28 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             << " grads " << learner.grad_bytes() << " optimizer " << learner.optimizer_bytes()
             << " working " << learner.working_bytes() << "\n";
     }
-    out << "threads: " << threads << ", fp32 peak " << static_cast<int>(peak) << " GFLOP/s"
-        << (tc.peak_gflops > 0 ? " (train.peak_gflops)" : " (measured: best of 5 FMA probes)")
+    out << "threads: " << threads << ", " << precision_name(precision) << " peak "
+        << static_cast<int>(peak) << " GFLOP/s"
+        << (tc.peak_gflops > 0           ? " (train.peak_gflops)"
+            : precision == Precision::bf16 ? " (measured: best of 5 bf16 dot-product probes)"
+                                           : " (measured: best of 5 FMA probes)")
         << "\n"
-        << "run directory: " << job.run_dir << "\n";
+        << "precision: " << precision_name(precision)
+        << (precision == Precision::bf16
+                ? " GEMMs (bf16 operands, fp32 sums); fp32 master weights, gradients, optimizer "
+                  "state, norms, softmax and loss"
+                : "")
+        << (tc.precision == "auto" ? " (train.precision: auto)" : "") << "\n";
+    if (precision == Precision::bf16 && !kernels::native_bf16()) {
+        const auto [fp32, bf16] = gemm_seconds_fp32_bf16(1024, job.model.d_model);
+        out << "note: this CPU has no native bf16 dot products (avx512_bf16), so bf16 GEMM "
+               "operands are widened to fp32: a "
+            << 1024 << " x " << job.model.d_model << " x " << job.model.d_model
+            << " GEMM takes " << static_cast<int>(100 * bf16 / fp32)
+            << " % of its fp32 time here, so steps run no faster than fp32 (train.precision: "
+               "fp32 is the faster choice on this CPU)\n";
+    }
+    out << "run directory: " << job.run_dir << "\n";
     out.flush();
 
     std::optional<MetricsWriter> metrics;
@@ -415,7 +474,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             if (achieved > peak && !mfu_capped) {
                 mfu_capped = true;
                 out << "note: " << static_cast<int>(achieved)
-                    << " GFLOP/s per rank exceeds the fp32 peak of " << static_cast<int>(peak)
+                    << " GFLOP/s per rank exceeds the " << precision_name(precision) << " peak of " << static_cast<int>(peak)
                     << " GFLOP/s" << (tc.peak_gflops > 0 ? " (train.peak_gflops)" : " (measured)")
                     << "; MFU is shown capped at 100 %; set train.peak_gflops to the machine's "
                        "peak\n";

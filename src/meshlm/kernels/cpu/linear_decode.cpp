@@ -204,15 +204,4 @@ void linear_decode_bf16(float* y, const float* x, const std::uint16_t* W, const 
     linear_decode_impl(y, x, W, bias, M, I, O);
 }
 
-void to_bf16(std::uint16_t* out, const float* in, std::size_t n) {
-    const std::ptrdiff_t len = static_cast<std::ptrdiff_t>(n);
-#pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t i = 0; i < len; ++i) {
-        std::uint32_t u;
-        std::memcpy(&u, in + i, sizeof u);
-        // Round to nearest, ties to even (finite inputs; weights are never NaN).
-        out[i] = static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-    }
-}
-
 }  // namespace meshlm::kernels

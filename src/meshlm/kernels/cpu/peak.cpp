@@ -5,6 +5,8 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 
 #include "meshlm/kernels/kernels.h"
 
@@ -38,6 +40,22 @@ inline Vec vfma(Vec a, Vec b, Vec c) {
 #endif
 constexpr int kChains = 12;
 
+// The bf16 probe: kChains independent AVX512-BF16 dot-product chains (vdpbf16ps: per fp32 lane,
+// two bf16 products added to the accumulator, 64 flops per instruction). Compiled for that ISA
+// whatever the build targets; called only where the CPU has it.
+__attribute__((target("avx512f,avx512bf16"), noinline)) void dpbf16_chains(float* state,
+                                                                          long iters) {
+    __m512 c[kChains];
+    for (int i = 0; i < kChains; ++i) c[i] = _mm512_loadu_ps(state + 16 * i);
+    const __m512bh a = (__m512bh)_mm512_loadu_si512(state + 16 * kChains);
+    const __m512bh b = (__m512bh)_mm512_loadu_si512(state + 16 * (kChains + 1));
+    for (long r = 0; r < iters; ++r) {
+#pragma GCC unroll 12
+        for (int i = 0; i < kChains; ++i) c[i] = _mm512_dpbf16_ps(c[i], a, b);
+    }
+    for (int i = 0; i < kChains; ++i) _mm512_storeu_ps(state + 16 * i, c[i]);
+}
+
 // Runs `iters` rounds of kChains independent FMAs on state (kChains + 2 vectors: the chains,
 // then the multiplier and the addend). State comes from and goes back to memory the compiler
 // cannot see through, so no chain can be folded or merged.
@@ -58,27 +76,47 @@ __attribute__((noinline)) void fma_chains(float* state, long iters) {
     for (int i = 0; i < kChains; ++i) vstore(state + i * kLanes, out[i]);
 }
 
-}  // namespace
-
-double measure_peak_gflops(int threads, double seconds) {
+// Runs `probe` on every thread for `seconds`; returns GFLOP/s given flops per round.
+// `init` fills the operands after the chains start from small values.
+template <typename Init, typename Probe>
+double run_probe(int threads, double seconds, double flops_per_round, Init init, Probe probe) {
     constexpr long kInner = 1 << 14;
     double total_flops = 0;
     auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads) reduction(+ : total_flops)
     {
-        alignas(64) float state[(kChains + 2) * kLanes];
-        for (int i = 0; i < (kChains + 2) * kLanes; ++i) state[i] = 1e-3f * (i % 97);
-        for (int i = 0; i < kLanes; ++i) state[12 * kLanes + i] = 0.999999f;
+        alignas(64) float state[(kChains + 2) * 16];
+        for (int i = 0; i < (kChains + 2) * 16; ++i) state[i] = 1e-3f * (i % 97);
+        init(state);
         long rounds = 0;
         do {
-            fma_chains(state, kInner);
+            probe(state, kInner);
             ++rounds;
         } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() <
                  seconds);
-        total_flops += 2.0 * kLanes * kChains * kInner * rounds;
+        total_flops += flops_per_round * kInner * rounds;
     }
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return total_flops / elapsed / 1e9;
+}
+
+}  // namespace
+
+double measure_peak_gflops(int threads, double seconds) {
+    auto init = [](float* state) {
+        for (int i = 0; i < kLanes; ++i) state[kChains * kLanes + i] = 0.999999f;
+    };
+    return run_probe(threads, seconds, 2.0 * kLanes * kChains, init, fma_chains);
+}
+
+double measure_peak_bf16_gflops(int threads, double seconds) {
+    if (!native_bf16()) return 0;
+    // Both multiplicands hold bf16 pairs (1.0, 2^-20): the chains grow slowly and stay finite.
+    auto init = [](float* state) {
+        const std::uint32_t pair = 0x3F803580u;
+        for (int i = kChains * 16; i < (kChains + 2) * 16; ++i) std::memcpy(state + i, &pair, 4);
+    };
+    return run_probe(threads, seconds, 64.0 * kChains, init, dpbf16_chains);
 }
 
 }  // namespace meshlm::kernels

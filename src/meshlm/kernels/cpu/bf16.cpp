@@ -1,0 +1,45 @@
+// fp32 <-> bf16 conversions. bf16 is the top half of an fp32: rounding adds half a unit of the
+// dropped 16 bits, plus one more when the kept half is odd (ties to even).
+#include <cstring>
+
+#include "meshlm/kernels/kernels.h"
+
+namespace meshlm::kernels {
+namespace {
+
+inline std::uint16_t round_bf16(float x) {
+    std::uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    // Finite inputs; an infinity stays infinite. A NaN whose payload sits in the low half only
+    // would round to infinity: training stops on a non-finite loss before that matters.
+    return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+}  // namespace
+
+void to_bf16(std::uint16_t* out, const float* in, std::size_t n) {
+    const std::ptrdiff_t len = static_cast<std::ptrdiff_t>(n);
+#pragma omp parallel for simd schedule(static)
+    for (std::ptrdiff_t i = 0; i < len; ++i) out[i] = round_bf16(in[i]);
+}
+
+void to_bf16_rows(std::uint16_t* out, const float* in, int rows, int cols, int ld) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; ++r) {
+        const float* s = in + static_cast<std::size_t>(r) * ld;
+        std::uint16_t* d = out + static_cast<std::size_t>(r) * cols;
+#pragma omp simd
+        for (int c = 0; c < cols; ++c) d[c] = round_bf16(s[c]);
+    }
+}
+
+void from_bf16(float* out, const std::uint16_t* in, std::size_t n) {
+    const std::ptrdiff_t len = static_cast<std::ptrdiff_t>(n);
+#pragma omp parallel for simd schedule(static)
+    for (std::ptrdiff_t i = 0; i < len; ++i) {
+        const std::uint32_t u = static_cast<std::uint32_t>(in[i]) << 16;
+        std::memcpy(out + i, &u, sizeof u);
+    }
+}
+
+}  // namespace meshlm::kernels
