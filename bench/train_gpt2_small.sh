@@ -6,10 +6,14 @@
 # (configs/smollm-135m.yaml) against bench/pytorch_llama_train.py instead.
 #
 #   bench/train_gpt2_small.sh [--arch gpt2|llama] [--steps 6] [--batch 4] [--seq 256]
-#                             [--threads 2] [--skip-meshlm] [--skip-pytorch]
+#                             [--threads 2] [--skip-meshlm] [--skip-pytorch] [--precision bf16]
 #                             [--layers 12] [--width 768] [--heads 12] [--vocab 50257]
 #                             [--kv-heads 3] [--ff 1536]   (llama only)
 #
+# --precision bf16 (gpt2): three runs: meshlm fp32, meshlm with train.precision=bf16 and the
+#   PyTorch peer under torch.autocast(bf16) (PyPI PyTorch 2.x: PYTHON defaults to .venv/bin/python
+#   and OMP_WAIT_POLICY_TORCH to unset, its fastest there), with the bf16/fp32 and meshlm/PyTorch
+#   ratios; bf16 MFUs against the bf16 peak meshlm's start-up probe measures (vdpbf16ps).
 # --steps S: each side runs S steps; the first is warmup, the median over the other S-1 counts.
 # --layers/--width/--heads/--vocab (and --kv-heads/--ff with llama): a smaller model for a quick
 #   check; when given they are also passed to meshlm as --config.model.* overrides (otherwise
@@ -19,6 +23,7 @@
 #   MESHLM_CONFIG  model config (default configs/gpt2-small.yaml; llama: configs/smollm-135m.yaml)
 #   PYTHON         interpreter with torch (default /usr/bin/python3, Debian python3-torch;
 #                  llama: .venv/bin/python, PyPI torch 2.x, needed for SDPA's enable_gqa)
+#   PEAK_BF16_GFLOPS  the same for the bf16 runs (default: meshlm's "bf16 peak N GFLOP/s")
 #   PEAK_GFLOPS    fp32 peak used for MFU on both sides (passed to meshlm as
 #                  train.peak_gflops). Default: the peak meshlm measures at start-up (it prints
 #                  "fp32 peak N GFLOP/s"), reused for PyTorch so both MFUs share a denominator.
@@ -43,6 +48,7 @@ SEQ=256
 THREADS=2
 RUN_MESHLM=1
 RUN_TORCH=1
+PRECISION=fp32
 # Model dimensions for the FLOP count and the PyTorch peer (must match MESHLM_CONFIG); empty:
 # the architecture's default (GPT-2 small / SmolLM-135M), set below.
 LAYERS=""
@@ -68,16 +74,27 @@ while [[ $# -gt 0 ]]; do
     --vocab) VOCAB="$2"; MODEL_OVERRIDES+=(--config.model.vocab_size="$2"); shift 2 ;;
     --skip-meshlm) RUN_MESHLM=0; shift ;;
     --skip-pytorch) RUN_TORCH=0; shift ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    --precision) PRECISION="$2"; shift 2 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 if (( STEPS < 2 )); then echo "--steps must be >= 2 (the first step is warmup)" >&2; exit 2; fi
+case "$PRECISION" in
+  fp32) ;;
+  bf16) [[ "$ARCH" == gpt2 ]] || { echo "--precision bf16 needs --arch gpt2" >&2; exit 2; } ;;
+  *) echo "--precision must be fp32 or bf16" >&2; exit 2 ;;
+esac
 case "$ARCH" in
   gpt2)
     MESHLM_CONFIG="${MESHLM_CONFIG:-$ROOT/configs/gpt2-small.yaml}"
-    PYTHON="${PYTHON:-/usr/bin/python3}"
-    TORCH_WAIT="${OMP_WAIT_POLICY_TORCH:-PASSIVE}"
+    if [[ "$PRECISION" == bf16 ]]; then
+      PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
+      TORCH_WAIT="${OMP_WAIT_POLICY_TORCH:-unset}"
+    else
+      PYTHON="${PYTHON:-/usr/bin/python3}"
+      TORCH_WAIT="${OMP_WAIT_POLICY_TORCH:-PASSIVE}"
+    fi
     PEER="$ROOT/bench/pytorch_gpt2_train.py"
     RUN_NAME=train_gpt2_small
     : "${LAYERS:=12}" "${WIDTH:=768}" "${HEADS:=12}" "${VOCAB:=50257}"
@@ -125,31 +142,44 @@ run_measured() {
 }
 
 # ---------------------------------------------------------------- meshlm
-MESHLM_OK=0
+# run_meshlm NAME PRECISION: one meshlm run into $RUN/NAME (log NAME.log, time NAME.time).
+MESHLM_RUNS=()
+run_meshlm() {
+  local name="$1" prec="$2"
+  local cmd=("$MESHLM_BIN" train --config "$MESHLM_CONFIG"
+       --config.data.synthetic=true --config.train.steps="$STEPS"
+       --config.train.batch_size="$BATCH" --config.train.seq_len="$SEQ"
+       --config.train.threads="$THREADS" --config.log.interval=1
+       --config.log.eval_interval=0 --config.log.sample_tokens=0
+       --config.checkpoint.interval=0 --config.log.dir="$RUN/$name"
+       --config.train.precision="$prec" "${MODEL_OVERRIDES[@]}")
+  if [[ "$prec" == fp32 && -n "${PEAK_GFLOPS:-}" ]]; then
+    cmd+=(--config.train.peak_gflops="$PEAK_GFLOPS")
+  elif [[ "$prec" == bf16 && -n "${PEAK_BF16_GFLOPS:-}" ]]; then
+    cmd+=(--config.train.peak_gflops="$PEAK_BF16_GFLOPS")
+  fi
+  echo "== $name: ${cmd[*]}" >&2
+  if run_measured "$name" "${cmd[@]}" 2>&1 | tee "$RUN/$name.log" >&2; then
+    MESHLM_RUNS+=("$name")
+  else
+    echo "== $name failed (exit ${PIPESTATUS[0]}), see $RUN/$name.log" >&2
+  fi
+}
 if (( RUN_MESHLM )); then
   if [[ ! -x "$MESHLM_BIN" ]]; then
     echo "== meshlm: $MESHLM_BIN not found (build it: cmake --build build), skipped" >&2
   elif [[ ! -f "$MESHLM_CONFIG" ]]; then
     echo "== meshlm: $MESHLM_CONFIG not found, skipped" >&2
+  elif [[ "$PRECISION" == bf16 ]]; then
+    run_meshlm meshlm-fp32 fp32
+    run_meshlm meshlm-bf16 bf16
   else
-    cmd=("$MESHLM_BIN" train --config "$MESHLM_CONFIG"
-         --config.data.synthetic=true --config.train.steps="$STEPS"
-         --config.train.batch_size="$BATCH" --config.train.seq_len="$SEQ"
-         --config.train.threads="$THREADS" --config.log.interval=1
-         --config.log.eval_interval=0 --config.log.sample_tokens=0
-         --config.checkpoint.interval=0 --config.log.dir="$RUN/meshlm" "${MODEL_OVERRIDES[@]}")
-    [[ -n "${PEAK_GFLOPS:-}" ]] && cmd+=(--config.train.peak_gflops="$PEAK_GFLOPS")
-    echo "== meshlm: ${cmd[*]}" >&2
-    if run_measured meshlm "${cmd[@]}" 2>&1 | tee "$RUN/meshlm.log" >&2; then
-      MESHLM_OK=1
-    else
-      echo "== meshlm failed (exit ${PIPESTATUS[0]}), see $RUN/meshlm.log" >&2
-    fi
+    run_meshlm meshlm fp32
   fi
 fi
 
 # meshlm saves a checkpoint at the end of training: not needed here (475 MiB for GPT-2 small).
-if [[ "${KEEP_CHECKPOINT:-0}" != 1 ]]; then rm -f "$RUN"/meshlm/*.safetensors; fi
+if [[ "${KEEP_CHECKPOINT:-0}" != 1 ]]; then rm -f "$RUN"/meshlm*/*.safetensors; fi
 
 # ---------------------------------------------------------------- PyTorch
 TORCH_OK=0
@@ -161,7 +191,7 @@ if (( RUN_TORCH )); then
     tcmd=("$PYTHON" "$PEER" --warmup 1 --steps $((STEPS - 1))
           --batch "$BATCH" --seq "$SEQ" --threads "$THREADS" --layers "$LAYERS"
           --width "$WIDTH" --heads "$HEADS" --vocab "$VOCAB" --omp-wait-policy "$TORCH_WAIT"
-          --malloc "$TORCH_MALLOC")
+          --malloc "$TORCH_MALLOC" --precision "$PRECISION")
     if [[ "$ARCH" == llama ]]; then
       tcmd+=(--kv-heads "$KV_HEADS" --ff "$FF")
       [[ "${TORCH_COMPILE:-0}" == 1 ]] && tcmd+=(--compile)
@@ -176,14 +206,16 @@ if (( RUN_TORCH )); then
 fi
 
 # ---------------------------------------------------------------- summary
-"$SUMMARY_PY" - "$RUN" "$MESHLM_OK" "$TORCH_OK" "$BATCH" "$SEQ" "$THREADS" "$STEPS" \
-  "$LAYERS" "$WIDTH" "$VOCAB" "${PEAK_GFLOPS:-}" "$ARCH" "$HEADS" "$KV_HEADS" "$FF" <<'EOF'
+"$SUMMARY_PY" - "$RUN" "${MESHLM_RUNS[*]:-}" "$TORCH_OK" "$BATCH" "$SEQ" "$THREADS" "$STEPS" \
+  "$LAYERS" "$WIDTH" "$VOCAB" "${PEAK_GFLOPS:-}" "$ARCH" "$HEADS" "$KV_HEADS" "$FF" \
+  "$PRECISION" "${PEAK_BF16_GFLOPS:-}" <<'EOF'
 import json, os, re, statistics, sys
 
-run, m_ok, t_ok = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
+run, meshlm_runs, t_ok = sys.argv[1], sys.argv[2].split(), sys.argv[3] == "1"
 B, T, threads, steps, L, d, V = map(int, sys.argv[4:11])
 peak_env, arch = sys.argv[11], sys.argv[12]
 H, KV, F = map(int, sys.argv[13:16])
+precision, peak_bf16_env = sys.argv[16], sys.argv[17]
 if arch == "llama":  # q, o: d x d; k, v: d x kv; SwiGLU: 3 d F; two RMSNorms a block + the final
     n_nonembed = L * (2 * d * d + 2 * d * KV * (d // H) + 3 * d * F + 2 * d) + d
 else:
@@ -203,50 +235,52 @@ def measured(name):
         pass
     return rss, load
 
-rows = {}
-peak, peak_src = None, None
+# Peaks per precision: the environment's, else what meshlm's start-up probe printed.
+peaks = {}
 if peak_env:
-    peak, peak_src = float(peak_env), "PEAK_GFLOPS"
+    peaks["fp32"] = (float(peak_env), "PEAK_GFLOPS")
+if peak_bf16_env:
+    peaks["bf16"] = (float(peak_bf16_env), "PEAK_BF16_GFLOPS")
 
-if m_ok:
-    recs = []
-    path = os.path.join(run, "meshlm", "metrics.jsonl")
-    if os.path.exists(path):
-        recs = [json.loads(l) for l in open(path) if l.strip()]
-    recs = [r for r in recs if "tokens_per_s" in r]
-    timed = recs[1:]  # the first logged step is warmup
-    if timed:
-        tps = statistics.median(r["tokens_per_s"] for r in timed)
-        mfus = [r["mfu"] for r in timed if r.get("mfu") is not None]
-        rss, load = measured("meshlm")
-        rows["meshlm"] = dict(tps=tps, rss=rss, self_mfu=statistics.median(mfus) if mfus else None,
-                              n=len(timed), load=load)
-        if peak is None:
-            log = open(os.path.join(run, "meshlm.log")).read()
-            m = re.search(r"fp32 peak (\d+(?:\.\d+)?) GFLOP/s", log)
-            if m:
-                peak, peak_src = float(m.group(1)), "measured by meshlm at start-up"
-    else:
-        print(f"meshlm: no step metrics in {path}", file=sys.stderr)
+rows = {}
+for name in meshlm_runs:
+    prec = "bf16" if name.endswith("bf16") else "fp32"
+    path = os.path.join(run, name, "metrics.jsonl")
+    recs = [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
+    timed = [r for r in recs if "tokens_per_s" in r][1:]  # the first logged step is warmup
+    if not timed:
+        print(f"{name}: no step metrics in {path}", file=sys.stderr)
+        continue
+    mfus = [r["mfu"] for r in timed if r.get("mfu") is not None]
+    rss, load = measured(name)
+    rows[name] = dict(tps=statistics.median(r["tokens_per_s"] for r in timed), rss=rss,
+                      self_mfu=statistics.median(mfus) if mfus else None, n=len(timed),
+                      load=load, prec=prec)
+    if prec not in peaks:
+        m = re.search(prec + r" peak (\d+(?:\.\d+)?) GFLOP/s", open(os.path.join(run, name + ".log")).read())
+        if m:
+            peaks[prec] = (float(m.group(1)), "measured by meshlm at start-up")
 
 if t_ok:
     lines = [l for l in open(os.path.join(run, "pytorch.json")) if l.strip().startswith("{")]
     j = json.loads(lines[-1])
     _, load = measured("pytorch")
-    rows["pytorch"] = dict(tps=j["tokens_per_s"], rss=j["peak_rss_mib"], self_mfu=None,
-                           n=len(j.get("step_s", [])), torch=j["torch"], load=load,
-                           wait=j.get("omp_wait_policy"),
-                           malloc="keep" if j.get("glibc_tunables") else "glibc default",
-                           compile=j.get("compile"), mkl_amd=j.get("mkl_amd"))
+    name = "pytorch-bf16" if precision == "bf16" else "pytorch"
+    rows[name] = dict(tps=j["tokens_per_s"], rss=j["peak_rss_mib"], self_mfu=None,
+                      n=len(j.get("step_s", [])), torch=j["torch"], load=load,
+                      wait=j.get("omp_wait_policy"), prec=precision,
+                      malloc="keep" if j.get("glibc_tunables") else "glibc default",
+                      compile=j.get("compile"), mkl_amd=j.get("mkl_amd"),
+                      fused=j.get("fused_adamw"))
 
-if peak is None:
+if "fp32" not in peaks:
     # Last resort: nominal clock x 2 FMA units x lanes (16 with AVX-512, else 8) x 2 x threads.
     try:
         cpuinfo = open("/proc/cpuinfo").read()
         mhz0 = float(re.search(r"cpu MHz\s*:\s*([0-9.]+)", cpuinfo).group(1))
         lanes = 16 if re.search(r"\bavx512f\b", cpuinfo) else 8
-        peak = threads * mhz0 * 2 * lanes * 2 / 1000.0
-        peak_src = f"nominal estimate: {threads} x {mhz0:.0f} MHz x {4 * lanes} FLOP/cycle"
+        peaks["fp32"] = (threads * mhz0 * 2 * lanes * 2 / 1000.0,
+                         f"nominal estimate: {threads} x {mhz0:.0f} MHz x {4 * lanes} FLOP/cycle")
     except (OSError, AttributeError, ValueError):
         pass
 
@@ -255,10 +289,11 @@ try:
     mhz = next(float(l.split(":")[1]) for l in open("/proc/cpuinfo") if l.startswith("cpu MHz"))
 except (OSError, StopIteration, ValueError):
     mhz = None
-if peak and mhz and peak > threads * mhz * 64 * 2 / 1000.0:
-    print(f"WARNING: peak {peak:.0f} GFLOP/s ({peak_src}) is above anything {threads} cores at "
-          f"{mhz:.0f} MHz can do ({threads * mhz * 64 * 2 / 1000.0:.0f} = 2 x AVX-512 FMA peak); "
-          f"the MFU column is too low. Set PEAK_GFLOPS.", file=sys.stderr)
+fp32_peak = peaks.get("fp32", (None, None))[0]
+if fp32_peak and mhz and fp32_peak > threads * mhz * 64 * 2 / 1000.0:
+    print(f"WARNING: peak {fp32_peak:.0f} GFLOP/s ({peaks['fp32'][1]}) is above anything "
+          f"{threads} cores at {mhz:.0f} MHz can do ({threads * mhz * 64 * 2 / 1000.0:.0f} = 2 x "
+          f"AVX-512 FMA peak); the MFU column is too low. Set PEAK_GFLOPS.", file=sys.stderr)
 
 if not rows:
     print("nothing ran")
@@ -266,38 +301,48 @@ if not rows:
 
 shape = (f"{L} layers, width {d}, {H} heads ({KV} key/value), SwiGLU {F}, vocab {V}"
          if arch == "llama" else f"{L} layers, width {d}, vocab {V}")
-print(f"\n== {'Llama' if arch == 'llama' else 'GPT'} training ({shape}), fp32, batch {B} x seq {T}, {threads} threads, "
-      f"{steps} steps (first = warmup, median of the rest)")
-print(f"   FLOPs/token {fpt / 1e6:.1f} M (6 N_nonembed + 6 V d + 12 L T d); "
-      f"MFU against {peak:.0f} GFLOP/s ({peak_src})" if peak else
-      f"   FLOPs/token {fpt / 1e6:.1f} M; MFU n/a (no peak)")
-print(f"{'impl':<10}{'tokens/s':>10}{'step s':>9}{'GFLOP/s':>9}{'MFU':>8}{'peak RSS MiB':>14}"
+precs = "fp32 and bf16" if precision == "bf16" else "fp32"
+print(f"\n== {'Llama' if arch == 'llama' else 'GPT'} training ({shape}), {precs}, batch {B} x seq {T}, "
+      f"{threads} threads, {steps} steps (first = warmup, median of the rest)")
+print(f"   FLOPs/token {fpt / 1e6:.1f} M (6 N_nonembed + 6 V d + 12 L T d)")
+for prec, (pk, src) in peaks.items():
+    print(f"   {prec} MFU against {pk:.0f} GFLOP/s ({src})")
+print(f"{'impl':<14}{'tokens/s':>10}{'step s':>9}{'GFLOP/s':>9}{'MFU':>8}{'peak RSS MiB':>14}"
       f"{'other load':>11}  notes")
 for name, r in rows.items():
     g = r["tps"] * fpt / 1e9
-    mfu = f"{100 * g / peak:.1f}%" if peak else "n/a"
+    pk = peaks.get(r["prec"], (None, None))[0]
+    mfu = f"{100 * g / pk:.1f}%" if pk else "n/a"
     rss = f"{r['rss']:.0f}" if r["rss"] is not None else "n/a"
     load = f"{r['load']:.2f}" if r.get("load") is not None else "n/a"
     notes = f"{r['n']} timed steps"
     if r.get("self_mfu") is not None:
         notes += f"; meshlm's own MFU {100 * r['self_mfu']:.1f}%"
-    if name == "pytorch":
+    if name.startswith("pytorch"):
         notes += f"; torch {r['torch']}, OMP_WAIT_POLICY={r['wait'] or 'unset'}, malloc {r['malloc']}"
+        if r.get("fused"):
+            notes += ", fused AdamW"
         if r.get("compile"):
             notes += ", torch.compile"
         if r.get("mkl_amd") == "avx2":
             notes += ", MKL AVX2 on AMD"
-    print(f"{name:<10}{r['tps']:>10.1f}{B * T / r['tps']:>9.2f}{g:>9.1f}{mfu:>8}{rss:>14}"
+    print(f"{name:<14}{r['tps']:>10.1f}{B * T / r['tps']:>9.2f}{g:>9.1f}{mfu:>8}{rss:>14}"
           f"{load:>11}  {notes}")
 busy = [n for n, r in rows.items() if (r.get("load") or 0) > 0.1]
 if busy:
     what = ", ".join("%s %.2f" % (n, rows[n]["load"]) for n in busy)
     print(f"NOTE: other processes kept cores busy during the run ({what} cores on average): "
           f"these numbers are not clean, rerun on a quiet machine")
-if "meshlm" in rows and "pytorch" in rows:
-    m, p = rows["meshlm"], rows["pytorch"]
-    line = f"meshlm / pytorch: tokens/s {m['tps'] / p['tps']:.2f}x"
-    if m["rss"] and p["rss"]:
-        line += f", peak RSS {m['rss'] / p['rss']:.2f}x"
-    print(line)
+
+def ratio(a, b, label):
+    if a in rows and b in rows:
+        x, y = rows[a], rows[b]
+        line = f"{label}: tokens/s {x['tps'] / y['tps']:.2f}x"
+        if x["rss"] and y["rss"]:
+            line += f", peak RSS {x['rss'] / y['rss']:.2f}x"
+        print(line)
+
+ratio("meshlm", "pytorch", "meshlm / pytorch")
+ratio("meshlm-bf16", "meshlm-fp32", "meshlm bf16 / meshlm fp32")
+ratio("meshlm-bf16", "pytorch-bf16", "meshlm bf16 / pytorch bf16")
 EOF

@@ -437,7 +437,8 @@ OptionTable build_table() {
              at_least(1))
         .add("seed", &TrainConfig::seed, "seeds init, batches and sampling")
         .add("threads", &TrainConfig::threads, "CPU threads; 0 = all cores", at_least(0))
-        .add("peak_gflops", &TrainConfig::peak_gflops, "peak GFLOP/s for MFU (of train.precision's arithmetic); 0 = measure at start",
+        .add("peak_gflops", &TrainConfig::peak_gflops,
+             "peak GFLOP/s for MFU (of train.precision's arithmetic); 0 = measure at start",
              at_least(0))
         .add("eval_batches", &TrainConfig::eval_batches,
              "validation batches per periodic evaluation; 0 = the whole split", at_least(0))

@@ -28,9 +28,8 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
 // The same with bf16 operands (as their 16 bits, to_bf16), fp32 products, sums and C. On a CPU
 // without native bf16 dot products (native_bf16() false) the operands are widened to fp32 for
 // gemm(): the same values up to summation order, at fp32 speed plus the widening.
-void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-               const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb, float beta,
-               float* C, int ldc);
+void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const std::uint16_t* A,
+               int lda, const std::uint16_t* B, int ldb, float beta, float* C, int ldc);
 // True where the CPU has AVX512-BF16 dot products (and MESHLM_NO_NATIVE_BF16 is unset or 0:
 // tests and benchmarks use it to take the widening path on any CPU).
 bool native_bf16();

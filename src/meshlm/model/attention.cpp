@@ -40,13 +40,15 @@ void Attention::forward(float* out, float* qkv, float* y, float* lse, const floa
     project_out(out, y, w, B * T, accumulate);
 }
 
-void Attention::project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T) const {
-    project(qkv, x, w, N);
+void Attention::project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T,
+                           const std::uint16_t* x16) const {
+    project(qkv, x, w, N, x16);
     rotate(qkv, nullptr, N, T);
 }
 
-void Attention::project(float* qkv, const float* x, const BlockTensors& w, int N) const {
-    linear::forward(qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width(), false, bf16);
+void Attention::project(float* qkv, const float* x, const BlockTensors& w, int N,
+                        const std::uint16_t* x16) const {
+    linear::forward(qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width(), false, bf16, x16);
 }
 
 void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
@@ -63,7 +65,7 @@ void Attention::project_out(float* out, const float* y, const BlockTensors& w, i
 void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,
                          const float* x, const float* qkv, const float* y, const float* lse,
                          const BlockTensors& w, int B, int T, const k::AttnDropout* drop,
-                         bool accumulate) const {
+                         bool accumulate, const std::uint16_t* x16) const {
     const int N = B * T;
     linear::backward(dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C, false, bf16);
     k::attention_backward(dqkv, dy, y, lse, qkv, B, T, Hl, Kl, D,
@@ -74,8 +76,8 @@ void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, con
         k::rope_backward(dqkv + Hl * D, qkv_width(), nullptr, N, T, Kl, D, rope_dim, interleaved,
                          inv_freq.data());
     }
-    linear::backward(dx, g.qkv_w, g.qkv_b, dqkv, x, w.qkv_w, N, C, qkv_width(), accumulate,
-                     bf16);
+    linear::backward(dx, g.qkv_w, g.qkv_b, dqkv, x, w.qkv_w, N, C, qkv_width(), accumulate, bf16,
+                     x16);
 }
 
 }  // namespace meshlm

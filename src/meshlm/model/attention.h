@@ -41,8 +41,11 @@ struct Attention {
     void forward(float* out, float* qkv, float* y, float* lse, const float* x,
                  const BlockTensors& w, int B, int T, const kernels::AttnDropout* drop,
                  bool accumulate) const;
-    void project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T) const;
-    void project(float* qkv, const float* x, const BlockTensors& w, int N) const;  // no rotary
+    // x16 (bf16 precision, may be null): x already in bf16, read instead of x.
+    void project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T,
+                    const std::uint16_t* x16 = nullptr) const;
+    void project(float* qkv, const float* x, const BlockTensors& w, int N,
+                 const std::uint16_t* x16 = nullptr) const;  // no rotary
     void core(float* y, float* lse, const float* qkv, int B, int T,
               const kernels::AttnDropout* drop) const;
     void project_out(float* out, const float* y, const BlockTensors& w, int N,
@@ -52,7 +55,7 @@ struct Attention {
     void backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,
                   const float* x, const float* qkv, const float* y, const float* lse,
                   const BlockTensors& w, int B, int T, const kernels::AttnDropout* drop,
-                  bool accumulate) const;
+                  bool accumulate, const std::uint16_t* x16 = nullptr) const;
     // Applies RoPE to rows of qkv (stride qkv_width()) at positions pos (null: n % T).
     void rotate(float* qkv, const std::int32_t* pos, int N, int T) const;
 };

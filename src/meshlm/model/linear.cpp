@@ -59,8 +59,7 @@ void backward16(Bf16Scratch& s, float* dx, float* dW, float* db, const float* dy
         const int oc = std::min(chunk, O - o0);
         k::to_bf16_rows(s.dy, dy + o0, N, oc, O);
         if (dx) {
-            k::to_bf16(s.w, W + static_cast<std::size_t>(o0) * I,
-                       static_cast<std::size_t>(oc) * I);
+            k::to_bf16(s.w, W + static_cast<std::size_t>(o0) * I, static_cast<std::size_t>(oc) * I);
             k::gemm_bf16(false, false, N, I, oc, 1.f, s.dy, oc, s.w, I,
                          accumulate || o0 > 0 ? 1.f : 0.f, dx, I);
         }
@@ -80,8 +79,7 @@ void forward(float* y, const float* x, const float* W, const float* b, int N, in
 }
 
 void backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
-              int N, int I, int O, bool accumulate, Bf16Scratch* bf16,
-              const std::uint16_t* x16) {
+              int N, int I, int O, bool accumulate, Bf16Scratch* bf16, const std::uint16_t* x16) {
     if (bf16) return backward16(*bf16, dx, dW, db, dy, x, x16, W, N, I, O, accumulate);
     if (!accumulate) return k::linear_backward(dx, dW, db, dy, x, W, N, I, O);
     k::linear_backward(nullptr, dW, db, dy, x, W, N, I, O);

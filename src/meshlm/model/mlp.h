@@ -8,6 +8,8 @@
 //           dx (partial) = dh Wfc, dWfc += dh^T x, dbfc += sum dh
 #pragma once
 
+#include <cstdint>
+
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
@@ -27,12 +29,17 @@ struct Mlp {
     // up then down; recomputation reruns only up (the backward needs h and a, not out).
     void forward(float* out, float* h, float* a, const float* x, const BlockTensors& w, int N,
                  bool accumulate) const;
-    void up(float* h, float* a, const float* x, const BlockTensors& w, int N) const;
-    void down(float* out, const float* a, const BlockTensors& w, int N, bool accumulate) const;
+    // x16 / a16 (bf16 precision, may be null): x in bf16 as given; a16 receives a in bf16,
+    // which down and backward then read instead of a.
+    void up(float* h, float* a, const float* x, const BlockTensors& w, int N,
+            const std::uint16_t* x16 = nullptr, std::uint16_t* a16 = nullptr) const;
+    void down(float* out, const float* a, const BlockTensors& w, int N, bool accumulate,
+              const std::uint16_t* a16 = nullptr) const;
     // da (N, Fl) and dh (N, h_width()) are scratch.
     void backward(float* dx, BlockTensors& g, float* da, float* dh, const float* dout,
                   const float* x, const float* h, const float* a, const BlockTensors& w, int N,
-                  bool accumulate) const;
+                  bool accumulate, const std::uint16_t* x16 = nullptr,
+                  const std::uint16_t* a16 = nullptr) const;
 };
 
 }  // namespace meshlm

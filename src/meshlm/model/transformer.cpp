@@ -97,15 +97,18 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
         bool kept;
     };
     const bool keep_y = recompute != Recompute::block, keep_all = recompute == Recompute::none;
-    std::vector<Buf> block = {{N * C, keep_all},
+    // bf16 keeps the linears' inputs (norm outputs, the MLP's activation) in bf16 only.
+    const bool b16 = precision == Precision::bf16;
+    auto in16 = [&](std::size_t n) { return b16 ? (n + 1) / 2 : n; };
+    std::vector<Buf> block = {{in16(N * C), keep_all},
                               {N, keep_all},
                               {N, keep_all},
                               {N * attn.qkv_width(), keep_all},
                               {N * attn.y_width(), keep_y},
                               {N * attn.Hl, keep_y}};
     if (seq)
-        for (std::size_t n : {N * C, N * C, N, N}) block.push_back({n, keep_all});
-    for (std::size_t n : {N * mlp.h_width(), N * mlp.Fl}) block.push_back({n, keep_all});
+        for (std::size_t n : {N * C, in16(N * C), N, N}) block.push_back({n, keep_all});
+    for (std::size_t n : {N * mlp.h_width(), in16(N * mlp.Fl)}) block.push_back({n, keep_all});
     block.push_back({N * C, true});  // the block's output: the next block's input
     Planner p{nullptr};
     p.take(N * C);
@@ -162,11 +165,17 @@ void Transformer::plan(P& p) {
     // the kept ones (transformer_activation_floats counts in the same order).
     const bool keep_y = recompute_ != Recompute::block, keep_all = recompute_ == Recompute::none;
     const bool seq = !parallel_block_;
+    const bool b16 = precision_ == Precision::bf16;
     auto take_block = [&](BlockActs& b, bool kept) {
         auto take = [&](float*& f, std::size_t n, bool keeps) {
             if (keeps == kept) f = p.take(n);
         };
-        take(b.ln1, N * C, keep_all);
+        // A linear's input: fp32, or with bf16 precision bf16 only (its fp32 is scratch).
+        auto take_in = [&](float*& f, std::uint16_t*& f16, std::size_t n, bool keeps) {
+            if (!b16) return take(f, n, keeps);
+            if (keeps == kept) f16 = reinterpret_cast<std::uint16_t*>(p.take((n + 1) / 2));
+        };
+        take_in(b.ln1, b.ln1_16, N * C, keep_all);
         take(b.mean1, N, keep_all);
         take(b.rstd1, N, keep_all);
         take(b.qkv, N * attn_.qkv_width(), keep_all);
@@ -174,12 +183,12 @@ void Transformer::plan(P& p) {
         take(b.lse, N * attn_.Hl, keep_y);
         if (seq) {
             take(b.mid, N * C, keep_all);
-            take(b.ln2, N * C, keep_all);
+            take_in(b.ln2, b.ln2_16, N * C, keep_all);
             take(b.mean2, N, keep_all);
             take(b.rstd2, N, keep_all);
         }
         take(b.h, N * mlp_.h_width(), keep_all);
-        take(b.a, N * mlp_.Fl, keep_all);
+        take_in(b.a, b.a16, N * mlp_.Fl, keep_all);
         take(b.out, N * C, true);
     };
     for (auto& b : blocks_) {
@@ -203,6 +212,10 @@ void Transformer::plan(P& p) {
                                         {&b.h, shared.h},
                                         {&b.a, shared.a}})
                 if (!*mine) *mine = theirs;
+            for (auto [mine, theirs] : {std::pair{&b.ln1_16, shared.ln1_16},
+                                        {&b.ln2_16, shared.ln2_16},
+                                        {&b.a16, shared.a16}})
+                if (!*mine) *mine = theirs;
         }
     }
     lnf_ = p.take(N * C);
@@ -221,12 +234,21 @@ void Transformer::plan(P& p) {
     dh_ = p.take(N * mlp_.h_width());
     if (precision_ == Precision::bf16) {
         bf16_ = bf16_scratch_shape(attn_, mlp_, static_cast<int>(C), static_cast<int>(N));
-        auto take16 = [&](std::size_t n) { return reinterpret_cast<std::uint16_t*>(p.take((n + 1) / 2)); };
+        auto take16 = [&](std::size_t n) {
+            return reinterpret_cast<std::uint16_t*>(p.take((n + 1) / 2));
+        };
         bf16_.x = take16(bf16_.x_size());
         bf16_.w = take16(bf16_.w_size());
         bf16_.dy = take16(bf16_.dy_size());
         attn_.bf16 = mlp_.bf16 = head_.bf16 = &bf16_;
+        // The fp32 of the kept bf16 inputs: backward scratch, free while a forward or a
+        // recomputation writes them.
+        for (auto& b : blocks_) b.ln1 = b.ln2 = dln_, b.a = da_;
     }
+}
+
+void Transformer::keep16(std::uint16_t* dst, const float* src, std::size_t n) {
+    if (dst) k::to_bf16(dst, src, n);
 }
 
 k::AttnDropout Transformer::attn_dropout(int layer) const {
@@ -300,9 +322,10 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
               W = attn_.qkv_width();
     norm_.forward(a.ln1, a.mean1, a.rstd1, x, w.ln1_w, w.ln1_b, N);
     record(l, ax, a.ln1, N, C, C);
+    keep16(a.ln1_16, a.ln1, static_cast<std::size_t>(N) * C);
     // Attention's stages one by one (Attention::forward), so the check sees q, k, v before
     // and after rotary.
-    attn_.project(a.qkv, a.ln1, w, N);
+    attn_.project(a.qkv, a.ln1, w, N, a.ln1_16);
     record(l, aq, a.qkv, N, Q, W), record(l, ak, a.qkv + Q, N, KV, W);
     record(l, av, a.qkv + Q + KV, N, KV, W);
     attn_.rotate(a.qkv, nullptr, N, T);
@@ -321,10 +344,10 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
     if (parallel_block_) {
         attn_.project_out(a.out, a.y, w, N, false);
         record(l, fx, a.ln1, N, C, C);
-        mlp_.up(a.h, a.a, a.ln1, w, N);
+        mlp_.up(a.h, a.a, a.ln1, w, N, a.ln1_16, a.a16);
         record(l, fh, a.h, N, mlp_.h_width(), mlp_.h_width()),
             record(l, fa, a.a, N, mlp_.Fl, mlp_.Fl);
-        mlp_.down(a.out, a.a, w, N, true);
+        mlp_.down(a.out, a.a, w, N, true, a.a16);
         close_branch(a.out, w.proj_b, w.out_b, x, N, l, kAttnResid, train, fr);
         return;
     }
@@ -332,9 +355,10 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
     close_branch(a.mid, w.proj_b, nullptr, x, N, l, kAttnResid, train, ar);
     norm_.forward(a.ln2, a.mean2, a.rstd2, a.mid, w.ln2_w, w.ln2_b, N);
     record(l, fx, a.ln2, N, C, C);
-    mlp_.up(a.h, a.a, a.ln2, w, N);
+    keep16(a.ln2_16, a.ln2, static_cast<std::size_t>(N) * C);
+    mlp_.up(a.h, a.a, a.ln2, w, N, a.ln2_16, a.a16);
     record(l, fh, a.h, N, mlp_.h_width(), mlp_.h_width()), record(l, fa, a.a, N, mlp_.Fl, mlp_.Fl);
-    mlp_.down(a.out, a.a, w, N, false);
+    mlp_.down(a.out, a.a, w, N, false, a.a16);
     close_branch(a.out, w.out_b, nullptr, a.mid, N, l, kMlpResid, train, fr);
 }
 
@@ -350,20 +374,22 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
         const float* gb = branch_grad(N, l, kAttnResid);
         if (g.proj_b) k::bias_backward(g.proj_b, gb, N, C);
         if (g.out_b) k::bias_backward(g.out_b, gb, N, C);
-        mlp_.backward(dln_, g, da_, dh_, gb, a.ln1, a.h, a.a, w, N, false);
-        attn_.backward(dln_, g, dy_, dqkv_, gb, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, true);
+        mlp_.backward(dln_, g, da_, dh_, gb, a.ln1, a.h, a.a, w, N, false, a.ln1_16, a.a16);
+        attn_.backward(dln_, g, dy_, dqkv_, gb, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, true,
+                       a.ln1_16);
         mp_->sum(dln_, NC);
         norm_.backward(dres_, g.ln1_w, g.ln1_b, dln_, x, w.ln1_w, a.mean1, a.rstd1, N);
         return;
     }
     const float* gm = branch_grad(N, l, kMlpResid);
     if (g.out_b) k::bias_backward(g.out_b, gm, N, C);
-    mlp_.backward(dln_, g, da_, dh_, gm, a.ln2, a.h, a.a, w, N, false);
+    mlp_.backward(dln_, g, da_, dh_, gm, a.ln2, a.h, a.a, w, N, false, a.ln2_16, a.a16);
     mp_->sum(dln_, NC);
     norm_.backward(dres_, g.ln2_w, g.ln2_b, dln_, a.mid, w.ln2_w, a.mean2, a.rstd2, N);
     const float* ga = branch_grad(N, l, kAttnResid);
     if (g.proj_b) k::bias_backward(g.proj_b, ga, N, C);
-    attn_.backward(dln_, g, dy_, dqkv_, ga, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, false);
+    attn_.backward(dln_, g, dy_, dqkv_, ga, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, false,
+                   a.ln1_16);
     mp_->sum(dln_, NC);
     norm_.backward(dres_, g.ln1_w, g.ln1_b, dln_, x, w.ln1_w, a.mean1, a.rstd1, N);
 }
@@ -374,20 +400,22 @@ void Transformer::block_recompute(int l, const float* x, int B, int T) {
     const BlockTensors& w = views_.w.blocks[l];
     BlockActs& a = blocks_[l];
     norm_.forward(a.ln1, a.mean1, a.rstd1, x, w.ln1_w, w.ln1_b, N);
-    attn_.project_in(a.qkv, a.ln1, w, N, T);
+    keep16(a.ln1_16, a.ln1, static_cast<std::size_t>(N) * cfg_.d_model);
+    attn_.project_in(a.qkv, a.ln1, w, N, T, a.ln1_16);
     if (recompute_ == Recompute::block) {
         const k::AttnDropout drop = attn_dropout(l);
         attn_.core(a.y, a.lse, a.qkv, B, T, dropped_ && drop.rate > 0.f ? &drop : nullptr);
     }
     if (parallel_block_) {
-        mlp_.up(a.h, a.a, a.ln1, w, N);
+        mlp_.up(a.h, a.a, a.ln1, w, N, a.ln1_16, a.a16);
         return;
     }
     // The MLP's input is norm2 of the residual after attention, so that branch is rerun whole.
     attn_.project_out(a.mid, a.y, w, N, false);
     close_branch(a.mid, w.proj_b, nullptr, x, N, l, kAttnResid, dropped_);
     norm_.forward(a.ln2, a.mean2, a.rstd2, a.mid, w.ln2_w, w.ln2_b, N);
-    mlp_.up(a.h, a.a, a.ln2, w, N);
+    keep16(a.ln2_16, a.ln2, static_cast<std::size_t>(N) * cfg_.d_model);
+    mlp_.up(a.h, a.a, a.ln2, w, N, a.ln2_16, a.a16);
 }
 
 const float* Transformer::block_qkv(int layer) const {

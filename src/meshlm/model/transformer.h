@@ -118,6 +118,9 @@ class Transformer {
         float *ln2, *mean2, *rstd2;  // sequential
         float *h, *a;                // MLP: (N, h width) (N, Fl)
         float* out;                  // (N,C) residual after the block
+        // bf16 precision: ln1, ln2 and a are kept here in bf16 (the linears' inputs), their
+        // fp32 pointers are scratch shared by every block. Null with fp32.
+        std::uint16_t *ln1_16 = nullptr, *ln2_16 = nullptr, *a16 = nullptr;
     };
     template <typename P>
     void plan(P& p);
@@ -130,6 +133,8 @@ class Transformer {
     // The gradient entering a branch: dres, masked like the branch's dropout (into scratch).
     const float* branch_grad(int N, int layer, int site);
     kernels::AttnDropout attn_dropout(int layer) const;
+    // bf16 precision: keeps a linear's input in bf16 (dst null: fp32, nothing to do).
+    static void keep16(std::uint16_t* dst, const float* src, std::size_t n);
     void block_forward(int l, const float* x, int B, int T, bool train);
     void block_backward(int l, const float* x, int B, int T);
     // Reruns what block l's backward needs and recompute_ dropped.

@@ -59,8 +59,8 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
       dp_(dp ? *dp : local_),
       mp_(mp ? *mp : local_),
       mp_group_(mp_.size() > 1 ? std::make_unique<CommModelGroup>(mp_) : nullptr),
-      model_(std::make_unique<Transformer>(model, batch, seq, mp_group_.get(), recompute,
-                                           precision)),
+      model_(
+          std::make_unique<Transformer>(model, batch, seq, mp_group_.get(), recompute, precision)),
       layout_(model_->layout()),
       full_layout_(transformer_layout(model)),
       // ZeRO chunks this rank's local buffer: with TP, each model rank's data group shards its

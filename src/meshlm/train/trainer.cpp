@@ -115,8 +115,8 @@ std::pair<double, double> gemm_seconds_fp32_bf16(int rows, int width) {
         for (int i = 0; i < 4; ++i) {
             const auto t0 = std::chrono::steady_clock::now();
             f();
-            t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                                .count());
+            t = std::min(
+                t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
         return t;
     };
@@ -322,7 +322,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         return r;
     };
     const double flops_per_token = train_flops_per_token(job.model, learner.full_layout(), T);
-    const double peak = tc.peak_gflops > 0 ? tc.peak_gflops : robust_peak_gflops(threads, precision);
+    const double peak =
+        tc.peak_gflops > 0 ? tc.peak_gflops : robust_peak_gflops(threads, precision);
     out << "model: " << human_count(static_cast<double>(learner.full_layout().count()))
         << " parameters ("
         << human_count(static_cast<double>(nonembedding_params(learner.full_layout())))
@@ -350,7 +351,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     }
     out << "threads: " << threads << ", " << precision_name(precision) << " peak "
         << static_cast<int>(peak) << " GFLOP/s"
-        << (tc.peak_gflops > 0           ? " (train.peak_gflops)"
+        << (tc.peak_gflops > 0             ? " (train.peak_gflops)"
             : precision == Precision::bf16 ? " (measured: best of 5 bf16 dot-product probes)"
                                            : " (measured: best of 5 FMA probes)")
         << "\n"
@@ -364,8 +365,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         const auto [fp32, bf16] = gemm_seconds_fp32_bf16(1024, job.model.d_model);
         out << "note: this CPU has no native bf16 dot products (avx512_bf16), so bf16 GEMM "
                "operands are widened to fp32: a "
-            << 1024 << " x " << job.model.d_model << " x " << job.model.d_model
-            << " GEMM takes " << static_cast<int>(100 * bf16 / fp32)
+            << 1024 << " x " << job.model.d_model << " x " << job.model.d_model << " GEMM takes "
+            << static_cast<int>(100 * bf16 / fp32)
             << " % of its fp32 time here, so steps run no faster than fp32 (train.precision: "
                "fp32 is the faster choice on this CPU)\n";
     }
@@ -473,8 +474,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             const double achieved = tps * flops_per_token / (1e9 * world.size());
             if (achieved > peak && !mfu_capped) {
                 mfu_capped = true;
-                out << "note: " << static_cast<int>(achieved)
-                    << " GFLOP/s per rank exceeds the " << precision_name(precision) << " peak of " << static_cast<int>(peak)
+                out << "note: " << static_cast<int>(achieved) << " GFLOP/s per rank exceeds the "
+                    << precision_name(precision) << " peak of " << static_cast<int>(peak)
                     << " GFLOP/s" << (tc.peak_gflops > 0 ? " (train.peak_gflops)" : " (measured)")
                     << "; MFU is shown capped at 100 %; set train.peak_gflops to the machine's "
                        "peak\n";

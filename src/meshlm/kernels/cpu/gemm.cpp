@@ -46,7 +46,8 @@ Matmuls& matmuls() {
 
 // op(X) of shape rows x cols stored row-major with row stride ld (transposed: cols x rows).
 dnnl::memory::desc desc(dnnl::memory::data_type dt, int rows, int cols, int ld, bool trans) {
-    const dnnl::memory::dims strides = trans ? dnnl::memory::dims{1, ld} : dnnl::memory::dims{ld, 1};
+    const dnnl::memory::dims strides =
+        trans ? dnnl::memory::dims{1, ld} : dnnl::memory::dims{ld, 1};
     return dnnl::memory::desc({rows, cols}, dt, strides);
 }
 
@@ -68,8 +69,10 @@ void gemm_widened(bool ta, bool tb, int M, int N, int K, float alpha, const std:
                   int lda, const std::uint16_t* B, int ldb, float beta, float* C, int ldc) {
     thread_local std::vector<float> a32, b32;
     const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-    if (a32.size() < static_cast<std::size_t>(ar) * ac) a32.resize(static_cast<std::size_t>(ar) * ac);
-    if (b32.size() < static_cast<std::size_t>(br) * bc) b32.resize(static_cast<std::size_t>(br) * bc);
+    if (a32.size() < static_cast<std::size_t>(ar) * ac)
+        a32.resize(static_cast<std::size_t>(ar) * ac);
+    if (b32.size() < static_cast<std::size_t>(br) * bc)
+        b32.resize(static_cast<std::size_t>(br) * bc);
     widen(a32.data(), A, ar, ac, lda);
     widen(b32.data(), B, br, bc, ldb);
     gemm(ta, tb, M, N, K, alpha, a32.data(), ac, b32.data(), bc, beta, C, ldc);
@@ -104,9 +107,8 @@ bool native_bf16() {
     return native;
 }
 
-void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-               const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb, float beta,
-               float* C, int ldc) {
+void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const std::uint16_t* A,
+               int lda, const std::uint16_t* B, int ldb, float beta, float* C, int ldc) {
     if (lda == 0) lda = trans_a ? M : K;
     if (ldb == 0) ldb = trans_b ? K : N;
     if (ldc == 0) ldc = N;

@@ -44,7 +44,7 @@ constexpr int kChains = 12;
 // two bf16 products added to the accumulator, 64 flops per instruction). Compiled for that ISA
 // whatever the build targets; called only where the CPU has it.
 __attribute__((target("avx512f,avx512bf16"), noinline)) void dpbf16_chains(float* state,
-                                                                          long iters) {
+                                                                           long iters) {
     __m512 c[kChains];
     for (int i = 0; i < kChains; ++i) c[i] = _mm512_loadu_ps(state + 16 * i);
     const __m512bh a = (__m512bh)_mm512_loadu_si512(state + 16 * kChains);
