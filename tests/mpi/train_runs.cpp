@@ -61,6 +61,24 @@ TrainedRun train_run(int np, const std::string& dir, const std::string& args,
     return out;
 }
 
+RunDistance run_distance(const TrainedRun& a, const TrainedRun& b, const std::string& what) {
+    RunDistance d;
+    const std::size_t n = std::min(a.steps.size(), b.steps.size());
+    for (std::size_t s = 0; s < n; ++s) {
+        const double x = a.steps[s]["loss"], y = b.steps[s]["loss"];
+        d.loss = std::max(d.loss, std::abs(x - y) / std::abs(x));
+    }
+    double diff = 0, norm = 0;
+    for (std::size_t i = 0; i < a.weights.size() && i < b.weights.size(); ++i) {
+        diff += (double(a.weights[i]) - b.weights[i]) * (double(a.weights[i]) - b.weights[i]);
+        norm += double(a.weights[i]) * a.weights[i];
+    }
+    d.weights = norm > 0 ? std::sqrt(diff / norm) : 0;
+    std::printf("%s: max relative loss difference %.2e, relative L2 weight distance %.2e\n",
+                what.c_str(), d.loss, d.weights);
+    return d;
+}
+
 void expect_same_training(const TrainedRun& ref, const TrainedRun& got, std::size_t steps,
                           const std::string& what) {
     ASSERT_EQ(got.steps.size(), steps) << what << "\n" << got.output;

@@ -37,6 +37,13 @@ struct TrainedRun {
 TrainedRun train_run(int np, const std::string& dir, const std::string& args,
                      const ModelConfig& model);
 
+// How far run b is from run a: the largest relative loss difference over their common steps
+// and the relative L2 distance of the final weights. Prints both under `what`.
+struct RunDistance {
+    double loss = 0, weights = 0;
+};
+RunDistance run_distance(const TrainedRun& a, const TrainedRun& b, const std::string& what);
+
 // `got` must hold the last `steps` steps of `ref`'s run: their losses within 1e-5 relative and
 // every final weight within 1e-5 absolute (the attention key biases too: their gradient, exactly
 // zero, is zeroed after backward, see model/key_bias.h). Prints the margins.

@@ -36,11 +36,13 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
                      optim = static_cast<double>(zm.optimizer),
                      working = static_cast<double>(zm.working);
         const Recompute recompute = parse_recompute(cfg.train.recompute);
-        auto acts_of = [&](Recompute r) {
-            return transformer_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len, M, r) *
+        const Precision precision = parse_precision(cfg.train.precision);
+        auto acts_of = [&](Recompute r, Precision p) {
+            return transformer_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len, M, r,
+                                                 p) *
                    4.0;
         };
-        const double acts = acts_of(recompute);
+        const double acts = acts_of(recompute, precision);
         const double total = params + grads + optim + working + acts + runtime;
         auto mem = [&](const char* what, double b) {
             std::printf("  %-26s %10.1f MiB  (%.3f GiB)\n", what, b / MiB, b / GiB);
@@ -61,11 +63,12 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
                     cfg.train.batch_size, cfg.train.seq_len, cfg.train.grad_accum, N);
         if (N > 1 || stage > 0 || M > 1)
             std::printf(
-                "planned memory per rank (fp32, %s; %d data-parallel x %d tensor-parallel "
+                "planned memory per rank (%s, %s; %d data-parallel x %d tensor-parallel "
                 "ranks, ZeRO stage %d; activations as one process):\n",
-                cfg.optim.name.c_str(), N, M, stage);
+                precision_name(precision), cfg.optim.name.c_str(), N, M, stage);
         else
-            std::printf("planned memory (fp32, %s):\n", cfg.optim.name.c_str());
+            std::printf("planned memory (%s, %s):\n", precision_name(precision),
+                        cfg.optim.name.c_str());
         mem("parameters", params);
         mem("gradients", grads);
         mem(cfg.optim.name == "lion" ? "optimizer state (m)" : "optimizer state (m, v)", optim);
@@ -76,13 +79,14 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         mem(label, acts);
         mem("runtime (binary, libraries)", runtime);
         mem("total", total);
-        std::printf("activations by train.recompute (total with each):\n");
-        for (Recompute r : {Recompute::none, Recompute::attention, Recompute::block}) {
-            std::snprintf(label, sizeof label, "%s%s", recompute_name(r),
-                          r == recompute ? " (this config)" : "");
-            std::printf("  %-26s %10.1f MiB  total %10.1f MiB\n", label, acts_of(r) / MiB,
-                        (total - acts + acts_of(r)) / MiB);
-        }
+        std::printf("activations by train.recompute and train.precision (total with each):\n");
+        for (Precision p : {Precision::fp32, Precision::bf16})
+            for (Recompute r : {Recompute::none, Recompute::attention, Recompute::block}) {
+                std::snprintf(label, sizeof label, "%s, %s%s", recompute_name(r), precision_name(p),
+                              r == recompute && p == precision ? " (this config)" : "");
+                std::printf("  %-30s %10.1f MiB  total %10.1f MiB\n", label, acts_of(r, p) / MiB,
+                            (total - acts + acts_of(r, p)) / MiB);
+            }
         if (N > 1 || stage > 0 || M > 1)
             std::printf("per-rank bytes: params %zu grads %zu optimizer %zu working %zu\n",
                         zm.params, zm.grads, zm.optimizer, zm.working);

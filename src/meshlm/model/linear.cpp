@@ -10,7 +10,8 @@ namespace meshlm {
 
 Precision parse_precision(const std::string& name) {
     if (name == "fp32") return Precision::fp32;
-    MESHLM_CHECK(name == "bf16", "precision '", name, "': expected fp32 or bf16");
+    if (name == "auto") return kernels::native_bf16() ? Precision::bf16 : Precision::fp32;
+    MESHLM_CHECK(name == "bf16", "precision '", name, "': expected fp32, bf16 or auto");
     return Precision::bf16;
 }
 

@@ -22,7 +22,8 @@ namespace meshlm {
 
 // The GEMMs' precision (train.precision).
 enum class Precision { fp32, bf16 };
-Precision parse_precision(const std::string& name);  // fp32 | bf16
+// fp32 | bf16 | auto (bf16 where the CPU has native bf16 dot products, else fp32).
+Precision parse_precision(const std::string& name);
 const char* precision_name(Precision p);
 
 // bf16 operands of one linear call at a time: rows x max_in inputs, max_out x max_in weights,

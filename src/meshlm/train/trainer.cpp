@@ -96,12 +96,6 @@ double robust_peak_gflops(int threads, Precision precision) {
     return best;
 }
 
-// train.precision: auto is bf16 where the CPU has native bf16 dot products.
-Precision resolve_precision(const std::string& name) {
-    if (name == "auto") return kernels::native_bf16() ? Precision::bf16 : Precision::fp32;
-    return parse_precision(name);
-}
-
 // Seconds per call of a GEMM of the block's shapes in fp32 and with bf16 operands (best of a
 // few): what bf16 costs on a CPU that has to widen its operands.
 std::pair<double, double> gemm_seconds_fp32_bf16(int rows, int width) {
@@ -247,7 +241,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     }
     const auto token_bytes = token_byte_lengths(*tokenizer, job.model.vocab_size);
 
-    const Precision precision = resolve_precision(tc.precision);
+    const Precision precision = parse_precision(tc.precision);
     Learner learner(job.model, job.optim, B, T, tc.steps, &dp, job.parallel.zero_stage,
                     &mesh.model_comm(), parse_recompute(tc.recompute), precision);
     long start_step = 0;
