@@ -48,7 +48,7 @@ common=(--config.model.n_layer=2 --config.model.norm=rmsnorm --config.model.norm
         --config.train.threads="$threads" --config.train.final_eval_batches=40
         --config.optim.warmup_steps="$warmup" --config.optim.schedule=cosine
         --config.log.eval_interval=0 --config.log.interval="$STEPS" --config.log.sample_tokens=0
-        --config.checkpoint.interval=0)
+        --config.checkpoint.interval=0 --config.train.precision=fp32)
 if [[ "$PARAM" == mup ]]; then
   common+=(--config.model.mup.enabled=true --config.model.mup.d_base="$base"
            --config.optim.mup_rule=mup)

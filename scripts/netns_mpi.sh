@@ -78,7 +78,7 @@ flags=(--config.data.synthetic=true --config.model.n_layer=2 --config.model.d_mo
   --config.model.n_head=2 --config.model.vocab_size=300 --config.model.max_seq_len=16
   --config.train.seq_len=16 "--config.train.steps=$steps" --config.log.interval=1
   --config.log.sample_tokens=0 --config.train.threads=1 --config.optim.warmup_steps=2
-  --config.optim.grad_clip=1.0 --config.checkpoint.interval=0)
+  --config.optim.grad_clip=1.0 --config.checkpoint.interval=0 --config.train.precision=fp32)
 
 counters() {  # "rx tx" bytes of a veth end, as `ip -s link` reports them
   ip -n "$1" -s link show "$2" | awk '/RX:/ {getline; rx=$1} /TX:/ {getline; tx=$1} END {print rx, tx}'

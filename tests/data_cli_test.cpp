@@ -51,7 +51,8 @@ std::string tiny(const std::string& run, int steps = 12) {
     return " --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
            " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.batch_size=4"
            " --config.train.threads=2 --config.train.peak_gflops=100 --config.log.interval=4"
-           " --config.log.eval_interval=0 --config.log.sample_tokens=8 --config.train.steps=" +
+           " --config.log.eval_interval=0 --config.log.sample_tokens=8"
+           " --config.train.precision=fp32 --config.train.steps=" +
            std::to_string(steps) + " --config.log.dir=" + run;
 }
 
@@ -90,7 +91,8 @@ TEST_F(DataCli, PrepareTrainOnItAndEvalValAndTest) {
         EXPECT_NEAR(bpb, loss / std::log(2.0), 1e-5) << split;
         EXPECT_LT(loss, std::log(257.0)) << "the model learned something";
     }
-    // The run's final validation loss equals eval's on val (same rows, same weights).
+    // The run's final validation loss equals eval's on val (same rows, same weights; eval's
+    // GEMMs are fp32, so the run's must be too: `tiny` pins train.precision).
     std::smatch last, ev;
     std::string metrics = test::read_file(run + "/metrics.jsonl");
     std::regex val_re("\"val_loss\": ([0-9.eE+-]+)");

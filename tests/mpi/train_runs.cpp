@@ -28,6 +28,8 @@ std::string tiny_flags(const std::string& dir, int steps, int batch, int accum,
            " --config.train.grad_accum=" + std::to_string(accum) +
            " --config.log.interval=1 --config.log.sample_tokens=0 --config.train.peak_gflops=100"
            " --config.train.threads=1 --config.optim.warmup_steps=2 --config.optim.grad_clip=1.0"
+           // fp32: these runs compare layouts to 1e-5 (bf16 has its own tests)
+           " --config.train.precision=fp32"
            " --config.checkpoint.interval=" +
            std::to_string(checkpoint_interval) + " --config.log.dir=" + dir;
 }

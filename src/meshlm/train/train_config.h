@@ -25,7 +25,7 @@ struct TrainConfig {
     std::string recompute = "none";
     // The GEMMs' precision: fp32 | bf16 (bf16 operands, fp32 masters, sums, gradients and
     // optimizer state; model/linear.h) | auto (bf16 where the CPU has native bf16 dot products).
-    std::string precision = "fp32";
+    std::string precision = "auto";
     // Coordinate check during training: every this many steps, metrics.jsonl gets the mean
     // |activation| at every site and mean |update| / lr of every tensor (0 = never).
     int coord_interval = 0;
