@@ -78,9 +78,19 @@ for line in open(f"{run}/meshlm.log"):
         step_tokens = int(m.group(1)) * int(m.group(2))
 step_s = step_tokens / statistics.median(tps) if tps and step_tokens else None
 
+def kernel_name(sym):
+    """The kernel a C++ symbol belongs to: element-wise maps (map8<...activation_backward...>)
+    count as the op that instantiated them; namespaces and templates are dropped."""
+    sym = sym.replace("(anonymous namespace)::", "")
+    m = re.search(r"map\d+<meshlm::([\w:]+)\(", sym)
+    if m:
+        return m.group(1)
+    sym = re.sub(r"^meshlm::", "", sym)
+    return re.split(r"[(<]", sym, 1)[0]
+
 rows = {}
 for line in open(f"{run}/report.txt"):
-    m = re.match(r"\s*([0-9.]+)%\s+(\S+)\s+\[\.\]\s+(.*)$", line)
+    m = re.match(r"\s*([0-9.]+)%\s+(\[JIT\] tid \d+|\S+)\s+\[\.\]\s+(.*)$", line)
     if not m:
         continue
     pct, dso, sym = float(m.group(1)), m.group(2), m.group(3).strip()
@@ -91,10 +101,7 @@ for line in open(f"{run}/report.txt"):
     elif dso.startswith("libdnnl"):
         name = "oneDNN library (GEMM driver, packing)"
     else:
-        sym = re.sub(r"\(.*", "", sym)
-        sym = re.sub(r"^meshlm::", "", sym)
-        sym = re.sub(r"<.*", "", sym)  # templates: one row per kernel
-        name = sym if dso == "meshlm" else f"{sym} ({dso})"
+        name = kernel_name(sym) if dso == "meshlm" else f"{kernel_name(sym)} ({dso})"
     rows[name] = rows.get(name, 0.0) + pct
 total = sum(rows.values())
 print(f"\n== where a {precision} GPT-2-small step goes ({len(tps)} steps sampled"

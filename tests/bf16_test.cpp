@@ -95,6 +95,10 @@ TEST(Bf16, RoundsToNearestTiesToEven) {
     std::vector<float> back(got.size());
     k::from_bf16(back.data(), got.data(), got.size());
     for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(back[i], from16(got[i]));
+    // Rounding in fp32 gives the same values.
+    std::vector<float> r(x.size());
+    k::round_bf16(r.data(), x.data(), x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(r[i], from16(got[i])) << x[i];
     // The strided form rounds the same values.
     const int rows = 7, cols = 5, ld = 9;
     std::vector<std::uint16_t> dense(rows * cols);

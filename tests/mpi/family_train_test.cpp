@@ -6,12 +6,15 @@
 // tensor-parallel runs equal to one process, and resumes bitwise.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "meshlm/io/weights.h"
 #include "meshlm/model/transformer_layout.h"
+#include "test_util.h"
 #include "train_runs.h"
 
 namespace meshlm {
@@ -224,6 +227,31 @@ TEST(FamilyTraining, RecomputeTrainsBitwiseOnShardedLayouts) {
     }
 }
 
+// ZeRO-3 in bf16 gathers the blocks as bf16: rank 0 sends exactly half the bytes of their
+// gathers (twice per step, each (block floats - rank 0's part) * 4 in fp32) less than the same
+// run in fp32; everything else (the embeddings' and ln_f's gathers, every reduce-scatter) is
+// unchanged.
+void expect_half_block_gathers(const Family& f, const std::string& dir,
+                               const test::TrainedRun& bf16) {
+    const test::TrainedRun fp32 =
+        test::train_run(2, dir + "/dp32", flags(f, dir + "/dp32", 2, 2, 1, 3), f.model);
+    ASSERT_EQ(fp32.steps.size(), static_cast<std::size_t>(kSteps)) << fp32.output;
+    const ParamLayout layout = transformer_layout(f.model);
+    const std::size_t chunk = ((layout.total() + 1) / 2 + 15) / 16 * 16;
+    const auto spans = test::block_spans(layout, f.model.n_layer);
+    std::size_t gathered = 0;  // block floats rank 0 receives per gather round
+    for (int l = 0; l < f.model.n_layer; ++l) {
+        const std::size_t lo = spans.lo[l], hi = spans.hi[l];
+        gathered += (hi - lo) - (std::min(hi, chunk) > lo ? std::min(hi, chunk) - lo : 0);
+    }
+    const std::uint64_t saved = 2 * gathered * 2;  // forward + backward, 2 bytes less each
+    ASSERT_GT(saved, 0u);
+    for (int s = 0; s < kSteps; ++s)
+        EXPECT_EQ(bf16.steps[s]["comm_bytes"].get<std::uint64_t>() + saved,
+                  fp32.steps[s]["comm_bytes"].get<std::uint64_t>())
+            << f.name << " step " << s + 1;
+}
+
 // bf16 precision rounds GEMM operands element by element and sums in fp32. Sharded runs sum
 // in another order, and where an fp32 value lands near a bf16 rounding boundary the last-bit
 // difference becomes a bf16-ulp one (2^-8), so they cannot match one process to fp32's 1e-5:
@@ -254,6 +282,7 @@ TEST(FamilyTraining, Bf16ShardsAndResumes) {
             const test::RunDistance d = test::run_distance(ref, got, label);
             EXPECT_LT(d.loss, yardstick.loss) << label;
             EXPECT_LT(d.weights, yardstick.weights) << label;
+            if (std::string(sub) == "/dp") expect_half_block_gathers(f, dir, got);
         }
         const std::string branch = dir + "/branch";
         const test::TrainedRun resumed = test::train_run(

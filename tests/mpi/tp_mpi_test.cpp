@@ -225,9 +225,12 @@ TEST_P(TpMpi, LogitsLossAndGradientsMatchSingleProcess) {
 }
 
 // bf16 rounds each GEMM operand alike on every rank (the shards hold the same values), so the
-// sharded gradients match the single-process bf16 ones up to fp32 summation order, except where
-// that order moves a value across a bf16 rounding boundary (then by one bf16 ulp, 2^-8
-// relative): each gradient tensor within 1e-3 of its largest element, the loss within 1e-5.
+// sharded gradients match the single-process bf16 ones up to fp32 summation order -- except
+// where that order moves an operand across a bf16 rounding boundary: it then differs by one bf16
+// ulp (2^-8 relative), and every gradient sum it enters by up to 2^-8 of that term (seen: whole
+// rows of a weight gradient off by ~1.5e-3 of the tensor's largest element, with some seeds of
+// the perturbation above and not others). So: every element within 1e-2 of its tensor's
+// largest (a few such flips), the whole gradient within 1e-3 relative L2, the loss within 1e-5.
 TEST_P(TpMpi, Bf16GradientsMatchSingleProcess) {
     const auto [D, M, family] = GetParam();
     if (D * M != test::mpi_world().size()) GTEST_SKIP() << "needs " << D * M << " ranks";
@@ -242,14 +245,20 @@ TEST_P(TpMpi, Bf16GradientsMatchSingleProcess) {
     float worst = 0;
     for (const ParamSlice& s : run.full_layout.slices()) {
         const auto [diff, ref] = slice_diff(s, g_gathered.data(), g_full.data());
-        EXPECT_LE(diff, 1e-3f * ref) << s.name << " diff " << diff << " max " << ref;
+        EXPECT_LE(diff, 1e-2f * ref) << s.name << " diff " << diff << " max " << ref;
         worst = std::max(worst, diff / ref);
     }
+    double l2_diff = 0, l2 = 0;
+    for (std::size_t i = 0; i < g_full.size(); ++i) {
+        const double d = static_cast<double>(g_gathered[i]) - g_full[i];
+        l2_diff += d * d, l2 += static_cast<double>(g_full[i]) * g_full[i];
+    }
+    EXPECT_LE(std::sqrt(l2_diff / l2), 1e-3);
     if (test::mpi_world().rank() == 0)
         std::printf(
-            "bf16 %s, data %d x model %d: loss %.7f vs %.7f, worst gradient diff / max "
-            "%.2e\n",
-            family.c_str(), D, M, l_tp, l_ref, worst);
+            "bf16 %s, data %d x model %d: loss %.7f vs %.7f, worst gradient diff / max %.2e, "
+            "relative L2 %.2e\n",
+            family.c_str(), D, M, l_tp, l_ref, worst, std::sqrt(l2_diff / l2));
 }
 
 TEST_P(TpMpi, TwentyAdamWStepsMatchSingleProcess) {

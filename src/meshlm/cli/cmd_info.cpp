@@ -30,13 +30,14 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         // With tensor parallelism a rank holds its shard, which ZeRO chunks further.
         const int N = cfg.parallel.data, stage = cfg.parallel.zero_stage, M = cfg.parallel.model;
         const ParamLayout local = M > 1 ? transformer_layout(m, M) : layout;
-        const ZeroMemory zm = zero_memory(ZeroPlan(local.total(), N, 0, stage), local,
-                                          optimizer_state_count(cfg.optim.name));
+        const Precision precision = parse_precision(cfg.train.precision);
+        const ZeroMemory zm =
+            zero_memory(ZeroPlan(local.total(), N, 0, stage), local,
+                        optimizer_state_count(cfg.optim.name), precision == Precision::bf16);
         const double params = static_cast<double>(zm.params), grads = static_cast<double>(zm.grads),
                      optim = static_cast<double>(zm.optimizer),
                      working = static_cast<double>(zm.working);
         const Recompute recompute = parse_recompute(cfg.train.recompute);
-        const Precision precision = parse_precision(cfg.train.precision);
         auto acts_of = [&](Recompute r, Precision p) {
             return transformer_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len, M, r,
                                                  p) *

@@ -135,6 +135,8 @@ void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets,
 
 // out[i] = in[i] rounded to bf16 (nearest, ties to even), as its 16 bits.
 void to_bf16(std::uint16_t* out, const float* in, std::size_t n);
+// out[i] = in[i] rounded to bf16, as an fp32 (in place allowed).
+void round_bf16(float* out, const float* in, std::size_t n);
 // The same over rows x cols of `in` with row stride ld, into dense rows of out.
 void to_bf16_rows(std::uint16_t* out, const float* in, int rows, int cols, int ld);
 

@@ -83,6 +83,11 @@ Bf16Scratch bf16_scratch_shape(const Attention& attn, const Mlp& mlp, int C, int
     return s;
 }
 
+// A block's vectors (norm gains and biases, linear biases) at most, for their bf16 copies.
+std::size_t block_vector_floats(const Attention& attn, const Mlp& mlp, std::size_t C) {
+    return 6 * C + attn.qkv_width() + mlp.h_width();
+}
+
 std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, int model,
                                           Recompute recompute, Precision precision) {
     // Transformer::plan() takes the same buffers; its constructor checks the two agree.
@@ -125,6 +130,7 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
     if (precision == Precision::bf16) {
         const Bf16Scratch s = bf16_scratch_shape(attn, mlp, cfg.d_model, static_cast<int>(N));
         for (std::size_t n : {s.x_size(), s.w_size(), s.dy_size()}) p.take((n + 1) / 2);
+        p.take(block_vector_floats(attn, mlp, cfg.d_model));
     }
     return p.floats;
 }
@@ -240,6 +246,7 @@ void Transformer::plan(P& p) {
         bf16_.x = take16(bf16_.x_size());
         bf16_.w = take16(bf16_.w_size());
         bf16_.dy = take16(bf16_.dy_size());
+        block_vectors16_ = p.take(block_vector_floats(attn_, mlp_, C));
         attn_.bf16 = mlp_.bf16 = head_.bf16 = &bf16_;
         // The fp32 of the kept bf16 inputs: backward scratch, free while a forward or a
         // recomputation writes them.
@@ -249,6 +256,26 @@ void Transformer::plan(P& p) {
 
 void Transformer::keep16(std::uint16_t* dst, const float* src, std::size_t n) {
     if (dst) k::to_bf16(dst, src, n);
+}
+
+const BlockTensors& Transformer::block_weights(int l) {
+    const BlockTensors& w = views_.w.blocks[l];
+    if (precision_ != Precision::bf16) return w;
+    // bf16 computes with bf16 copies of the block's vectors too, as ZeRO-3 gathers them in
+    // bf16 (parallel/fsdp.h): every layout then computes with the same values.
+    block16_ = w;
+    float* at = block_vectors16_;
+    auto round = [&](float*& v, int n) {
+        if (!v) return;
+        k::round_bf16(at, v, n);
+        v = at;
+        at += n;
+    };
+    const int C = cfg_.d_model;
+    round(block16_.ln1_w, C), round(block16_.ln1_b, C), round(block16_.ln2_w, C);
+    round(block16_.ln2_b, C), round(block16_.qkv_b, attn_.qkv_width()), round(block16_.proj_b, C);
+    round(block16_.fc_b, mlp_.h_width()), round(block16_.out_b, C);
+    return block16_;
 }
 
 k::AttnDropout Transformer::attn_dropout(int layer) const {
@@ -313,7 +340,7 @@ const float* Transformer::branch_grad(int N, int layer, int site) {
 
 void Transformer::block_forward(int l, const float* x, int B, int T, bool train) {
     const int N = B * T;
-    const BlockTensors& w = views_.w.blocks[l];
+    const BlockTensors& w = block_weights(l);
     BlockActs& a = blocks_[l];
     const k::AttnDropout drop = attn_dropout(l);
     const k::AttnDropout* pdrop = train && drop.rate > 0.f ? &drop : nullptr;
@@ -365,7 +392,7 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
 void Transformer::block_backward(int l, const float* x, int B, int T) {
     const int N = B * T, C = cfg_.d_model;
     const std::size_t NC = static_cast<std::size_t>(N) * C;
-    const BlockTensors& w = views_.w.blocks[l];
+    const BlockTensors& w = block_weights(l);
     BlockTensors& g = views_.g.blocks[l];
     const BlockActs& a = blocks_[l];
     const k::AttnDropout drop = attn_dropout(l);
@@ -397,7 +424,7 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
 void Transformer::block_recompute(int l, const float* x, int B, int T) {
     if (recompute_ == Recompute::none) return;
     const int N = B * T;
-    const BlockTensors& w = views_.w.blocks[l];
+    const BlockTensors& w = block_weights(l);
     BlockActs& a = blocks_[l];
     norm_.forward(a.ln1, a.mean1, a.rstd1, x, w.ln1_w, w.ln1_b, N);
     keep16(a.ln1_16, a.ln1, static_cast<std::size_t>(N) * cfg_.d_model);

@@ -133,6 +133,8 @@ class Transformer {
     // The gradient entering a branch: dres, masked like the branch's dropout (into scratch).
     const float* branch_grad(int N, int layer, int site);
     kernels::AttnDropout attn_dropout(int layer) const;
+    // Block l's parameters; with bf16 its vectors (norm gains, biases) are bf16 copies.
+    const BlockTensors& block_weights(int l);
     // bf16 precision: keeps a linear's input in bf16 (dst null: fp32, nothing to do).
     static void keep16(std::uint16_t* dst, const float* src, std::size_t n);
     void block_forward(int l, const float* x, int B, int T, bool train);
@@ -152,7 +154,9 @@ class Transformer {
     bool parallel_block_;
     Recompute recompute_;
     Precision precision_;
-    Bf16Scratch bf16_;  // bf16 precision: the GEMMs' operands (in acts_)
+    Bf16Scratch bf16_;                  // bf16 precision: the GEMMs' operands (in acts_)
+    float* block_vectors16_ = nullptr;  // bf16: the active block's vectors, rounded (in acts_)
+    BlockTensors block16_;
     int max_batch_, max_seq_;
     Arena acts_;
     float* embed_;  // (N,C) residual stream entering block 0

@@ -22,6 +22,8 @@ std::size_t comm_type_size(CommType t) {
             return 8;
         case CommType::u8:
             return 1;
+        case CommType::u16:
+            return 2;
     }
     return 0;
 }

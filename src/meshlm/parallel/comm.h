@@ -21,7 +21,7 @@
 
 namespace meshlm {
 
-enum class CommType { f32, f64, i32, i64, u8 };
+enum class CommType { f32, f64, i32, i64, u8, u16 };
 std::size_t comm_type_size(CommType t);
 
 enum class ReduceOp { sum, max, min };
@@ -34,7 +34,8 @@ const char* comm_op_name(CommOp op);
 template <typename T>
 inline constexpr bool kIsCommElement =
     std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
-    std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint8_t>;
+    std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint8_t> ||
+    std::is_same_v<T, std::uint16_t>;  // u16: bf16 values as their bits
 template <typename T>
 concept CommElement = kIsCommElement<T>;
 
@@ -44,6 +45,7 @@ constexpr CommType comm_type_of() {
     if constexpr (std::is_same_v<T, double>) return CommType::f64;
     if constexpr (std::is_same_v<T, std::int32_t>) return CommType::i32;
     if constexpr (std::is_same_v<T, std::int64_t>) return CommType::i64;
+    if constexpr (std::is_same_v<T, std::uint16_t>) return CommType::u16;
     return CommType::u8;
 }
 

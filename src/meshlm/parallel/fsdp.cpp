@@ -19,9 +19,10 @@ std::pair<std::size_t, std::size_t> part_of(const ZeroPlan& p, int r, std::size_
 
 }  // namespace
 
-FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gather_params) {
+FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gather_params,
+                     bool bf16_blocks) {
     const int units = layout.unit_count();
-    FsdpSizes s{gather_params, 0, 0, 0};
+    FsdpSizes s{gather_params, gather_params && bf16_blocks, 0, 0, 0};
     for (int u = 0; u < units; ++u) {
         const auto [lo, hi] = layout.unit_range(u);
         if (u == 0 || u == units - 1) {
@@ -38,13 +39,13 @@ FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gathe
 }
 
 FsdpStream::FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layout,
-                       const float* params, float* grads, bool gather_params)
+                       const float* params, float* grads, bool gather_params, bool bf16_blocks)
     : comm_(comm),
       plan_(plan),
       params_(params),
       grads_(grads),
       n_units_(layout.unit_count()),
-      sizes_(fsdp_sizes(layout, plan, gather_params)),
+      sizes_(fsdp_sizes(layout, plan, gather_params, bf16_blocks)),
       root_params_(gather_params ? sizes_.root : 0),
       root_grads_(sizes_.root) {
     MESHLM_CHECK(comm.size() == plan.ranks && comm.rank() == plan.rank, "FSDP plan for rank ",
@@ -60,6 +61,7 @@ FsdpStream::FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layo
     }
     for (Slot& s : slots_) {
         if (gather_params) s.params = Buffer<float>(sizes_.block);
+        if (sizes_.bf16) s.params16 = Buffer<std::uint16_t>(sizes_.block);
         s.grads = Buffer<float>(sizes_.block);
         s.receive = Buffer<float>(sizes_.receive);
     }
@@ -74,6 +76,28 @@ CommRequest FsdpStream::start_gather(int unit, float* dst) {
     const auto [a, b] = part_of(plan_, plan_.rank, lo, hi);
     if (a < b) std::memcpy(dst + (a - lo), params_ + (a - plan_.begin()), (b - a) * sizeof(float));
     return comm_.iall_gather(dst, std::span<const std::size_t>(counts_[unit]));
+}
+
+void FsdpStream::start_block_gather(Slot& s, int unit) {
+    s.unit = unit;
+    if (!sizes_.bf16) {
+        s.gather = start_gather(unit, s.params.data());
+        return;
+    }
+    // Each rank rounds its own part; the bf16 parts travel, and acquire() widens the unit.
+    const auto [lo, hi] = units_[unit];
+    const auto [a, b] = part_of(plan_, plan_.rank, lo, hi);
+    if (a < b) kernels::to_bf16(s.params16.data() + (a - lo), params_ + (a - plan_.begin()), b - a);
+    s.gather = comm_.iall_gather(s.params16.data(), std::span<const std::size_t>(counts_[unit]));
+    s.widen = true;
+}
+
+void FsdpStream::finish_gather(Slot& s) {
+    s.gather.wait();
+    if (!s.widen) return;
+    kernels::from_bf16(s.params.data(), s.params16.data(),
+                       units_[s.unit].second - units_[s.unit].first);
+    s.widen = false;
 }
 
 void FsdpStream::accumulate(int unit, const float* receive) {
@@ -103,6 +127,7 @@ void FsdpStream::end() {
     for (Slot& s : slots_) finish_reduce(s);
     for (Slot& s : slots_) {
         s.gather.wait();  // a prefetch nobody acquired (the last forward block's successor)
+        s.widen = false;
         s.unit = -1;
         s.held = false;
     }
@@ -131,18 +156,16 @@ const float* FsdpStream::acquire(int unit, Pass pass) {
             if (!s.held && !slot) slot = &s;
         MESHLM_CHECK(slot, "FSDP: no free slot for unit ", unit);
         slot->gather.wait();
-        slot->unit = unit;
-        slot->gather = start_gather(unit, slot->params.data());
+        start_block_gather(*slot, unit);
     }
-    slot->gather.wait();
+    finish_gather(*slot);
     slot->held = true;
     // Prefetch the next block of this pass into the other slot.
     const int next = pass == Pass::forward ? unit + 1 : unit - 1;
     Slot& other = slots_[slot == &slots_[0] ? 1 : 0];
     if (is_block(next) && !other.held && other.unit != next) {
         other.gather.wait();
-        other.unit = next;
-        other.gather = start_gather(next, other.params.data());
+        start_block_gather(other, next);
     }
     return slot->params.data();
 }

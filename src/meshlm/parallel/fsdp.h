@@ -20,11 +20,13 @@
 // chunk (blocks are reduced once per micro-batch) -- fsdp_sizes() says how many floats. Bytes sent
 // per step per rank (parallel/traffic.h convention): gathers of units 0 and L + 1 once, of every
 // block twice per micro-batch, reduce-scatters of every block once per micro-batch and of units 0
-// and L + 1 once: each (unit floats - this rank's part) * 4.
+// and L + 1 once: each (unit floats - this rank's part) * 4, or * 2 for the block gathers of a
+// bf16 run (bf16_blocks).
 #pragma once
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -38,24 +40,31 @@ namespace meshlm {
 
 struct FsdpSizes {
     bool gather;          // parameters sharded (stage 3) or whole (stage 2: gradients only)
+    bool bf16 = false;    // blocks gathered in bf16 (a bf16 receive buffer per slot)
     std::size_t root;     // floats of units 0 and L + 1 together
     std::size_t block;    // floats of the largest block unit
     std::size_t receive;  // largest part of any block inside one rank's chunk
     std::size_t working() const {  // floats: gradient buffers, and with `gather` parameter ones
-        return root + 2 * (block + receive) + (gather ? root + 2 * block : 0);
+        return root + 2 * (block + receive) + (gather ? root + 2 * block : 0) +
+               (gather && bf16 ? 2 * ((block + 1) / 2) : 0);
     }
 };
 
-// The units of `layout` (ParamLayout::unit_range) and what a rank of `plan` buffers for them.
-FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gather_params);
+// The units of `layout` (ParamLayout::unit_range) and what a rank of `plan` buffers for them;
+// bf16_blocks: stage 3 gathers the blocks in bf16.
+FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gather_params,
+                     bool bf16_blocks = false);
 
 class FsdpStream final : public ParamStream {
   public:
     // grads: this rank's chunk (plan.chunk floats) of the flat gradient buffer of `layout`;
     // params: its chunk of the parameters when gather_params (stage 3), else the whole buffer
     // (stage 2: only gradients are streamed). They, comm and layout outlive the stream.
+    // bf16_blocks (train.precision: bf16, stage 3): blocks travel as bf16, rounded by each rank
+    // from its own part, half the bytes; the layers then compute with those rounded values.
+    // Units 0 and L + 1 (embeddings, ln_f; gathered once per step) stay fp32.
     FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layout, const float* params,
-               float* grads, bool gather_params = true);
+               float* grads, bool gather_params = true, bool bf16_blocks = false);
 
     // Gathers units 0 and L + 1 (kept until end()); with gradients, zeroes their accumulators.
     // Collective.
@@ -74,8 +83,10 @@ class FsdpStream final : public ParamStream {
   private:
     struct Slot {
         Buffer<float> params, grads, receive;
-        int unit = -1;      // whose parameters it holds or is gathering
-        bool held = false;  // acquired and not released yet
+        Buffer<std::uint16_t> params16;  // bf16 blocks: what the all-gather fills
+        bool widen = false;              // params16 holds a gather params has not seen yet
+        int unit = -1;                   // whose parameters it holds or is gathering
+        bool held = false;               // acquired and not released yet
         CommRequest gather;
         int grads_of = -1;  // whose gradients backward is accumulating into `grads`
         int reducing = -1;  // whose gradients its reduce-scatter is summing
@@ -85,6 +96,10 @@ class FsdpStream final : public ParamStream {
     float* root_at(Buffer<float>& buf, int unit);
     // Copies this rank's part of `unit` into dst (the unit's layout) and starts its all-gather.
     CommRequest start_gather(int unit, float* dst);
+    // Starts gathering block `unit` into slot s (in bf16 with sizes_.bf16); finish_gather waits
+    // and, for a bf16 gather, widens it into s.params.
+    void start_block_gather(Slot& s, int unit);
+    void finish_gather(Slot& s);
     // Adds a finished reduce-scatter's part of `unit` (in `receive`) into the gradient chunk.
     void accumulate(int unit, const float* receive);
     void finish_reduce(Slot& s);

@@ -40,6 +40,8 @@ MPI_Datatype mpi_type(CommType t) {
             return MPI_INT64_T;
         case CommType::u8:
             return MPI_UINT8_T;
+        case CommType::u16:
+            return MPI_UINT16_T;
     }
     return MPI_DATATYPE_NULL;
 }

@@ -91,9 +91,9 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
         std::fill_n(masked_row_.begin() + seq, seq, -1);
     }
     if (streamed_) {
-        stream_ = std::make_unique<FsdpStream>(dp_, plan_, layout_,
-                                               fsdp_ ? param_shard_.data() : params_.data(),
-                                               grad_shard_.data(), fsdp_);
+        stream_ = std::make_unique<FsdpStream>(
+            dp_, plan_, layout_, fsdp_ ? param_shard_.data() : params_.data(), grad_shard_.data(),
+            fsdp_, precision == Precision::bf16);
         model_->set_param_stream(stream_.get());
     }
 }

@@ -7,7 +7,7 @@
 namespace meshlm::kernels {
 namespace {
 
-inline std::uint16_t round_bf16(float x) {
+inline std::uint16_t bits_bf16(float x) {
     std::uint32_t u;
     std::memcpy(&u, &x, sizeof u);
     // Finite inputs; an infinity stays infinite. A NaN whose payload sits in the low half only
@@ -20,7 +20,7 @@ inline std::uint16_t round_bf16(float x) {
 void to_bf16(std::uint16_t* out, const float* in, std::size_t n) {
     const std::ptrdiff_t len = static_cast<std::ptrdiff_t>(n);
 #pragma omp parallel for simd schedule(static)
-    for (std::ptrdiff_t i = 0; i < len; ++i) out[i] = round_bf16(in[i]);
+    for (std::ptrdiff_t i = 0; i < len; ++i) out[i] = bits_bf16(in[i]);
 }
 
 void to_bf16_rows(std::uint16_t* out, const float* in, int rows, int cols, int ld) {
@@ -29,7 +29,16 @@ void to_bf16_rows(std::uint16_t* out, const float* in, int rows, int cols, int l
         const float* s = in + static_cast<std::size_t>(r) * ld;
         std::uint16_t* d = out + static_cast<std::size_t>(r) * cols;
 #pragma omp simd
-        for (int c = 0; c < cols; ++c) d[c] = round_bf16(s[c]);
+        for (int c = 0; c < cols; ++c) d[c] = bits_bf16(s[c]);
+    }
+}
+
+void round_bf16(float* out, const float* in, std::size_t n) {
+    const std::ptrdiff_t len = static_cast<std::ptrdiff_t>(n);
+#pragma omp parallel for simd schedule(static)
+    for (std::ptrdiff_t i = 0; i < len; ++i) {
+        const std::uint32_t u = static_cast<std::uint32_t>(bits_bf16(in[i])) << 16;
+        std::memcpy(out + i, &u, sizeof u);
     }
 }
 
