@@ -191,7 +191,8 @@ if (( RUN_TORCH )); then
     tcmd=("$PYTHON" "$PEER" --warmup 1 --steps $((STEPS - 1))
           --batch "$BATCH" --seq "$SEQ" --threads "$THREADS" --layers "$LAYERS"
           --width "$WIDTH" --heads "$HEADS" --vocab "$VOCAB" --omp-wait-policy "$TORCH_WAIT"
-          --malloc "$TORCH_MALLOC" --precision "$PRECISION")
+          --malloc "$TORCH_MALLOC")
+    if [[ "$ARCH" == gpt2 ]]; then tcmd+=(--precision "$PRECISION"); fi
     if [[ "$ARCH" == llama ]]; then
       tcmd+=(--kv-heads "$KV_HEADS" --ff "$FF")
       [[ "${TORCH_COMPILE:-0}" == 1 ]] && tcmd+=(--compile)
