@@ -397,6 +397,9 @@ TEST(HfFamiliesExport, RefusesModelsNoFamilyComputes) {
     m = llama_like();
     m.qkv_bias = true;
     EXPECT_EQ(hf_export_architecture(m), "Qwen2ForCausalLM");
+    m = llama_like();
+    m.qk_norm = true;
+    expect_export_refused(m, {"model.qk_norm is true", "export needs model.qk_norm false"});
 }
 
 TEST(HfFamiliesImport, InitFromNamesTheArchitectureKeysThatDiffer) {

@@ -24,7 +24,8 @@ ModelConfig family(const std::string& name) {
     c.vocab_size = 61;
     c.max_seq_len = 40;
     c.init_std = 0.2f;  // large weights: logits far from uniform, differences visible
-    if (name == "llama") {
+    if (name == "llama" || name == "llama_qk_norm") {
+        c.qk_norm = name == "llama_qk_norm";
         c.norm = "rmsnorm";
         c.norm_bias = false;
         c.position = "rope";
@@ -139,7 +140,7 @@ TEST_P(PagedDecoderFamilies, ChunkingAndBatchingNeverChangeALogit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, PagedDecoderFamilies,
-                         ::testing::Values("gpt2", "llama", "gptj", "alibi"));
+                         ::testing::Values("gpt2", "llama", "gptj", "alibi", "llama_qk_norm"));
 
 TEST(AttentionPaged, EqualsContiguousAttentionBitwise) {
     kernels::set_threads(2);

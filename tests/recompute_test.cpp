@@ -39,7 +39,9 @@ std::vector<Family> families() {
     gptj.block = "parallel", gptj.position = "rope", gptj.rope_dim = 8,
     gptj.rope_style = "interleaved";
     gptj.n_head = 4, gptj.d_model = 64;
-    return {{"gpt2", gpt2}, {"llama", llama}, {"gptj", gptj}};
+    ModelConfig qk = llama;  // seed 002's qk_norm: rstd per head is kept or recomputed too
+    qk.qk_norm = true;
+    return {{"gpt2", gpt2}, {"llama", llama}, {"gptj", gptj}, {"llama_qk_norm", qk}};
 }
 
 struct Result {

@@ -45,7 +45,7 @@ BASE = dict(n_layer=2, d_model=32, n_head=4, n_kv_head=4, vocab_size=61, max_seq
             block="sequential", norm="layernorm", norm_bias=True, norm_eps=1e-5,
             position="learned", rope_dim=0, rope_style="half", rope_base=10000.0,
             qkv_bias=True, proj_bias=True, mlp_bias=True, mlp="gelu_tanh", d_ff=64,
-            tied_head=True, head_bias=False, z_loss=0.0)
+            tied_head=True, head_bias=False, z_loss=0.0, qk_norm=False)
 CONFIG_KEYS = list(BASE)
 
 CASES = {
@@ -75,6 +75,11 @@ CASES = {
     "rmsnorm_bias": dict(norm="rmsnorm", norm_bias=True, seq_len=12),
     "zloss": dict(z_loss=1e-3, d_ff=0, seq_len=16),
     "nopos": dict(position="none", seq_len=12),
+    # Seed 002's qk_norm: RMSNorm without gains over each query and key head, before RoPE (meshlm
+    # normalizes after rotating: the two commute), on a Llama-style GQA model.
+    "qk_norm": dict(n_head=4, n_kv_head=2, norm="rmsnorm", norm_bias=False, position="rope",
+                    rope_style="half", qkv_bias=False, proj_bias=False, mlp_bias=False,
+                    mlp="swiglu", d_ff=40, tied_head=False, qk_norm=True, seq_len=14),
 }
 BATCH = 2
 DEFAULT_SEQ_LEN = 12
@@ -245,6 +250,10 @@ def attention(cfg, x, p, pre):
     q = qkv[..., :H * D].reshape(B, T, H, D).transpose(1, 2)  # [B, H, T, D]
     k = qkv[..., H * D:(H + K) * D].reshape(B, T, K, D).transpose(1, 2)  # [B, K, T, D]
     v = qkv[..., (H + K) * D:].reshape(B, T, K, D).transpose(1, 2)
+    if cfg["qk_norm"]:
+        def rms(t):
+            return t / torch.sqrt((t * t).mean(-1, keepdim=True) + cfg["norm_eps"])
+        q, k = rms(q), rms(k)
     if cfg["position"] == "rope":
         q, k = rope(cfg, q), rope(cfg, k)
     group = H // K
@@ -359,6 +368,9 @@ def library_forward(cfg, p, tokens):
         q = q.view(B, T, H, D).transpose(1, 2)
         k = k.view(B, T, K, D).transpose(1, 2)
         v = v.view(B, T, K, D).transpose(1, 2)
+        if cfg["qk_norm"]:
+            q = F.rms_norm(q, (D,), None, cfg["norm_eps"])
+            k = F.rms_norm(k, (D,), None, cfg["norm_eps"])
         if cfg["position"] == "rope":
             q, k = rot(q), rot(k)
         k = k.repeat_interleave(H // K, dim=1)

@@ -398,6 +398,8 @@ OptionTable build_table() {
              one_of({"normal", "zero"}))
         .add("qk_scale", &ModelConfig::qk_scale,
              "attention score scale; 0 = 1/d_head under muP, else 1/sqrt(d_head)", at_least(0))
+        .add("qk_norm", &ModelConfig::qk_norm,
+             "RMSNorm (no gains) over each query and key head before the scores")
         .add("init_from_layers", &ModelConfig::init_from_layers,
              "depth up-scaling: init_from's block for each layer, e.g. \"0,0,1,1\"; empty = "
              "the same blocks");

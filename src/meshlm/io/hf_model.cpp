@@ -31,6 +31,11 @@ const HfFamily& family_of_type(const std::string& type, const std::string& where
 }
 
 const HfFamily& family_of_model(const ModelConfig& m) {
+    if (m.qk_norm)
+        MESHLM_INVALID(
+            "model.qk_norm is true: no Hugging Face architecture meshlm exports "
+            "normalizes the query and key heads (without gains); export needs "
+            "model.qk_norm false");
     std::string why;
     for (const HfFamily* f : hf_families()) {
         const std::string mismatch = f->mismatch(m);
@@ -274,6 +279,7 @@ std::vector<std::string> hf_architecture_mismatch(const ModelConfig& hf, const M
     cmp("norm_bias", m.norm_bias, hf.norm_bias);
     cmp("norm_eps", m.norm_eps, hf.norm_eps);
     cmp("position", m.position, hf.position);
+    cmp("qk_norm", m.qk_norm, hf.qk_norm);
     if (hf.position == "rope" && m.position == "rope") {
         cmp("rope_dim", m.rotary_dims(), hf.rotary_dims());
         cmp("rope_style", m.rope_style, hf.rope_style);

@@ -115,6 +115,14 @@ void rope_forward(float* x, int ld, const int32_t* pos, int N, int T, int heads,
 void rope_backward(float* dx, int ld, const int32_t* pos, int N, int T, int heads, int D,
                    int rope_dim, bool interleaved, const float* inv_freq);
 
+// RMSNorm without gains over each of `heads` heads of width D from x's column 0, in rows of
+// stride ld, in place (model.qk_norm on q and k); rstd[N, heads] is saved (may be null).
+void qk_norm_forward(float* x, int ld, float* rstd, int N, int heads, int D, float eps);
+// Its backward in place on the gradient dx (rows of stride ld), from the normalized values xhat
+// (rows of stride ldx) and rstd.
+void qk_norm_backward(float* dx, int ld, const float* xhat, int ldx, const float* rstd, int N,
+                      int heads, int D);
+
 // Inverted dropout, in place: x[n, c] *= keep / (1 - rate) with keep = (uniform >= rate), the
 // uniform drawn from Philox(seed, stream) at counter (row0 + n) * C + c, so a mask depends only
 // on (seed, stream, global row, column): never on threads, ranks or how rows are batched.

@@ -17,7 +17,9 @@ Attention::Attention(const ModelConfig& cfg, int model, int rank)
       rope(cfg.position == "rope"),
       rope_dim(cfg.rotary_dims()),
       interleaved(cfg.rope_style == "interleaved"),
-      scale(cfg.attention_scale()) {
+      scale(cfg.attention_scale()),
+      qk_norm(cfg.qk_norm),
+      norm_eps(cfg.norm_eps) {
     if (rope) inv_freq = rope_inv_freq(cfg);
     if (cfg.position == "alibi") {
         const std::vector<float> all = alibi_slopes(cfg.n_head);
@@ -25,11 +27,14 @@ Attention::Attention(const ModelConfig& cfg, int model, int rank)
     }
 }
 
-void Attention::rotate(float* qkv, const std::int32_t* pos, int N, int T) const {
-    if (!rope) return;
-    k::rope_forward(qkv, qkv_width(), pos, N, T, Hl, D, rope_dim, interleaved, inv_freq.data());
-    k::rope_forward(qkv + Hl * D, qkv_width(), pos, N, T, Kl, D, rope_dim, interleaved,
-                    inv_freq.data());
+void Attention::rotate(float* qkv, const std::int32_t* pos, int N, int T, float* qk_rstd) const {
+    if (rope) {
+        k::rope_forward(qkv, qkv_width(), pos, N, T, Hl, D, rope_dim, interleaved, inv_freq.data());
+        k::rope_forward(qkv + Hl * D, qkv_width(), pos, N, T, Kl, D, rope_dim, interleaved,
+                        inv_freq.data());
+    }
+    // q heads then k heads are adjacent: one pass over Hl + Kl heads.
+    if (qk_norm) k::qk_norm_forward(qkv, qkv_width(), qk_rstd, N, Hl + Kl, D, norm_eps);
 }
 
 void Attention::forward(float* out, float* qkv, float* y, float* lse, const float* x,
@@ -41,9 +46,9 @@ void Attention::forward(float* out, float* qkv, float* y, float* lse, const floa
 }
 
 void Attention::project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T,
-                           const std::uint16_t* x16) const {
+                           const std::uint16_t* x16, float* qk_rstd) const {
     project(qkv, x, w, N, x16);
-    rotate(qkv, nullptr, N, T);
+    rotate(qkv, nullptr, N, T, qk_rstd);
 }
 
 void Attention::project(float* qkv, const float* x, const BlockTensors& w, int N,
@@ -65,11 +70,13 @@ void Attention::project_out(float* out, const float* y, const BlockTensors& w, i
 void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,
                          const float* x, const float* qkv, const float* y, const float* lse,
                          const BlockTensors& w, int B, int T, const k::AttnDropout* drop,
-                         bool accumulate, const std::uint16_t* x16) const {
+                         bool accumulate, const std::uint16_t* x16, const float* qk_rstd) const {
     const int N = B * T;
     linear::backward(dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C, false, bf16);
     k::attention_backward(dqkv, dy, y, lse, qkv, B, T, Hl, Kl, D,
                           slopes.empty() ? nullptr : slopes.data(), drop, scale);
+    // qkv holds the normalized q and k heads: the xhat of the norm's backward.
+    if (qk_norm) k::qk_norm_backward(dqkv, qkv_width(), qkv, qkv_width(), qk_rstd, N, Hl + Kl, D);
     if (rope) {
         k::rope_backward(dqkv, qkv_width(), nullptr, N, T, Hl, D, rope_dim, interleaved,
                          inv_freq.data());

@@ -26,7 +26,9 @@ struct Attention {
     bool rope;
     int rope_dim;
     bool interleaved;
-    float scale;                  // of the scores: 1/sqrt(D), or muP's 1/D (ModelConfig)
+    float scale;   // of the scores: 1/sqrt(D), or muP's 1/D (ModelConfig)
+    bool qk_norm;  // RMSNorm over each q and k head (after rotary: it commutes)
+    float norm_eps;
     std::vector<float> inv_freq;  // rope_dim / 2
     std::vector<float> slopes;    // this rank's heads' ALiBi slopes; empty without ALiBi
     Bf16Scratch* bf16 = nullptr;  // the projections' GEMMs in bf16 (linear.h); null: fp32
@@ -43,7 +45,7 @@ struct Attention {
                  bool accumulate) const;
     // x16 (bf16 precision, may be null): x already in bf16, read instead of x.
     void project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T,
-                    const std::uint16_t* x16 = nullptr) const;
+                    const std::uint16_t* x16 = nullptr, float* qk_rstd = nullptr) const;
     void project(float* qkv, const float* x, const BlockTensors& w, int N,
                  const std::uint16_t* x16 = nullptr) const;  // no rotary
     void core(float* y, float* lse, const float* qkv, int B, int T,
@@ -55,9 +57,12 @@ struct Attention {
     void backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,
                   const float* x, const float* qkv, const float* y, const float* lse,
                   const BlockTensors& w, int B, int T, const kernels::AttnDropout* drop,
-                  bool accumulate, const std::uint16_t* x16 = nullptr) const;
-    // Applies RoPE to rows of qkv (stride qkv_width()) at positions pos (null: n % T).
-    void rotate(float* qkv, const std::int32_t* pos, int N, int T) const;
+                  bool accumulate, const std::uint16_t* x16 = nullptr,
+                  const float* qk_rstd = nullptr) const;
+    // Applies RoPE to rows of qkv (stride qkv_width()) at positions pos (null: n % T), then
+    // with qk_norm normalizes the q and k heads, saving rstd[N, Hl + Kl] when non-null.
+    void rotate(float* qkv, const std::int32_t* pos, int N, int T, float* qk_rstd = nullptr) const;
+    int qk_rstd_width() const { return qk_norm ? Hl + Kl : 0; }  // floats of rstd per row
 };
 
 }  // namespace meshlm

@@ -47,6 +47,9 @@ struct ModelConfig {
     std::string mup_q_init = "normal";  // query rows of c_attn: normal | zero
     std::string mup_r_init = "normal";  // residual output projections: normal | zero
     float qk_scale = 0.f;  // attention score scale; 0 = 1/d_head under muP, else 1/sqrt(d_head)
+    // RMSNorm (no gains, norm_eps) over each query and key head before the scores (seed 002's
+    // qk_norm); it commutes with RoPE, which preserves a head's norm.
+    bool qk_norm = false;
     // Warm start: weights from a meshlm run / checkpoint or a Hugging Face directory instead of
     // the init (the optimizer and schedule start fresh). Empty = random init.
     std::string init_from;

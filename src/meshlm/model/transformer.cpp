@@ -109,6 +109,7 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
                               {N, keep_all},
                               {N, keep_all},
                               {N * attn.qkv_width(), keep_all},
+                              {N * attn.qk_rstd_width(), keep_all},
                               {N * attn.y_width(), keep_y},
                               {N * attn.Hl, keep_y}};
     if (seq)
@@ -185,6 +186,7 @@ void Transformer::plan(P& p) {
         take(b.mean1, N, keep_all);
         take(b.rstd1, N, keep_all);
         take(b.qkv, N * attn_.qkv_width(), keep_all);
+        take(b.qk_rstd, N * attn_.qk_rstd_width(), keep_all);
         take(b.y, N * attn_.y_width(), keep_y);
         take(b.lse, N * attn_.Hl, keep_y);
         if (seq) {
@@ -209,6 +211,7 @@ void Transformer::plan(P& p) {
                                         {&b.mean1, shared.mean1},
                                         {&b.rstd1, shared.rstd1},
                                         {&b.qkv, shared.qkv},
+                                        {&b.qk_rstd, shared.qk_rstd},
                                         {&b.y, shared.y},
                                         {&b.lse, shared.lse},
                                         {&b.mid, shared.mid},
@@ -355,7 +358,7 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
     attn_.project(a.qkv, a.ln1, w, N, a.ln1_16);
     record(l, aq, a.qkv, N, Q, W), record(l, ak, a.qkv + Q, N, KV, W);
     record(l, av, a.qkv + Q + KV, N, KV, W);
-    attn_.rotate(a.qkv, nullptr, N, T);
+    attn_.rotate(a.qkv, nullptr, N, T, a.qk_rstd);
     if (attn_.rope) record(l, aqr, a.qkv, N, Q, W), record(l, akr, a.qkv + Q, N, KV, W);
     attn_.core(a.y, a.lse, a.qkv, B, T, pdrop);
     if (recording_) {
@@ -403,7 +406,7 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
         if (g.out_b) k::bias_backward(g.out_b, gb, N, C);
         mlp_.backward(dln_, g, da_, dh_, gb, a.ln1, a.h, a.a, w, N, false, a.ln1_16, a.a16);
         attn_.backward(dln_, g, dy_, dqkv_, gb, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, true,
-                       a.ln1_16);
+                       a.ln1_16, a.qk_rstd);
         mp_->sum(dln_, NC);
         norm_.backward(dres_, g.ln1_w, g.ln1_b, dln_, x, w.ln1_w, a.mean1, a.rstd1, N);
         return;
@@ -416,7 +419,7 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
     const float* ga = branch_grad(N, l, kAttnResid);
     if (g.proj_b) k::bias_backward(g.proj_b, ga, N, C);
     attn_.backward(dln_, g, dy_, dqkv_, ga, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, false,
-                   a.ln1_16);
+                   a.ln1_16, a.qk_rstd);
     mp_->sum(dln_, NC);
     norm_.backward(dres_, g.ln1_w, g.ln1_b, dln_, x, w.ln1_w, a.mean1, a.rstd1, N);
 }
@@ -428,7 +431,7 @@ void Transformer::block_recompute(int l, const float* x, int B, int T) {
     BlockActs& a = blocks_[l];
     norm_.forward(a.ln1, a.mean1, a.rstd1, x, w.ln1_w, w.ln1_b, N);
     keep16(a.ln1_16, a.ln1, static_cast<std::size_t>(N) * cfg_.d_model);
-    attn_.project_in(a.qkv, a.ln1, w, N, T, a.ln1_16);
+    attn_.project_in(a.qkv, a.ln1, w, N, T, a.ln1_16, a.qk_rstd);
     if (recompute_ == Recompute::block) {
         const k::AttnDropout drop = attn_dropout(l);
         attn_.core(a.y, a.lse, a.qkv, B, T, dropped_ && drop.rate > 0.f ? &drop : nullptr);

@@ -112,7 +112,8 @@ class Transformer {
   private:
     struct BlockActs {
         float *ln1, *mean1, *rstd1;  // (N,C) (N) (N)
-        float* qkv;                  // (N, qkv width), q and k rotated
+        float* qkv;                  // (N, qkv width), q and k rotated (and normalized)
+        float* qk_rstd;              // (N, Hl + Kl) with qk_norm
         float *y, *lse;              // (N, Hl D) (Hl N)
         float* mid;                  // (N,C) residual after attention (sequential)
         float *ln2, *mean2, *rstd2;  // sequential
