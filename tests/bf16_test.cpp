@@ -20,6 +20,7 @@
 #include "meshlm/model/linear.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
+#include "test_util.h"
 
 namespace meshlm {
 namespace {
@@ -210,30 +211,10 @@ std::vector<Family> families() {
     return {{"gpt2", gpt2}, {"llama", llama}, {"gptj", gptj}};
 }
 
-struct Result {
-    float loss = 0;
-    std::vector<float> grads;
-};
+using Result = test::ModelStep;
 
 Result run(const ModelConfig& cfg, Precision p, Recompute r = Recompute::none) {
-    const int B = 2, T = 32;
-    Transformer model(cfg, B, T, nullptr, r, p);
-    const ParamLayout& layout = model.layout();
-    Buffer<float> params(layout.total()), grads(layout.total());
-    init_params(cfg, layout, params.data(), 11);
-    std::memset(grads.data(), 0, layout.total() * sizeof(float));
-    std::vector<std::int32_t> tokens(B * T), targets(B * T);
-    Philox rng(5, 0);
-    for (int i = 0; i < B * T; ++i) {
-        tokens[i] = static_cast<std::int32_t>(rng.below(cfg.vocab_size));
-        targets[i] = static_cast<std::int32_t>(rng.below(cfg.vocab_size));
-    }
-    model.set_dropout_key(99, 3, 0);
-    Result res;
-    res.loss = model.forward(params.data(), tokens.data(), targets.data(), B, T, 1.f / (B * T));
-    model.backward(params.data(), grads.data());
-    res.grads.assign(grads.data(), grads.data() + layout.total());
-    return res;
+    return test::model_step(cfg, 2, 32, r, p);
 }
 
 // bf16 keeps 8 significant bits: each rounded operand is off by at most 2^-9 relative, a

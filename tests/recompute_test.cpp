@@ -44,31 +44,10 @@ std::vector<Family> families() {
     return {{"gpt2", gpt2}, {"llama", llama}, {"gptj", gptj}, {"llama_qk_norm", qk}};
 }
 
-struct Result {
-    float loss = 0;
-    std::vector<float> grads;
-    std::size_t activation_bytes = 0;
-};
+using Result = test::ModelStep;
 
 Result run(const ModelConfig& cfg, Recompute r, int B, int T) {
-    Transformer model(cfg, B, T, nullptr, r);
-    const ParamLayout& layout = model.layout();
-    Buffer<float> params(layout.total()), grads(layout.total());
-    init_params(cfg, layout, params.data(), 11);
-    std::memset(grads.data(), 0, layout.total() * sizeof(float));
-    std::vector<std::int32_t> tokens(B * T), targets(B * T);
-    Philox rng(5, 0);
-    for (int i = 0; i < B * T; ++i) {
-        tokens[i] = static_cast<std::int32_t>(rng.below(cfg.vocab_size));
-        targets[i] = static_cast<std::int32_t>(rng.below(cfg.vocab_size));
-    }
-    model.set_dropout_key(99, 3, 0);
-    Result res;
-    res.loss = model.forward(params.data(), tokens.data(), targets.data(), B, T, 1.f / (B * T));
-    model.backward(params.data(), grads.data());
-    res.grads.assign(grads.data(), grads.data() + layout.total());
-    res.activation_bytes = model.activation_bytes();
-    return res;
+    return test::model_step(cfg, B, T, r);
 }
 
 TEST(Recompute, BitwiseSameGradientsAsKeepingEverything) {

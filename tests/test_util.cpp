@@ -1,12 +1,16 @@
 #include "test_util.h"
 
+#include "meshlm/core/buffer.h"
+#include "meshlm/core/rng.h"
 #include "meshlm/data/corpus_reader.h"
+#include "meshlm/model/transformer_layout.h"
 
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -107,6 +111,27 @@ CommandResult run_command(const std::string& cmd) {
     int status = pclose(pipe);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return {code, out};
+}
+
+ModelStep model_step(const ModelConfig& cfg, int B, int T, Recompute r, Precision p) {
+    Transformer model(cfg, B, T, nullptr, r, p);
+    const ParamLayout& layout = model.layout();
+    Buffer<float> params(layout.total()), grads(layout.total());
+    init_params(cfg, layout, params.data(), 11);
+    std::memset(grads.data(), 0, layout.total() * sizeof(float));
+    std::vector<std::int32_t> tokens(B * T), targets(B * T);
+    Philox rng(5, 0);
+    for (int i = 0; i < B * T; ++i) {
+        tokens[i] = static_cast<std::int32_t>(rng.below(cfg.vocab_size));
+        targets[i] = static_cast<std::int32_t>(rng.below(cfg.vocab_size));
+    }
+    model.set_dropout_key(99, 3, 0);
+    ModelStep res;
+    res.loss = model.forward(params.data(), tokens.data(), targets.data(), B, T, 1.f / (B * T));
+    model.backward(params.data(), grads.data());
+    res.grads.assign(grads.data(), grads.data() + layout.total());
+    res.activation_bytes = model.activation_bytes();
+    return res;
 }
 
 }  // namespace meshlm::test

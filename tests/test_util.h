@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "meshlm/core/param_layout.h"
+#include "meshlm/model/transformer.h"
 
 namespace meshlm::test {
 
@@ -19,6 +20,17 @@ BlockSpans block_spans(const ParamLayout& layout, int n_layer);
 
 // Max |a - b| / max(max |b|, floor) over b's elements: an error relative to the tensor's scale.
 double scaled_max_error(const float* a, const std::vector<float>& b, double floor = 1e-6);
+
+// One training forward + backward of a freshly initialized model (init seed 11) on random tokens
+// and targets (Philox(5, 0)) with dropout keyed (99, step 3): the loss, every gradient and the
+// planned activation bytes.
+struct ModelStep {
+    float loss = 0;
+    std::vector<float> grads;
+    std::size_t activation_bytes = 0;
+};
+ModelStep model_step(const ModelConfig& cfg, int B, int T, Recompute r = Recompute::none,
+                     Precision p = Precision::fp32);
 
 std::string source_dir();                      // repository root
 std::string meshlm_binary();                   // build/meshlm
