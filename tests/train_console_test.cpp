@@ -137,3 +137,39 @@ TEST_F(TrainConsole, TheHuggingFaceExportCarriesTheDropoutRatesMeshlmTrainedWith
 
 }  // namespace
 }  // namespace meshlm
+
+namespace meshlm {
+namespace {
+
+// train.precision in the log: `auto` resolves by the CPU, and bf16 on a CPU without native bf16
+// dot products (forced with MESHLM_NO_NATIVE_BF16) still trains, saying what it costs there.
+TEST_F(TrainConsole, PrecisionIsLoggedAndTheWidenedPathExplainsItsCost) {
+    const auto a =
+        test::run_command("MESHLM_NO_NATIVE_BF16=1 " + test::meshlm_binary() + " train" + flags_ +
+                          " --config.train.steps=2 --config.log.dir=" + dir_ + "/auto");
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_NE(a.output.find("precision: fp32 (train.precision: auto)"), std::string::npos)
+        << a.output;
+    const auto b =
+        test::run_command("MESHLM_NO_NATIVE_BF16=1 " + test::meshlm_binary() + " train" + flags_ +
+                          " --config.train.steps=2 --config.train.precision=bf16"
+                          " --config.log.dir=" +
+                          dir_ + "/bf16");
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    EXPECT_NE(b.output.find("precision: bf16 GEMMs"), std::string::npos) << b.output;
+    EXPECT_TRUE(std::regex_search(
+        b.output, std::regex("no native bf16 dot products .* GEMM takes [0-9]+ % of its fp32 "
+                             "time here")))
+        << b.output;
+    // Widened bf16 GEMMs run at the fp32 rate: MFU counts against the FMA probe's peak, never
+    // against a bf16 probe this CPU cannot run (it would read 0 and cap every MFU).
+    EXPECT_NE(b.output.find("(measured: best of 5 FMA probes; widened bf16 GEMMs run at the fp32 "
+                            "rate)"),
+              std::string::npos)
+        << b.output;
+    EXPECT_EQ(b.output.find("bf16 peak 0 GFLOP/s"), std::string::npos) << b.output;
+    EXPECT_EQ(b.output.find("MFU is shown capped"), std::string::npos) << b.output;
+}
+
+}  // namespace
+}  // namespace meshlm
