@@ -415,6 +415,11 @@ TEST(HfFamiliesImport, InitFromNamesTheArchitectureKeysThatDiffer) {
               (std::vector<std::string>{
                   "model.norm is layernorm (the Hugging Face model has rmsnorm)",
                   "model.rope_scaling is none (the Hugging Face model has llama3)"}));
+    m = hf;
+    m.qk_norm = true;
+    EXPECT_EQ(
+        hf_architecture_mismatch(hf, m),
+        (std::vector<std::string>{"model.qk_norm is true (the Hugging Face model has false)"}));
 }
 
 test::CommandResult convert(const std::string& args) {
