@@ -426,3 +426,19 @@ TEST(Config, ModelChangesCoverEveryModelKey) {
 
 }  // namespace
 }  // namespace meshlm
+
+namespace meshlm {
+namespace {
+
+// model.attn_act: its values are checked by name, and it has no dropout of probabilities.
+TEST(Config, AttentionNonlinearityIsCheckedAgainstDropout) {
+    const std::string bad = override_error({"model.attn_act=relu"});
+    EXPECT_NE(bad.find("model.attn_act"), std::string::npos) << bad;
+    EXPECT_NE(bad.find("norm_sqrelu"), std::string::npos) << bad;  // the valid values
+    const std::string msg = override_error({"model.attn_act=norm_elu", "model.dropout_attn=0.1"});
+    EXPECT_NE(msg.find("model.dropout_attn (0.1) needs model.attn_act softmax"), std::string::npos)
+        << msg;
+}
+
+}  // namespace
+}  // namespace meshlm

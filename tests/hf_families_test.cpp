@@ -400,6 +400,9 @@ TEST(HfFamiliesExport, RefusesModelsNoFamilyComputes) {
     m = llama_like();
     m.qk_norm = true;
     expect_export_refused(m, {"model.qk_norm is true", "export needs model.qk_norm false"});
+    m = llama_like();
+    m.attn_act = "sqrelu";
+    expect_export_refused(m, {"model.attn_act is sqrelu", "needs model.attn_act softmax"});
 }
 
 TEST(HfFamiliesImport, InitFromNamesTheArchitectureKeysThatDiffer) {

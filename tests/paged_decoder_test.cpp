@@ -40,9 +40,12 @@ ModelConfig family(const std::string& name) {
         c.rope_style = "interleaved";
         c.tied_head = false;
         c.head_bias = true;
-    } else if (name == "alibi") {
+    } else if (name == "alibi" || name == "alibi_norm_elu") {
         c.position = "alibi";
         c.n_kv_head = 1;
+        if (name == "alibi_norm_elu") c.attn_act = "norm_elu";
+    } else if (name == "sqrelu") {
+        c.attn_act = "sqrelu";  // divides by max_seq_len, whatever the positions filled
     }
     return c;
 }
@@ -140,7 +143,8 @@ TEST_P(PagedDecoderFamilies, ChunkingAndBatchingNeverChangeALogit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, PagedDecoderFamilies,
-                         ::testing::Values("gpt2", "llama", "gptj", "alibi", "llama_qk_norm"));
+                         ::testing::Values("gpt2", "llama", "gptj", "alibi", "llama_qk_norm",
+                                           "sqrelu", "alibi_norm_elu"));
 
 TEST(AttentionPaged, EqualsContiguousAttentionBitwise) {
     kernels::set_threads(2);

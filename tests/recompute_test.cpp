@@ -41,7 +41,13 @@ std::vector<Family> families() {
     gptj.n_head = 4, gptj.d_model = 64;
     ModelConfig qk = llama;  // seed 002's qk_norm: rstd per head is kept or recomputed too
     qk.qk_norm = true;
-    return {{"gpt2", gpt2}, {"llama", llama}, {"gptj", gptj}, {"llama_qk_norm", qk}};
+    ModelConfig act = gptj;  // seed 002's attention nonlinearity: no dropout of probabilities
+    act.attn_act = "norm_sqrelu", act.dropout_attn = 0.f;
+    return {{"gpt2", gpt2},
+            {"llama", llama},
+            {"gptj", gptj},
+            {"llama_qk_norm", qk},
+            {"gptj_norm_sqrelu", act}};
 }
 
 using Result = test::ModelStep;

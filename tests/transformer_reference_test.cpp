@@ -34,7 +34,9 @@ ModelConfig config_of(const std::map<std::string, std::string>& md) {
     c.qkv_bias = b("qkv_bias"), c.proj_bias = b("proj_bias"), c.mlp_bias = b("mlp_bias");
     c.mlp = md.at("mlp"), c.d_ff = i("d_ff"), c.tied_head = b("tied_head");
     c.head_bias = b("head_bias"), c.z_loss = f("z_loss");
-    c.qk_norm = md.count("qk_norm") && b("qk_norm");  // fixtures from before it have none
+    // Keys added after the first fixtures: absent there, the defaults.
+    c.qk_norm = md.count("qk_norm") && b("qk_norm");
+    if (md.count("attn_act")) c.attn_act = md.at("attn_act");
     return c;
 }
 
@@ -87,7 +89,8 @@ TEST_P(TransformerReference, LogitsLossAndEveryGradientMatchPyTorch) {
 INSTANTIATE_TEST_SUITE_P(Options, TransformerReference,
                          ::testing::Values("gptj_style", "llama_gqa", "mqa_qkv_bias", "alibi",
                                            "mlp_gelu", "mlp_relu", "mlp_sqrelu", "mlp_geglu",
-                                           "rmsnorm_bias", "zloss", "nopos", "qk_norm"));
+                                           "rmsnorm_bias", "zloss", "nopos", "qk_norm",
+                                           "attn_sqrelu", "attn_norm_elu"));
 
 }  // namespace
 }  // namespace meshlm

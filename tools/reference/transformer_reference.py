@@ -45,7 +45,7 @@ BASE = dict(n_layer=2, d_model=32, n_head=4, n_kv_head=4, vocab_size=61, max_seq
             block="sequential", norm="layernorm", norm_bias=True, norm_eps=1e-5,
             position="learned", rope_dim=0, rope_style="half", rope_base=10000.0,
             qkv_bias=True, proj_bias=True, mlp_bias=True, mlp="gelu_tanh", d_ff=64,
-            tied_head=True, head_bias=False, z_loss=0.0, qk_norm=False)
+            tied_head=True, head_bias=False, z_loss=0.0, qk_norm=False, attn_act="softmax")
 CONFIG_KEYS = list(BASE)
 
 CASES = {
@@ -80,6 +80,11 @@ CASES = {
     "qk_norm": dict(n_head=4, n_kv_head=2, norm="rmsnorm", norm_bias=False, position="rope",
                     rope_style="half", qkv_bias=False, proj_bias=False, mlp_bias=False,
                     mlp="swiglu", d_ff=40, tied_head=False, qk_norm=True, seq_len=14),
+    # Seed 002's attention nonlinearities: relu(s)^2 / max_seq_len on the learned-position base,
+    # and (elu(s) + 1) normalized by norm_eps + the row sum with ALiBi and grouped kv heads.
+    "attn_sqrelu": dict(attn_act="sqrelu", seq_len=12),
+    "attn_norm_elu": dict(d_model=36, n_head=6, n_kv_head=2, position="alibi",
+                          attn_act="norm_elu", seq_len=15),
 }
 BATCH = 2
 DEFAULT_SEQ_LEN = 12
@@ -265,8 +270,17 @@ def attention(cfg, x, p, pre):
     if cfg["position"] == "alibi":
         slopes = torch.tensor(alibi_slopes(H), dtype=F64)
         scores = scores - slopes[:, None, None] * (i - j).to(F64)
-    scores = scores.masked_fill(j > i, float("-inf"))
-    y = torch.softmax(scores, dim=-1) @ v  # [B, H, T, D]
+    act = cfg["attn_act"]
+    if act == "softmax":
+        probs = torch.softmax(scores.masked_fill(j > i, float("-inf")), dim=-1)
+    else:  # seed 002: a = act(s) on j <= i; / max_seq_len, or / (eps + row sum) for norm_*
+        a = torch.relu(scores) ** 2 if act.endswith("sqrelu") else torch.nn.functional.elu(scores) + 1
+        a = a.masked_fill(j > i, 0.0)
+        if act.startswith("norm_"):
+            probs = a / (cfg["norm_eps"] + a.sum(-1, keepdim=True))
+        else:
+            probs = a / cfg["max_seq_len"]
+    y = probs @ v  # [B, H, T, D]
     y = y.transpose(1, 2).reshape(B, T, H * D)
     return linear(y, p, pre + "c_proj")
 
@@ -381,7 +395,20 @@ def library_forward(cfg, p, tokens):
             # per-row constant, which softmax ignores.
             sl = torch.tensor(alibi_slopes(H), dtype=F64)
             mask = mask + sl[:, None, None] * torch.arange(T, dtype=F64)[None, None, :]
-        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        if cfg["attn_act"] == "softmax":
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        else:  # the same nonlinearity from library ops: einsum scores, F.relu / F.elu, tril
+            s = torch.einsum("bhid,bhjd->bhij", q, k) / math.sqrt(D)
+            if cfg["position"] == "alibi":  # -slope (i - j): the bias before the nonlinearity
+                pos = torch.arange(T, dtype=F64)
+                s = s + sl[:, None, None] * (pos[None, :] - pos[:, None])
+            a = F.relu(s).square() if cfg["attn_act"].endswith("sqrelu") else F.elu(s) + 1
+            a = torch.tril(a)
+            if cfg["attn_act"].startswith("norm_"):
+                a = a / (a.sum(-1, keepdim=True) + cfg["norm_eps"])
+            else:
+                a = a / cfg["max_seq_len"]
+            o = a @ v
         return F.linear(o.transpose(1, 2).reshape(B, T, H * D), p[pre + "c_proj.weight"],
                         p.get(pre + "c_proj.bias"))
 

@@ -400,6 +400,10 @@ OptionTable build_table() {
              "attention score scale; 0 = 1/d_head under muP, else 1/sqrt(d_head)", at_least(0))
         .add("qk_norm", &ModelConfig::qk_norm,
              "RMSNorm (no gains) over each query and key head before the scores")
+        .add("attn_act", &ModelConfig::attn_act,
+             "attention nonlinearity: softmax, or seed 002's sqrelu / elu (divided by "
+             "max_seq_len) and norm_sqrelu / norm_elu (divided by the row sum + norm_eps)",
+             one_of({"softmax", "sqrelu", "elu", "norm_sqrelu", "norm_elu"}))
         .add("init_from_layers", &ModelConfig::init_from_layers,
              "depth up-scaling: init_from's block for each layer, e.g. \"0,0,1,1\"; empty = "
              "the same blocks");

@@ -36,6 +36,10 @@ const HfFamily& family_of_model(const ModelConfig& m) {
             "model.qk_norm is true: no Hugging Face architecture meshlm exports "
             "normalizes the query and key heads (without gains); export needs "
             "model.qk_norm false");
+    if (m.attn_act != "softmax")
+        MESHLM_INVALID("model.attn_act is ", m.attn_act,
+                       ": Hugging Face architectures attend with softmax; export needs "
+                       "model.attn_act softmax");
     std::string why;
     for (const HfFamily* f : hf_families()) {
         const std::string mismatch = f->mismatch(m);
@@ -280,6 +284,7 @@ std::vector<std::string> hf_architecture_mismatch(const ModelConfig& hf, const M
     cmp("norm_eps", m.norm_eps, hf.norm_eps);
     cmp("position", m.position, hf.position);
     cmp("qk_norm", m.qk_norm, hf.qk_norm);
+    cmp("attn_act", m.attn_act, hf.attn_act);
     if (hf.position == "rope" && m.position == "rope") {
         cmp("rope_dim", m.rotary_dims(), hf.rotary_dims());
         cmp("rope_style", m.rope_style, hf.rope_style);

@@ -104,6 +104,22 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                         const float* alibi_slopes, const AttnDropout* dropout = nullptr,
                         float scale = 0.f);
 
+// Attention nonlinearities besides softmax (model.attn_act, seed 002): a = sqrelu relu(s)^2 or
+// elu elu(s) + 1 of the scores s (masked positions 0); p = a / t_norm (the model's context
+// length), or for norm_* p = a / (eps + the row's sum of a).
+enum class AttnAct { softmax, sqrelu, elu, norm_sqrelu, norm_elu };
+struct AttnActParams {
+    AttnAct act = AttnAct::softmax;
+    float t_norm = 1.f, eps = 1e-5f;
+};
+// attention_forward / attention_backward's contract (layout, GQA, ALiBi, scale) with act (not
+// softmax) instead of softmax; no dropout, no lse: the backward recomputes the scores.
+void attention_act_forward(float* out, const float* qkv, int B, int T, int H, int Hkv, int D,
+                           const float* alibi_slopes, const AttnActParams& act, float scale = 0.f);
+void attention_act_backward(float* dqkv, const float* dout, const float* qkv, int B, int T, int H,
+                            int Hkv, int D, const float* alibi_slopes, const AttnActParams& act,
+                            float scale = 0.f);
+
 // Rotary position embedding, in place on `heads` heads of width D starting at x's column 0 in
 // rows of stride ld (call it on the query heads and on the key heads of qkv). The first rope_dim
 // dims of each head rotate by angle pos * inv_freq[i] per pair i (rope_dim / 2 of them):
@@ -169,7 +185,8 @@ double attention_score_abs_sum(const float* qkv, int B, int T, int H, int Hkv, i
 // (T - 1 - j)) V per head (no ALiBi term when alibi_slopes is null; scale 0 = 1/sqrt(D)).
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                       const float* v_cache, const int32_t* seq, int M, int T, int Tmax, int H,
-                      int Hkv, int D, const float* alibi_slopes, float scale = 0.f);
+                      int Hkv, int D, const float* alibi_slopes, float scale = 0.f,
+                      const AttnActParams* act = nullptr);  // null: softmax
 
 // attention_decode over a paged cache: pools [num_blocks, Hkv, block, D] hold `block` positions
 // per block; row m's positions 0..lens[m]-1 are at offset j % block of block tables[m][j /
@@ -177,7 +194,8 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
 // query and positions (bitwise), whatever the other rows.
 void attention_paged(float* out, const float* q, int ldq, const float* k_pool, const float* v_pool,
                      const std::int32_t* const* tables, const std::int32_t* lens, int M, int block,
-                     int H, int Hkv, int D, const float* alibi_slopes, float scale = 0.f);
+                     int H, int Hkv, int D, const float* alibi_slopes, float scale = 0.f,
+                     const AttnActParams* act = nullptr);
 
 // sum of squares of x[0..n): float sums over blocks of 1024, block sums in double;
 // deterministic for a fixed thread count.

@@ -20,6 +20,14 @@ Attention::Attention(const ModelConfig& cfg, int model, int rank)
       scale(cfg.attention_scale()),
       qk_norm(cfg.qk_norm),
       norm_eps(cfg.norm_eps) {
+    const std::string& a = cfg.attn_act;
+    act.act = a == "sqrelu"        ? k::AttnAct::sqrelu
+              : a == "elu"         ? k::AttnAct::elu
+              : a == "norm_sqrelu" ? k::AttnAct::norm_sqrelu
+              : a == "norm_elu"    ? k::AttnAct::norm_elu
+                                   : k::AttnAct::softmax;
+    act.t_norm = static_cast<float>(cfg.max_seq_len);  // the seed's sequence_len
+    act.eps = cfg.norm_eps;
     if (rope) inv_freq = rope_inv_freq(cfg);
     if (cfg.position == "alibi") {
         const std::vector<float> all = alibi_slopes(cfg.n_head);
@@ -58,8 +66,10 @@ void Attention::project(float* qkv, const float* x, const BlockTensors& w, int N
 
 void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
                      const k::AttnDropout* drop) const {
-    k::attention_forward(y, lse, qkv, B, T, Hl, Kl, D, slopes.empty() ? nullptr : slopes.data(),
-                         drop, scale);
+    const float* sl = slopes.empty() ? nullptr : slopes.data();
+    if (act.act != k::AttnAct::softmax)
+        return k::attention_act_forward(y, qkv, B, T, Hl, Kl, D, sl, act, scale);
+    k::attention_forward(y, lse, qkv, B, T, Hl, Kl, D, sl, drop, scale);
 }
 
 void Attention::project_out(float* out, const float* y, const BlockTensors& w, int N,
@@ -73,8 +83,12 @@ void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, con
                          bool accumulate, const std::uint16_t* x16, const float* qk_rstd) const {
     const int N = B * T;
     linear::backward(dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C, false, bf16);
-    k::attention_backward(dqkv, dy, y, lse, qkv, B, T, Hl, Kl, D,
-                          slopes.empty() ? nullptr : slopes.data(), drop, scale);
+    if (act.act != k::AttnAct::softmax)
+        k::attention_act_backward(dqkv, dy, qkv, B, T, Hl, Kl, D,
+                                  slopes.empty() ? nullptr : slopes.data(), act, scale);
+    else
+        k::attention_backward(dqkv, dy, y, lse, qkv, B, T, Hl, Kl, D,
+                              slopes.empty() ? nullptr : slopes.data(), drop, scale);
     // qkv holds the normalized q and k heads: the xhat of the norm's backward.
     if (qk_norm) k::qk_norm_backward(dqkv, qkv_width(), qkv, qkv_width(), qk_rstd, N, Hl + Kl, D);
     if (rope) {

@@ -26,8 +26,9 @@ struct Attention {
     bool rope;
     int rope_dim;
     bool interleaved;
-    float scale;   // of the scores: 1/sqrt(D), or muP's 1/D (ModelConfig)
-    bool qk_norm;  // RMSNorm over each q and k head (after rotary: it commutes)
+    float scale;                 // of the scores: 1/sqrt(D), or muP's 1/D (ModelConfig)
+    bool qk_norm;                // RMSNorm over each q and k head (after rotary: it commutes)
+    kernels::AttnActParams act;  // the nonlinearity (model.attn_act); softmax by default
     float norm_eps;
     std::vector<float> inv_freq;  // rope_dim / 2
     std::vector<float> slopes;    // this rank's heads' ALiBi slopes; empty without ALiBi

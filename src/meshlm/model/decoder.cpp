@@ -140,8 +140,8 @@ const float* Decoder::step(const float* params, const std::int32_t* tokens) {
         for (int m = 0; m < M; ++m)
             store_kv(l, active_[m], pos_, qkv_.data() + static_cast<std::size_t>(m) * W);
         k::attention_decode(y_.data(), qkv_.data(), W, k_[l].data(), v_[l].data(), active_.data(),
-                            M, pos_ + 1, max_seq_, attn_.Hl, attn_.Kl, attn_.D, slopes,
-                            attn_.scale);
+                            M, pos_ + 1, max_seq_, attn_.Hl, attn_.Kl, attn_.D, slopes, attn_.scale,
+                            &attn_.act);
         linear(proj_.data(), y_.data(), b.proj_w, b.proj_b, M, attn_.y_width(), C);
         if (!parallel) {
             k::residual_forward(x_.data(), x_.data(), proj_.data(), MC);

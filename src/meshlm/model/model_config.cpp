@@ -28,6 +28,10 @@ void check_model_config(const ModelConfig& c) {
     one_of("rope_scaling", c.rope_scaling, {"none", "linear", "llama3"});
     one_of("mlp", c.mlp, {"gelu_tanh", "gelu", "relu", "sqrelu", "swiglu", "geglu"});
     one_of("init", c.init, {"gpt2", "fan_in"});
+    one_of("attn_act", c.attn_act, {"softmax", "sqrelu", "elu", "norm_sqrelu", "norm_elu"});
+    if (c.attn_act != "softmax" && c.dropout_attn > 0.f)
+        MESHLM_INVALID("model.dropout_attn (", c.dropout_attn, ") needs model.attn_act softmax (",
+                       c.attn_act, " has no dropout of its probabilities); set one of them");
     if (c.n_head < 1 || c.d_model % c.n_head != 0)
         MESHLM_INVALID("model.n_head (", c.n_head, ") must divide model.d_model (", c.d_model, ")");
     if (c.n_kv_head < 0 || c.n_head % c.kv_heads() != 0)

@@ -50,6 +50,10 @@ struct ModelConfig {
     // RMSNorm (no gains, norm_eps) over each query and key head before the scores (seed 002's
     // qk_norm); it commutes with RoPE, which preserves a head's norm.
     bool qk_norm = false;
+    // The attention nonlinearity (seed 002's attn_act_name): softmax, or sqrelu (relu(s)^2 /
+    // max_seq_len), elu ((elu(s) + 1) / max_seq_len), norm_sqrelu / norm_elu (divided by
+    // norm_eps + the row's sum instead).
+    std::string attn_act = "softmax";
     // Warm start: weights from a meshlm run / checkpoint or a Hugging Face directory instead of
     // the init (the optimizer and schedule start fresh). Empty = random init.
     std::string init_from;

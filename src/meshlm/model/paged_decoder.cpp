@@ -114,7 +114,7 @@ const float* PagedDecoder::forward(const DecodeRow* rows, int M) {
             }
         }
         k::attention_paged(y_.data(), qkv_.data(), W, k_[l].data(), v_[l].data(), tables_.data(),
-                           lens_.data(), M, block_size_, H, Kh, D, slopes, attn_.scale);
+                           lens_.data(), M, block_size_, H, Kh, D, slopes, attn_.scale, &attn_.act);
         linear(proj_.data(), y_.data(), b.proj_w, b.proj_b, M, attn_.y_width(), C);
         if (!parallel) {
             k::residual_forward(x_.data(), x_.data(), proj_.data(), MC);

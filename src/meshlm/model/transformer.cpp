@@ -367,8 +367,11 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
         coord_->sum[coord_->slot(l, as)] +=
             kernels::attention_score_abs_sum(a.qkv, B, T, attn_.Hl, attn_.Kl, attn_.D, attn_.scale);
         coord_->count[coord_->slot(l, as)] += pairs;
-        coord_->sum[coord_->slot(l, ap)] += static_cast<double>(B) * attn_.Hl * T;
-        coord_->count[coord_->slot(l, ap)] += pairs;
+        // Softmax rows sum to 1; other nonlinearities' rows are not counted (no 'ap' record).
+        if (attn_.act.act == k::AttnAct::softmax) {
+            coord_->sum[coord_->slot(l, ap)] += static_cast<double>(B) * attn_.Hl * T;
+            coord_->count[coord_->slot(l, ap)] += pairs;
+        }
     }
     record(l, ao, a.y, N, Q, Q);
     if (parallel_block_) {

@@ -73,6 +73,26 @@ inline void attend_one(float* o, const float* qh, int T, int D, float scale, flo
     for (int d = 0; d < D; ++d) o[d] = acc[d] * inv;
 }
 
+// The same with a nonlinearity other than softmax (attention_act_forward's row T - 1).
+template <typename KeyAt, typename ValueAt>
+inline void attend_one_act(float* o, const float* qh, int T, int D, float scale, float slope,
+                           const AttnActParams& act, KeyAt key_at, ValueAt value_at) {
+    alignas(32) float acc[kMaxHeadDim] = {};
+    const bool sq = act.act == AttnAct::sqrelu || act.act == AttnAct::norm_sqrelu;
+    const bool norm = act.act == AttnAct::norm_sqrelu || act.act == AttnAct::norm_elu;
+    float z = 0.f;
+    for (int j = 0; j < T; ++j) {
+        const float s = scale * dot(qh, key_at(j), D) - slope * static_cast<float>(T - 1 - j);
+        const float a = sq ? (s > 0.f ? s * s : 0.f) : (s > 0.f ? s + 1.f : std::exp(s));
+        z += a;
+        const float* v = value_at(j);
+#pragma omp simd
+        for (int d = 0; d < D; ++d) acc[d] += a * v[d];
+    }
+    const float div = norm ? act.eps + z : act.t_norm;
+    for (int d = 0; d < D; ++d) o[d] = acc[d] / div;
+}
+
 void check_heads(int H, int Hkv, int D) {
     MESHLM_CHECK(H >= 1 && Hkv >= 1 && H % Hkv == 0, "query heads ", H,
                  " not a multiple of key/value heads ", Hkv);
@@ -83,11 +103,13 @@ void check_heads(int H, int Hkv, int D) {
 
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                       const float* v_cache, const std::int32_t* seq, int M, int T, int Tmax, int H,
-                      int Hkv, int D, const float* alibi_slopes, float score_scale) {
+                      int Hkv, int D, const float* alibi_slopes, float score_scale,
+                      const AttnActParams* act) {
     const float scale = score_scale > 0.f ? score_scale : 1.f / std::sqrt(static_cast<float>(D));
     check_heads(H, Hkv, D);
     const int G = H / Hkv;
     MESHLM_CHECK(T >= 1 && T <= Tmax, "attending to ", T, " positions of a ", Tmax, " cache");
+    if (act && act->act == AttnAct::softmax) act = nullptr;
 #pragma omp parallel for schedule(static)
     for (int mh = 0; mh < M * H; ++mh) {
         const int m = mh / H, h = mh % H;
@@ -96,6 +118,14 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
         const std::size_t base = (static_cast<std::size_t>(s) * Hkv + h / G) * Tmax * D;
         const float* K = k_cache + base;
         const float* V = v_cache + base;
+        if (act) {
+            attend_one_act(
+                out + static_cast<std::size_t>(m) * H * D + h * D, qh, T, D, scale,
+                alibi_slopes ? alibi_slopes[h] : 0.f, *act,
+                [&](int j) { return K + static_cast<std::size_t>(j) * D; },
+                [&](int j) { return V + static_cast<std::size_t>(j) * D; });
+            continue;
+        }
         attend_one(
             out + static_cast<std::size_t>(m) * H * D + h * D, qh, T, D, scale,
             alibi_slopes ? alibi_slopes[h] : 0.f, alibi_slopes != nullptr,
@@ -106,11 +136,13 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
 
 void attention_paged(float* out, const float* q, int ldq, const float* k_pool, const float* v_pool,
                      const std::int32_t* const* tables, const std::int32_t* lens, int M, int block,
-                     int H, int Hkv, int D, const float* alibi_slopes, float score_scale) {
+                     int H, int Hkv, int D, const float* alibi_slopes, float score_scale,
+                     const AttnActParams* act) {
     const float scale = score_scale > 0.f ? score_scale : 1.f / std::sqrt(static_cast<float>(D));
     check_heads(H, Hkv, D);
     const int G = H / Hkv;
     for (int m = 0; m < M; ++m) MESHLM_CHECK(lens[m] >= 1, "row ", m, " attends to nothing");
+    if (act && act->act == AttnAct::softmax) act = nullptr;
     const std::size_t head_stride = static_cast<std::size_t>(block) * D;
     const std::size_t block_stride = head_stride * Hkv;
     // Rows differ in length: dynamic scheduling evens out the threads' work. Each (row, head)
@@ -124,6 +156,14 @@ void attention_paged(float* out, const float* q, int ldq, const float* k_pool, c
             return pool + table[j / block] * block_stride + head +
                    static_cast<std::size_t>(j % block) * D;
         };
+        if (act) {
+            attend_one_act(
+                out + static_cast<std::size_t>(m) * H * D + h * D,
+                q + static_cast<std::size_t>(m) * ldq + h * D, lens[m], D, scale,
+                alibi_slopes ? alibi_slopes[h] : 0.f, *act, [&](int j) { return at(k_pool, j); },
+                [&](int j) { return at(v_pool, j); });
+            continue;
+        }
         attend_one(
             out + static_cast<std::size_t>(m) * H * D + h * D,
             q + static_cast<std::size_t>(m) * ldq + h * D, lens[m], D, scale,
