@@ -56,6 +56,13 @@ ModelConfig family_config(const std::string& family) {
         cfg.d_ff = 96;
         cfg.qkv_bias = cfg.proj_bias = cfg.mlp_bias = false;
         cfg.tied_head = false;
+    } else if (family == "seed002") {  // seed 002's attention options, heads split per rank
+        cfg.n_head = 8;
+        cfg.n_kv_head = 4;
+        cfg.norm = "rmsnorm";
+        cfg.position = "rope";
+        cfg.qk_norm = true;
+        cfg.attn_act = "norm_sqrelu";
     }
     return cfg;
 }
@@ -264,6 +271,11 @@ TEST_P(TpMpi, Bf16GradientsMatchSingleProcess) {
 TEST_P(TpMpi, TwentyAdamWStepsMatchSingleProcess) {
     const auto [D, M, family] = GetParam();
     if (D * M != test::mpi_world().size()) GTEST_SKIP() << "needs " << D * M << " ranks";
+    // qk_norm and a normalized attention make each head's output invariant to its query's
+    // scale: the gradient along it is rounding noise, which AdamW turns into lr-sized steps that
+    // differ with any summation order, and the next gradients scale with 1/|q|. Trajectories
+    // then part however correct the sharding is; one step's gradients (above) are compared.
+    if (family == "seed002") GTEST_SKIP() << "scale-invariant heads: see the comment";
     TpRun run(test::mpi_world(), D, M, family);
     OptimConfig oc;
     oc.weight_decay = 0.1f;
@@ -320,16 +332,15 @@ TEST_P(TpMpi, TwentyAdamWStepsMatchSingleProcess) {
             family.c_str(), D, M, clipped, worst_loss, worst, worst_name.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Meshes, TpMpi,
-                         ::testing::Combine(::testing::Values(1, 2), ::testing::Values(2, 4),
-                                            ::testing::Values(std::string("gpt2"),
-                                                              std::string("gptj"),
-                                                              std::string("llama"))),
-                         [](const auto& info) {
-                             return std::get<2>(info.param) + "_data" +
-                                    std::to_string(std::get<0>(info.param)) + "_model" +
-                                    std::to_string(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Meshes, TpMpi,
+    ::testing::Combine(::testing::Values(1, 2), ::testing::Values(2, 4),
+                       ::testing::Values(std::string("gpt2"), std::string("gptj"),
+                                         std::string("llama"), std::string("seed002"))),
+    [](const auto& info) {
+        return std::get<2>(info.param) + "_data" + std::to_string(std::get<0>(info.param)) +
+               "_model" + std::to_string(std::get<1>(info.param));
+    });
 
 }  // namespace
 }  // namespace meshlm
