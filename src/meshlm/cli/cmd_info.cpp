@@ -44,6 +44,8 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
                    4.0;
         };
         const double acts = acts_of(recompute, precision);
+        const char* prec_label =
+            precision == Precision::bf16 ? "bf16 GEMMs, fp32 weights and state" : "fp32";
         const double total = params + grads + optim + working + acts + runtime;
         auto mem = [&](const char* what, double b) {
             std::printf("  %-26s %10.1f MiB  (%.3f GiB)\n", what, b / MiB, b / GiB);
@@ -66,10 +68,9 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
             std::printf(
                 "planned memory per rank (%s, %s; %d data-parallel x %d tensor-parallel "
                 "ranks, ZeRO stage %d; activations as one process):\n",
-                precision_name(precision), cfg.optim.name.c_str(), N, M, stage);
+                prec_label, cfg.optim.name.c_str(), N, M, stage);
         else
-            std::printf("planned memory (%s, %s):\n", precision_name(precision),
-                        cfg.optim.name.c_str());
+            std::printf("planned memory (%s, %s):\n", prec_label, cfg.optim.name.c_str());
         mem("parameters", params);
         mem("gradients", grads);
         mem(cfg.optim.name == "lion" ? "optimizer state (m)" : "optimizer state (m, v)", optim);
