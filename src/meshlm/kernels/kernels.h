@@ -35,6 +35,8 @@ void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, con
 bool native_bf16();
 // out[i] = in[i] (bf16 bits) as fp32: exact.
 void from_bf16(float* out, const std::uint16_t* in, std::size_t n);
+// The same over rows x cols of `in` with row stride ld, into dense rows of out.
+void from_bf16_rows(float* out, const std::uint16_t* in, int rows, int cols, int ld);
 
 // out = (x - mean) * rstd * w + b per row (b may be null); saves mean[N], rstd[N].
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,

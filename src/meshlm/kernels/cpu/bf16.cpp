@@ -42,6 +42,19 @@ void round_bf16(float* out, const float* in, std::size_t n) {
     }
 }
 
+void from_bf16_rows(float* out, const std::uint16_t* in, int rows, int cols, int ld) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; ++r) {
+        const std::uint16_t* s = in + static_cast<std::size_t>(r) * ld;
+        float* d = out + static_cast<std::size_t>(r) * cols;
+#pragma omp simd
+        for (int c = 0; c < cols; ++c) {
+            const std::uint32_t u = static_cast<std::uint32_t>(s[c]) << 16;
+            std::memcpy(d + c, &u, sizeof u);
+        }
+    }
+}
+
 void from_bf16(float* out, const std::uint16_t* in, std::size_t n) {
     const std::ptrdiff_t len = static_cast<std::ptrdiff_t>(n);
 #pragma omp parallel for simd schedule(static)

@@ -10,7 +10,6 @@
 #include <dnnl.hpp>
 
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -51,19 +50,6 @@ dnnl::memory::desc desc(dnnl::memory::data_type dt, int rows, int cols, int ld, 
     return dnnl::memory::desc({rows, cols}, dt, strides);
 }
 
-void widen(float* out, const std::uint16_t* in, int rows, int cols, int ld) {
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < rows; ++r) {
-        const std::uint16_t* s = in + static_cast<std::size_t>(r) * ld;
-        float* d = out + static_cast<std::size_t>(r) * cols;
-#pragma omp simd
-        for (int c = 0; c < cols; ++c) {
-            const std::uint32_t u = static_cast<std::uint32_t>(s[c]) << 16;
-            std::memcpy(d + c, &u, sizeof u);
-        }
-    }
-}
-
 // The fallback: widen both operands into per-thread scratch (grown once, then reused).
 void gemm_widened(bool ta, bool tb, int M, int N, int K, float alpha, const std::uint16_t* A,
                   int lda, const std::uint16_t* B, int ldb, float beta, float* C, int ldc) {
@@ -73,8 +59,8 @@ void gemm_widened(bool ta, bool tb, int M, int N, int K, float alpha, const std:
         a32.resize(static_cast<std::size_t>(ar) * ac);
     if (b32.size() < static_cast<std::size_t>(br) * bc)
         b32.resize(static_cast<std::size_t>(br) * bc);
-    widen(a32.data(), A, ar, ac, lda);
-    widen(b32.data(), B, br, bc, ldb);
+    from_bf16_rows(a32.data(), A, ar, ac, lda);
+    from_bf16_rows(b32.data(), B, br, bc, ldb);
     gemm(ta, tb, M, N, K, alpha, a32.data(), ac, b32.data(), bc, beta, C, ldc);
 }
 
