@@ -15,25 +15,17 @@
 #include <vector>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/cpu/attn_act_math.h"
 #include "meshlm/kernels/kernels.h"
 
 namespace meshlm::kernels {
 namespace {
 
-bool normalized(AttnAct a) {
-    return a == AttnAct::norm_sqrelu || a == AttnAct::norm_elu;
-}
-bool is_sqrelu(AttnAct a) {
-    return a == AttnAct::sqrelu || a == AttnAct::norm_sqrelu;
-}
-float act_of(bool sq, float s) {
-    if (sq) return s > 0.f ? s * s : 0.f;
-    return s > 0.f ? s + 1.f : std::exp(s);
-}
-float act_grad(bool sq, float s) {
-    if (sq) return s > 0.f ? 2.f * s : 0.f;
-    return s > 0.f ? 1.f : std::exp(s);
-}
+using cpu::attn_act_grad;
+using cpu::attn_act_value;
+using cpu::attn_normalized;
+using cpu::attn_sqrelu;
+
 float dot(const float* a, const float* b, int D) {
     float s = 0.f;
 #pragma omp simd reduction(+ : s)
@@ -54,15 +46,15 @@ struct Geometry {
 float row_scores(const Geometry& g, const float* qkv, int b, int i, int h, int kv, float scale,
                  float slope, const AttnActParams& act, float* s, float* a) {
     const float* qi = g.q(qkv, b, i, h);
-    const bool sq = is_sqrelu(act.act);
+    const bool sq = attn_sqrelu(act.act);
     float z = 0.f;
     for (int j = 0; j <= i; ++j) {
         const float* kj = qkv + (static_cast<std::size_t>(b) * g.T + j) * g.W + g.k_col(kv);
         s[j] = scale * dot(qi, kj, g.D) - slope * static_cast<float>(i - j);
-        a[j] = act_of(sq, s[j]);
+        a[j] = attn_act_value(sq, s[j]);
         z += a[j];
     }
-    return normalized(act.act) ? act.eps + z : act.t_norm;
+    return attn_normalized(act.act) ? act.eps + z : act.t_norm;
 }
 
 }  // namespace
@@ -107,7 +99,7 @@ void attention_act_backward(float* dqkv, const float* dout, const float* qkv, in
     if (scale <= 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
     const Geometry g{T, H, Hkv, D, (H + 2 * Hkv) * D};
     const int G = H / Hkv;
-    const bool sq = is_sqrelu(act.act), norm = normalized(act.act);
+    const bool sq = attn_sqrelu(act.act), norm = attn_normalized(act.act);
 #pragma omp parallel
     {
         std::vector<float> s(T), a(T), dp(T);
@@ -142,7 +134,7 @@ void attention_act_backward(float* dqkv, const float* dout, const float* qkv, in
                         std::memset(dq, 0, D * sizeof(float));
                         for (int j = 0; j <= i; ++j) {
                             const float da = norm ? (dp[j] - c) / div : dp[j] / div;
-                            const float ds = scale * act_grad(sq, s[j]) * da;
+                            const float ds = scale * attn_act_grad(sq, s[j]) * da;
                             const std::size_t rj = (static_cast<std::size_t>(b) * T + j) * g.W;
                             const float* kj = qkv + rj + g.k_col(kv);
                             float* dk = dqkv + rj + g.k_col(kv);

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/cpu/attn_act_math.h"
 #include "meshlm/kernels/cpu/vec_math.h"
 #include "meshlm/kernels/kernels.h"
 
@@ -78,12 +79,11 @@ template <typename KeyAt, typename ValueAt>
 inline void attend_one_act(float* o, const float* qh, int T, int D, float scale, float slope,
                            const AttnActParams& act, KeyAt key_at, ValueAt value_at) {
     alignas(32) float acc[kMaxHeadDim] = {};
-    const bool sq = act.act == AttnAct::sqrelu || act.act == AttnAct::norm_sqrelu;
-    const bool norm = act.act == AttnAct::norm_sqrelu || act.act == AttnAct::norm_elu;
+    const bool sq = cpu::attn_sqrelu(act.act), norm = cpu::attn_normalized(act.act);
     float z = 0.f;
     for (int j = 0; j < T; ++j) {
         const float s = scale * dot(qh, key_at(j), D) - slope * static_cast<float>(T - 1 - j);
-        const float a = sq ? (s > 0.f ? s * s : 0.f) : (s > 0.f ? s + 1.f : std::exp(s));
+        const float a = cpu::attn_act_value(sq, s);
         z += a;
         const float* v = value_at(j);
 #pragma omp simd
