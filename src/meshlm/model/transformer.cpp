@@ -173,6 +173,10 @@ void Transformer::plan(P& p) {
     const bool keep_y = recompute_ != Recompute::block, keep_all = recompute_ == Recompute::none;
     const bool seq = !parallel_block_;
     const bool b16 = precision_ == Precision::bf16;
+    // n bf16 values in the float arena.
+    auto take16 = [&](std::size_t n) {
+        return reinterpret_cast<std::uint16_t*>(p.take((n + 1) / 2));
+    };
     auto take_block = [&](BlockActs& b, bool kept) {
         auto take = [&](float*& f, std::size_t n, bool keeps) {
             if (keeps == kept) f = p.take(n);
@@ -180,7 +184,7 @@ void Transformer::plan(P& p) {
         // A linear's input: fp32, or with bf16 precision bf16 only (its fp32 is scratch).
         auto take_in = [&](float*& f, std::uint16_t*& f16, std::size_t n, bool keeps) {
             if (!b16) return take(f, n, keeps);
-            if (keeps == kept) f16 = reinterpret_cast<std::uint16_t*>(p.take((n + 1) / 2));
+            if (keeps == kept) f16 = take16(n);
         };
         take_in(b.ln1, b.ln1_16, N * C, keep_all);
         take(b.mean1, N, keep_all);
@@ -243,9 +247,6 @@ void Transformer::plan(P& p) {
     dh_ = p.take(N * mlp_.h_width());
     if (precision_ == Precision::bf16) {
         bf16_ = bf16_scratch_shape(attn_, mlp_, static_cast<int>(C), static_cast<int>(N));
-        auto take16 = [&](std::size_t n) {
-            return reinterpret_cast<std::uint16_t*>(p.take((n + 1) / 2));
-        };
         bf16_.x = take16(bf16_.x_size());
         bf16_.w = take16(bf16_.w_size());
         bf16_.dy = take16(bf16_.dy_size());
