@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <regex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -282,7 +283,16 @@ TEST(FamilyTraining, Bf16ShardsAndResumes) {
             const test::RunDistance d = test::run_distance(ref, got, label);
             EXPECT_LT(d.loss, yardstick.loss) << label;
             EXPECT_LT(d.weights, yardstick.weights) << label;
-            if (std::string(sub) == "/dp") expect_half_block_gathers(f, dir, got);
+            if (std::string(sub) == "/dp") {
+                expect_half_block_gathers(f, dir, got);
+                // `meshlm info` plans the bf16 run's working buffers (its bf16 receive buffers).
+                const std::regex working("working ([0-9]+)");
+                std::smatch trained, planned;
+                const auto info = test::run_command(test::meshlm_binary() + " info" + args + bf16);
+                ASSERT_TRUE(std::regex_search(got.output, trained, working)) << got.output;
+                ASSERT_TRUE(std::regex_search(info.output, planned, working)) << info.output;
+                EXPECT_EQ(trained[1], planned[1]) << info.output;
+            }
         }
         const std::string branch = dir + "/branch";
         const test::TrainedRun resumed = test::train_run(
