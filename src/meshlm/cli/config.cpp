@@ -364,8 +364,10 @@ OptionTable build_table() {
         .add("qkv_bias", &ModelConfig::qkv_bias, "biases of the q, k, v projections")
         .add("proj_bias", &ModelConfig::proj_bias, "bias of the attention output projection")
         .add("mlp_bias", &ModelConfig::mlp_bias, "biases of the MLP")
-        .add("mlp", &ModelConfig::mlp, "MLP activation; swiglu and geglu are gated (gate * up)",
-             one_of({"gelu_tanh", "gelu", "relu", "sqrelu", "swiglu", "geglu"}))
+        .add("mlp", &ModelConfig::mlp,
+             "MLP activation; swiglu and geglu are gated (gate * up); none: blocks of attention "
+             "only",
+             one_of({"gelu_tanh", "gelu", "relu", "sqrelu", "swiglu", "geglu", "none"}))
         .add("d_ff", &ModelConfig::d_ff, "MLP width (F); 0 = 4 * d_model", at_least(0))
         .add("tied_head", &ModelConfig::tied_head,
              "the output head is the token embedding (false: its own lm_head matrix)")
@@ -404,6 +406,24 @@ OptionTable build_table() {
              "attention nonlinearity: softmax, or seed 002's sqrelu / elu (divided by "
              "max_seq_len) and norm_sqrelu / norm_elu (divided by the row sum + norm_eps)",
              one_of({"softmax", "sqrelu", "elu", "norm_sqrelu", "norm_elu"}))
+        .add("attention", &ModelConfig::attention,
+             "full: multi-head softmax attention; vq: Transformer-VQ's single-head gated "
+             "attention over quantized keys in linear time (model.vq.*)",
+             one_of({"full", "vq"}))
+        .add("vq.block_len", &ModelConfig::vq_block_len,
+             "VQ: tokens per block; a block attends to itself, the previous block and the "
+             "compressed cache of all older ones",
+             at_least(1))
+        .add("vq.n_code", &ModelConfig::vq_codes, "VQ: codebook size (S)", at_least(1))
+        .add("vq.d_k", &ModelConfig::vq_d_k, "VQ: query / key width", at_least(1))
+        .add("vq.d_v", &ModelConfig::vq_d_v, "VQ: value and gate width; 0 = 2 * d_model",
+             at_least(0))
+        .add("vq.c_beta", &ModelConfig::vq_c_beta, "VQ: commitment loss coefficient", at_least(0))
+        .add("vq.c_gamma", &ModelConfig::vq_c_gamma,
+             "VQ: codebook EMA decay per optimizer step (over the step's global batch)",
+             in_closed_open(0, 1))
+        .add("vq.pe_lam", &ModelConfig::vq_pe_lam,
+             "VQ: longest wavelength of the relative-position sinusoids", greater_than(1))
         .add("init_from_layers", &ModelConfig::init_from_layers,
              "depth up-scaling: init_from's block for each layer, e.g. \"0,0,1,1\"; empty = "
              "the same blocks");

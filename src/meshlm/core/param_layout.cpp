@@ -103,4 +103,17 @@ float zero_null_grads(const ParamLayout& layout, float* grads, std::size_t begin
     return removed;
 }
 
+void ema_update(const ParamLayout& layout, float* params, float* grads, std::size_t begin,
+                std::size_t end) {
+    for (const ParamSlice& s : layout.slices()) {
+        if (s.ema_decay <= 0.f) continue;
+        const std::size_t lo = std::max(begin, s.offset), hi = std::min(end, s.offset + s.numel);
+        const float keep = s.ema_decay, add = 1.f - s.ema_decay;
+        for (std::size_t i = lo; i < hi; ++i) {
+            params[i - begin] = keep * params[i - begin] + add * grads[i - begin];
+            grads[i - begin] = 0.f;
+        }
+    }
+}
+
 }  // namespace meshlm

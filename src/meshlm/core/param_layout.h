@@ -51,6 +51,11 @@ struct ParamSlice {
     // key bias without rotary positions: softmax ignores a shift shared by all keys). Backward
     // leaves rounding noise there, which AdamW would turn into lr-sized steps; it is zeroed.
     std::size_t null_grad_begin = 0, null_grad_end = 0;
+    // A running statistic, not a trained weight (Transformer-VQ's codebook sums and counts):
+    // backward leaves the batch's statistic in the gradient slot, summed like a gradient over
+    // micro-batches and data ranks, and the trainer folds it in as p = decay p + (1 - decay) g
+    // (ema_update) before clipping. No optimizer step, decay or clipping touches it. 0 = a weight.
+    float ema_decay = 0.f;
     // Index of the slice in the full (unsharded) layout: its init stream and file position.
     int index = 0;
     bool is_matrix() const { return shape.ndim == 2; }
@@ -133,4 +138,9 @@ namespace meshlm {
 // range [begin, end) of a buffer laid out by `layout`, `grads` pointing at element `begin` (a
 // ZeRO chunk, or the whole buffer). Returns the largest magnitude removed.
 float zero_null_grads(const ParamLayout& layout, float* grads, std::size_t begin, std::size_t end);
+// The moving averages (ParamSlice::ema_decay) over the flat range [begin, end) of params and
+// grads (laid out by `layout`, pointing at element `begin`): p = decay p + (1 - decay) g, then
+// g = 0, so the optimizer and the gradient norm see nothing there.
+void ema_update(const ParamLayout& layout, float* params, float* grads, std::size_t begin,
+                std::size_t end);
 }  // namespace meshlm

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace meshlm::kernels {
 
@@ -198,6 +199,52 @@ void attention_paged(float* out, const float* q, int ldq, const float* k_pool, c
                      const std::int32_t* const* tables, const std::int32_t* lens, int M, int block,
                      int H, int Hkv, int D, const float* alibi_slopes, float scale = 0.f,
                      const AttnActParams* act = nullptr);
+
+// --- Transformer-VQ attention (seed 001) ---
+// Single-head causal attention over vector-quantized keys in linear time. Key t is the codeword
+// codebook[z[t]]. Tokens fall in blocks of L by absolute position; a query in block r attends
+// exactly to the keys of blocks r - 1 and r up to itself (the window), and to every older key
+// through the compressed cache: per code s, the count N_s of older keys assigned to s and the
+// mean U_s of their values, scored (q + u).codebook_s + log N_s. Scores in the window:
+//   s(i, j) = (q_i + u).k_j + [i - j <= L] (q_i + vb).rel[i - j]      (Transformer-XL biases)
+// with one max-subtracted softmax over the window and the cache: exactly softmax attention over
+// all keys with these scores (sum_j exp(q.k_j) v_j over the keys of code s = exp(q.c_s) N_s U_s).
+struct VqAttnShape {
+    int L, S, dk, dv;  // block length, codes, key width, value width
+};
+// What a sequence carries from one call to the next: constant size (at most 2L - 1 window
+// tokens, S counts and means), however long the text.
+struct VqAttnState {
+    std::int64_t pos = 0;            // tokens before the next call
+    std::vector<std::int32_t> z;     // codes of the window [window_start(pos), pos)
+    std::vector<float> v;            // its values, rows of dv
+    std::vector<float> count, mean;  // the cache: S, and S x dv (empty = all zero)
+};
+// First position of the window of the token at `pos`: the start of the previous block.
+inline std::int64_t vq_window_start(std::int64_t pos, int L) {
+    return pos / L >= 1 ? (pos / L - 1) * L : 0;
+}
+// out[B, T, dv] and lse[B, T] (each query's log-sum-exp, for the backward) for queries q (rows
+// of stride ldq), codes z[B, T] and values v (rows of stride ldv). codebook [S, dk], rel
+// [L + 1, dk] (the position vector of each distance), u, vb [dk]. state: null = every sequence
+// starts empty at position 0; else B states, read at the start and advanced past the call.
+void vq_attention_forward(float* out, float* lse, const float* q, int ldq, const std::int32_t* z,
+                          const float* v, int ldv, const float* codebook, const float* rel,
+                          const float* u, const float* vb, int B, int T, VqAttnShape shape,
+                          VqAttnState* state);
+// Gradients (for the same inputs and the state the forward started from, null = empty): dq, dk
+// (w.r.t. the key vectors, rows of stride ldq), dv (stride ldv) overwrite; du, dvb [dk] and
+// drel [L + 1, dk] accumulate (+=). The keys and values a state carries get no gradient (the
+// seed's truncated backpropagation); codebook and counts never do.
+void vq_attention_backward(float* dq, float* dk, float* dv, float* du, float* dvb, float* drel,
+                           const float* dout, const float* out, const float* lse, const float* q,
+                           int ldq, const std::int32_t* z, const float* v, int ldv,
+                           const float* codebook, const float* rel, const float* u, const float* vb,
+                           int B, int T, VqAttnShape shape, const VqAttnState* state);
+// Nearest codeword of each key (squared distance, lowest index on ties): z[N], err[N] = the
+// squared distance (the commitment loss's term), k rows of stride ldk.
+void vq_quantize(std::int32_t* z, float* err, const float* k, int ldk, const float* codebook, int N,
+                 int S, int dk);
 
 // sum of squares of x[0..n): float sums over blocks of 1024, block sums in double;
 // deterministic for a fixed thread count.

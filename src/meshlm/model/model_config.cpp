@@ -18,6 +18,34 @@ void one_of(const std::string& key, const std::string& v, std::initializer_list<
     MESHLM_INVALID("model.", key, " must be one of ", list, " (got '", v, "')");
 }
 
+// Transformer-VQ's layer fixes what the full attention's options choose.
+void check_vq(const ModelConfig& c) {
+    auto need = [](const char* key, const std::string& got, const char* ok) {
+        MESHLM_INVALID("model.attention vq needs model.", key, " ", ok, " (got ", got,
+                       "): the VQ layer has its own positions, normalization and heads");
+    };
+    if (c.block != "sequential") need("block", c.block, "sequential");
+    if (c.position != "none" && c.position != "learned")
+        need("position", c.position, "none or learned (its relative biases are built in)");
+    if (c.attn_act != "softmax") need("attn_act", c.attn_act, "softmax");
+    if (c.qk_norm) need("qk_norm", "true", "false (queries and keys are always RMS-normalized)");
+    if (c.dropout_attn > 0.f) need("dropout_attn", std::to_string(c.dropout_attn), "0");
+    if (c.mup_enabled) need("mup.enabled", "true", "false");
+    if (c.d_model % 2 != 0)
+        MESHLM_INVALID(
+            "model.attention vq needs an even model.d_model (the sinusoids' sin | cos "
+            "halves), got ",
+            c.d_model);
+    if (c.vq_block_len < 1 || c.vq_codes < 1 || c.vq_d_k < 1 || c.vq_d_v < 0)
+        MESHLM_INVALID("model.vq.block_len, n_code and d_k must be >= 1 and d_v >= 0 (got ",
+                       c.vq_block_len, ", ", c.vq_codes, ", ", c.vq_d_k, ", ", c.vq_d_v, ")");
+    if (!(c.vq_c_gamma >= 0.f && c.vq_c_gamma < 1.f))
+        MESHLM_INVALID("model.vq.c_gamma must be in [0, 1) (got ", c.vq_c_gamma, ")");
+    if (!(c.vq_c_beta >= 0.f) || !(c.vq_pe_lam > 1.f))
+        MESHLM_INVALID("model.vq.c_beta must be >= 0 and model.vq.pe_lam > 1 (got ", c.vq_c_beta,
+                       ", ", c.vq_pe_lam, ")");
+}
+
 }  // namespace
 
 void check_model_config(const ModelConfig& c) {
@@ -26,7 +54,8 @@ void check_model_config(const ModelConfig& c) {
     one_of("position", c.position, {"learned", "rope", "alibi", "none"});
     one_of("rope_style", c.rope_style, {"interleaved", "half"});
     one_of("rope_scaling", c.rope_scaling, {"none", "linear", "llama3"});
-    one_of("mlp", c.mlp, {"gelu_tanh", "gelu", "relu", "sqrelu", "swiglu", "geglu"});
+    one_of("mlp", c.mlp, {"gelu_tanh", "gelu", "relu", "sqrelu", "swiglu", "geglu", "none"});
+    one_of("attention", c.attention, {"full", "vq"});
     one_of("init", c.init, {"gpt2", "fan_in"});
     one_of("attn_act", c.attn_act, {"softmax", "sqrelu", "elu", "norm_sqrelu", "norm_elu"});
     if (c.attn_act != "softmax" && c.dropout_attn > 0.f)
@@ -54,6 +83,11 @@ void check_model_config(const ModelConfig& c) {
         MESHLM_INVALID(
             "model.mup.enabled needs an untied readout: set model.tied_head=false (muP "
             "initializes and scales the embedding and the readout differently)");
+    if (c.vq()) check_vq(c);
+    if (!c.has_mlp() && c.block == "parallel")
+        MESHLM_INVALID(
+            "model.mlp none needs model.block sequential (a parallel block is "
+            "attention + MLP on one norm)");
     for (float p : {c.dropout_embd, c.dropout_attn, c.dropout_resid})
         if (!(p >= 0.f && p < 1.f))
             MESHLM_INVALID("model.dropout_* rates must be in [0, 1) (got ", p, ")");

@@ -28,9 +28,11 @@ struct ModelConfig {
     float rope_high_freq_factor = 4.f;  // llama3
     int rope_original_max_seq = 8192;   // llama3: original_max_position_embeddings
     bool qkv_bias = true, proj_bias = true, mlp_bias = true;
-    std::string mlp = "gelu_tanh";  // gelu_tanh | gelu | relu | sqrelu | swiglu | geglu
-    int d_ff = 0;                   // F; 0 = 4 * d_model
-    bool tied_head = true;          // output head = token embedding
+    // gelu_tanh | gelu | relu | sqrelu | swiglu | geglu | none (a block without MLP: the
+    // Transformer-VQ layer of two attention sublayers is two blocks of attention only)
+    std::string mlp = "gelu_tanh";
+    int d_ff = 0;           // F; 0 = 4 * d_model
+    bool tied_head = true;  // output head = token embedding
     bool head_bias = false;
     float z_loss = 0.f;  // coefficient of the log-partition penalty z_loss * lse^2
     float dropout_embd = 0.f, dropout_attn = 0.f, dropout_resid = 0.f;
@@ -54,6 +56,18 @@ struct ModelConfig {
     // max_seq_len), elu ((elu(s) + 1) / max_seq_len), norm_sqrelu / norm_elu (divided by
     // norm_eps + the row's sum instead).
     std::string attn_act = "softmax";
+    // full: multi-head softmax attention over the whole context (the fields above). vq:
+    // Transformer-VQ's single-head gated attention (seed 001) over vector-quantized keys in
+    // linear time: blocks of vq_block_len tokens attend to themselves, the previous block and a
+    // compressed cache of everything older (model/vq_attention.h).
+    std::string attention = "full";
+    int vq_block_len = 64;     // L
+    int vq_codes = 512;        // S, the codebook size
+    int vq_d_k = 128;          // query / key width
+    int vq_d_v = 0;            // value and gate width; 0 = 2 * d_model
+    float vq_c_beta = 1e-4f;   // commitment loss coefficient
+    float vq_c_gamma = 0.99f;  // codebook EMA decay per optimizer step
+    float vq_pe_lam = 1e5f;    // longest wavelength of the relative-position sinusoids
     // Warm start: weights from a meshlm run / checkpoint or a Hugging Face directory instead of
     // the init (the optimizer and schedule start fresh). Empty = random init.
     std::string init_from;
@@ -63,7 +77,10 @@ struct ModelConfig {
 
     int head_dim() const { return d_model / n_head; }
     int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
-    int mlp_width() const { return d_ff > 0 ? d_ff : 4 * d_model; }
+    int mlp_width() const { return mlp == "none" ? 0 : d_ff > 0 ? d_ff : 4 * d_model; }
+    bool has_mlp() const { return mlp != "none"; }
+    bool vq() const { return attention == "vq"; }
+    int vq_value_width() const { return vq_d_v > 0 ? vq_d_v : 2 * d_model; }
     bool gated_mlp() const { return mlp == "swiglu" || mlp == "geglu"; }
     int rotary_dims() const { return rope_dim > 0 ? rope_dim : head_dim(); }
     float attention_scale() const;  // qk_scale resolved

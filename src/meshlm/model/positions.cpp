@@ -50,4 +50,16 @@ std::vector<float> alibi_slopes(int n_head) {
     return {s.begin(), s.end()};
 }
 
+std::vector<float> xl_sinusoids(int C, int max_dist, float lam) {
+    const int h = C / 2;
+    std::vector<float> t(static_cast<std::size_t>(max_dist + 1) * C);
+    for (int d = 0; d <= max_dist; ++d)
+        for (int j = 0; j < h; ++j) {
+            const double a = d * std::pow(static_cast<double>(lam), -2.0 * j / C);
+            t[static_cast<std::size_t>(d) * C + j] = static_cast<float>(std::sin(a));
+            t[static_cast<std::size_t>(d) * C + h + j] = static_cast<float>(std::cos(a));
+        }
+    return t;
+}
+
 }  // namespace meshlm

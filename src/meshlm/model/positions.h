@@ -19,4 +19,8 @@ std::vector<float> rope_inv_freq(const ModelConfig& cfg);
 // the remaining n - p heads (Press et al.'s recipe).
 std::vector<float> alibi_slopes(int n_head);
 
+// Transformer-XL's relative-position sinusoids (Transformer-VQ): row d (d = 0..max_dist) is
+// [sin(d w_0) .. sin(d w_{C/2-1}) | cos(d w_0) .. cos(d w_{C/2-1})], w_j = lam^(-2j/C).
+std::vector<float> xl_sinusoids(int C, int max_dist, float lam);
+
 }  // namespace meshlm

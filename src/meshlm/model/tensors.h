@@ -17,6 +17,11 @@ struct BlockTensors {
     float *ln2_w = nullptr, *ln2_b = nullptr;    // sequential blocks
     float *fc_w = nullptr, *fc_b = nullptr;      // (Fl or 2 Fl, C)
     float *out_w = nullptr, *out_b = nullptr;    // (C, Fl)
+    // Transformer-VQ attention (model.attention: vq; its output projection is proj_w).
+    float *vq_qk_w = nullptr, *vq_vg_w = nullptr;  // (2 dk, C) q | k; (2 dv, C) v | gate
+    float* vq_r_w = nullptr;                       // (dk, C) relative-position projection
+    float *vq_u = nullptr, *vq_v = nullptr;        // (dk) content and position biases
+    float *c_sum = nullptr, *c_count = nullptr;    // (S, dk), (S): the codebook's statistics
 };
 
 struct ModelTensors {

@@ -75,17 +75,23 @@ const char* recompute_name(Recompute r) {
 
 // The bf16 operand scratch for (N rows): inputs up to the widest linear input, weights and
 // output gradients up to the widest block linear output (the head goes in chunks of it).
-Bf16Scratch bf16_scratch_shape(const Attention& attn, const Mlp& mlp, int C, int N) {
+Bf16Scratch bf16_scratch_shape(const Attention& attn, const Mlp& mlp, const VqAttention* vq, int C,
+                               int N) {
     Bf16Scratch s;
     s.rows = N;
-    s.max_in = std::max({C, attn.y_width(), mlp.Fl});
-    s.max_out = std::max({C, attn.qkv_width(), mlp.h_width()});
+    s.max_in = std::max({C, vq ? vq->dv : attn.y_width(), mlp.Fl});
+    s.max_out = std::max({C, vq ? 2 * std::max(vq->dk, vq->dv) : attn.qkv_width(), mlp.h_width()});
     return s;
 }
 
-// A block's vectors (norm gains and biases, linear biases) at most, for their bf16 copies.
-std::size_t block_vector_floats(const Attention& attn, const Mlp& mlp, std::size_t C) {
-    return 6 * C + attn.qkv_width() + mlp.h_width();
+// A block's vectors (norm gains and biases, linear biases) at most, for their bf16 copies; with
+// VQ attention also its codebook statistics, biases and position projection.
+std::size_t block_vector_floats(const Attention& attn, const Mlp& mlp, const VqAttention* vq,
+                                std::size_t C) {
+    const std::size_t v = vq ? static_cast<std::size_t>(vq->S) * (vq->dk + 1) + 2 * vq->dk +
+                                   static_cast<std::size_t>(vq->dk) * C + 64
+                             : attn.qkv_width();
+    return 6 * C + v + mlp.h_width();
 }
 
 std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, int model,
@@ -95,7 +101,9 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
     const Attention attn(cfg, model, 0);
     const Mlp mlp(cfg, model);
     const std::size_t Vl = static_cast<std::size_t>(vocab_shard(cfg.vocab_size, model, 0).rows);
-    const bool seq = cfg.block == "sequential";
+    const bool seq = cfg.block == "sequential" && cfg.has_mlp();
+    const VqAttention vq(cfg);
+    const bool vq_on = cfg.vq();
     // A block's buffers in plan() order, and which of them recompute keeps per block.
     struct Buf {
         std::size_t n;
@@ -105,13 +113,15 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
     // bf16 keeps the linears' inputs (norm outputs, the MLP's activation) in bf16 only.
     const bool b16 = precision == Precision::bf16;
     auto in16 = [&](std::size_t n) { return b16 ? (n + 1) / 2 : n; };
+    const std::size_t qkvw = vq_on ? 0 : attn.qkv_width(), yw = vq_on ? 0 : attn.y_width();
     std::vector<Buf> block = {{in16(N * C), keep_all},
                               {N, keep_all},
                               {N, keep_all},
-                              {N * attn.qkv_width(), keep_all},
-                              {N * attn.qk_rstd_width(), keep_all},
-                              {N * attn.y_width(), keep_y},
-                              {N * attn.Hl, keep_y}};
+                              {N * qkvw, keep_all},
+                              {N * (vq_on ? 0 : attn.qk_rstd_width()), keep_all},
+                              {N * yw, keep_y},
+                              {N * (vq_on ? 0 : attn.Hl), keep_y}};
+    if (vq_on) block.push_back({vq.act_floats(N), true});
     if (seq)
         for (std::size_t n : {N * C, in16(N * C), N, N}) block.push_back({n, keep_all});
     for (std::size_t n : {N * mlp.h_width(), in16(N * mlp.Fl)}) block.push_back({n, keep_all});
@@ -125,13 +135,14 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
         for (const Buf& b : block)
             if (!b.kept) p.take(b.n);
     for (std::size_t n : {N * C, N, N, N * Vl, N, N, 2 * N}) p.take(n);
-    for (std::size_t n : {N * C, N * C, N * C, N * attn.y_width(), N * attn.qkv_width(), N * mlp.Fl,
-                          N * mlp.h_width()})
+    for (std::size_t n : {N * C, N * C, N * C, N * yw, N * qkvw, N * mlp.Fl, N * mlp.h_width()})
         p.take(n);
+    if (vq_on) p.take(vq.derived_floats()), p.take(vq.scratch_floats(N));
     if (precision == Precision::bf16) {
-        const Bf16Scratch s = bf16_scratch_shape(attn, mlp, cfg.d_model, static_cast<int>(N));
+        const Bf16Scratch s =
+            bf16_scratch_shape(attn, mlp, vq_on ? &vq : nullptr, cfg.d_model, static_cast<int>(N));
         for (std::size_t n : {s.x_size(), s.w_size(), s.dy_size()}) p.take((n + 1) / 2);
-        p.take(block_vector_floats(attn, mlp, cfg.d_model));
+        p.take(block_vector_floats(attn, mlp, vq_on ? &vq : nullptr, cfg.d_model));
     }
     return p.floats;
 }
@@ -145,6 +156,8 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
       norm_(cfg),
       attn_(cfg, mp_->size(), mp_->rank()),
       mlp_(cfg, mp_->size()),
+      vq_(cfg),
+      vq_on_(cfg.vq()),
       head_(cfg, *mp_),
       parallel_block_(cfg.block == "parallel"),
       recompute_(recompute),
@@ -157,6 +170,17 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
       views_(layout_, cfg.n_layer) {
     MESHLM_CHECK(max_seq <= cfg.max_seq_len || cfg.position != "learned", "sequence length ",
                  max_seq, " exceeds max_seq_len ", cfg.max_seq_len);
+    if (vq_on_) {
+        if (mp_->size() > 1)
+            MESHLM_INVALID(
+                "model.attention vq does not run tensor-parallel yet: set "
+                "parallel.model 1 (data parallelism and every ZeRO stage work)");
+        if (recompute != Recompute::none)
+            MESHLM_INVALID(
+                "model.attention vq keeps its activations: set train.recompute none "
+                "(got ",
+                recompute_name(recompute), ")");
+    }
     Planner p{&acts_};
     plan(p);
     MESHLM_CHECK(p.floats == acts_.capacity(), "activation plan of ", p.floats, " floats, counted ",
@@ -171,8 +195,9 @@ void Transformer::plan(P& p) {
     // Under recomputation the dropped buffers are one set shared by every block, taken after
     // the kept ones (transformer_activation_floats counts in the same order).
     const bool keep_y = recompute_ != Recompute::block, keep_all = recompute_ == Recompute::none;
-    const bool seq = !parallel_block_;
+    const bool seq = !parallel_block_ && cfg_.has_mlp();
     const bool b16 = precision_ == Precision::bf16;
+    const std::size_t qkvw = vq_on_ ? 0 : attn_.qkv_width(), yw = vq_on_ ? 0 : attn_.y_width();
     // n bf16 values in the float arena.
     auto take16 = [&](std::size_t n) {
         return reinterpret_cast<std::uint16_t*>(p.take((n + 1) / 2));
@@ -189,10 +214,11 @@ void Transformer::plan(P& p) {
         take_in(b.ln1, b.ln1_16, N * C, keep_all);
         take(b.mean1, N, keep_all);
         take(b.rstd1, N, keep_all);
-        take(b.qkv, N * attn_.qkv_width(), keep_all);
-        take(b.qk_rstd, N * attn_.qk_rstd_width(), keep_all);
-        take(b.y, N * attn_.y_width(), keep_y);
-        take(b.lse, N * attn_.Hl, keep_y);
+        take(b.qkv, N * qkvw, keep_all);
+        take(b.qk_rstd, N * (vq_on_ ? 0 : attn_.qk_rstd_width()), keep_all);
+        take(b.y, N * yw, keep_y);
+        take(b.lse, N * (vq_on_ ? 0 : attn_.Hl), keep_y);
+        if (vq_on_ && kept) b.vq = vq_.acts_at(p.take(vq_.act_floats(N)), N);
         if (seq) {
             take(b.mid, N * C, keep_all);
             take_in(b.ln2, b.ln2_16, N * C, keep_all);
@@ -241,17 +267,22 @@ void Transformer::plan(P& p) {
     dres_ = p.take(N * C);
     dln_ = p.take(N * C);
     dbranch_ = p.take(N * C);
-    dy_ = p.take(N * attn_.y_width());
-    dqkv_ = p.take(N * attn_.qkv_width());
+    dy_ = p.take(N * yw);
+    dqkv_ = p.take(N * qkvw);
     da_ = p.take(N * mlp_.Fl);
     dh_ = p.take(N * mlp_.h_width());
+    if (vq_on_) {
+        vq_derived_ = vq_.derived_at(p.take(vq_.derived_floats()));
+        vq_scratch_ = p.take(vq_.scratch_floats(N));
+    }
     if (precision_ == Precision::bf16) {
-        bf16_ = bf16_scratch_shape(attn_, mlp_, static_cast<int>(C), static_cast<int>(N));
+        const VqAttention* vq = vq_on_ ? &vq_ : nullptr;
+        bf16_ = bf16_scratch_shape(attn_, mlp_, vq, static_cast<int>(C), static_cast<int>(N));
         bf16_.x = take16(bf16_.x_size());
         bf16_.w = take16(bf16_.w_size());
         bf16_.dy = take16(bf16_.dy_size());
-        block_vectors16_ = p.take(block_vector_floats(attn_, mlp_, C));
-        attn_.bf16 = mlp_.bf16 = head_.bf16 = &bf16_;
+        block_vectors16_ = p.take(block_vector_floats(attn_, mlp_, vq, C));
+        attn_.bf16 = mlp_.bf16 = head_.bf16 = vq_.bf16 = &bf16_;
         // The fp32 of the kept bf16 inputs: backward scratch, free while a forward or a
         // recomputation writes them.
         for (auto& b : blocks_) b.ln1 = b.ln2 = dln_, b.a = da_;
@@ -279,6 +310,11 @@ const BlockTensors& Transformer::block_weights(int l) {
     round(block16_.ln1_w, C), round(block16_.ln1_b, C), round(block16_.ln2_w, C);
     round(block16_.ln2_b, C), round(block16_.qkv_b, attn_.qkv_width()), round(block16_.proj_b, C);
     round(block16_.fc_b, mlp_.h_width()), round(block16_.out_b, C);
+    if (vq_on_) {
+        round(block16_.vq_u, vq_.dk), round(block16_.vq_v, vq_.dk);
+        round(block16_.c_sum, vq_.S * vq_.dk), round(block16_.c_count, vq_.S);
+        round(block16_.vq_r_w, vq_.dk * C);
+    }
     return block16_;
 }
 
@@ -354,6 +390,16 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
     norm_.forward(a.ln1, a.mean1, a.rstd1, x, w.ln1_w, w.ln1_b, N);
     record(l, ax, a.ln1, N, C, C);
     keep16(a.ln1_16, a.ln1, static_cast<std::size_t>(N) * C);
+    if (vq_on_) {
+        vq_.derive(vq_derived_, w);
+        float* branch = cfg_.has_mlp() ? a.mid : a.out;
+        const float err =
+            vq_.forward(branch, a.vq, vq_derived_, vq_scratch_, a.ln1, a.ln1_16, w, B, T, false);
+        if (train) commit_ += err;
+        close_branch(branch, w.proj_b, nullptr, x, N, l, kAttnResid, train, ar);
+        if (cfg_.has_mlp()) mlp_branch(l, w, a, N, train);
+        return;
+    }
     // Attention's stages one by one (Attention::forward), so the check sees q, k, v before
     // and after rotary.
     attn_.project(a.qkv, a.ln1, w, N, a.ln1_16);
@@ -385,8 +431,19 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
         close_branch(a.out, w.proj_b, w.out_b, x, N, l, kAttnResid, train, fr);
         return;
     }
+    if (!cfg_.has_mlp()) {
+        attn_.project_out(a.out, a.y, w, N, false);
+        close_branch(a.out, w.proj_b, nullptr, x, N, l, kAttnResid, train, ar);
+        return;
+    }
     attn_.project_out(a.mid, a.y, w, N, false);
     close_branch(a.mid, w.proj_b, nullptr, x, N, l, kAttnResid, train, ar);
+    mlp_branch(l, w, a, N, train);
+}
+
+void Transformer::mlp_branch(int l, const BlockTensors& w, BlockActs& a, int N, bool train) {
+    using namespace coord_site;
+    const int C = cfg_.d_model;
     norm_.forward(a.ln2, a.mean2, a.rstd2, a.mid, w.ln2_w, w.ln2_b, N);
     record(l, fx, a.ln2, N, C, C);
     keep16(a.ln2_16, a.ln2, static_cast<std::size_t>(N) * C);
@@ -415,15 +472,23 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
         norm_.backward(dres_, g.ln1_w, g.ln1_b, dln_, x, w.ln1_w, a.mean1, a.rstd1, N);
         return;
     }
-    const float* gm = branch_grad(N, l, kMlpResid);
-    if (g.out_b) k::bias_backward(g.out_b, gm, N, C);
-    mlp_.backward(dln_, g, da_, dh_, gm, a.ln2, a.h, a.a, w, N, false, a.ln2_16, a.a16);
-    mp_->sum(dln_, NC);
-    norm_.backward(dres_, g.ln2_w, g.ln2_b, dln_, a.mid, w.ln2_w, a.mean2, a.rstd2, N);
+    if (cfg_.has_mlp()) {
+        const float* gm = branch_grad(N, l, kMlpResid);
+        if (g.out_b) k::bias_backward(g.out_b, gm, N, C);
+        mlp_.backward(dln_, g, da_, dh_, gm, a.ln2, a.h, a.a, w, N, false, a.ln2_16, a.a16);
+        mp_->sum(dln_, NC);
+        norm_.backward(dres_, g.ln2_w, g.ln2_b, dln_, a.mid, w.ln2_w, a.mean2, a.rstd2, N);
+    }
     const float* ga = branch_grad(N, l, kAttnResid);
     if (g.proj_b) k::bias_backward(g.proj_b, ga, N, C);
-    attn_.backward(dln_, g, dy_, dqkv_, ga, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, false,
-                   a.ln1_16, a.qk_rstd);
+    if (vq_on_) {
+        vq_.derive(vq_derived_, w);
+        vq_.backward(dln_, g, ga, a.vq, vq_derived_, vq_scratch_, a.ln1, a.ln1_16, w, B, T,
+                     grad_scale_, false);
+    } else {
+        attn_.backward(dln_, g, dy_, dqkv_, ga, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, false,
+                       a.ln1_16, a.qk_rstd);
+    }
     mp_->sum(dln_, NC);
     norm_.backward(dres_, g.ln1_w, g.ln1_b, dln_, x, w.ln1_w, a.mean1, a.rstd1, N);
 }
@@ -470,6 +535,8 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     const bool train = targets && grad_scale != 0.f;
     B_ = B;
     T_ = T;
+    grad_scale_ = grad_scale;
+    commit_ = 0.f;
     recording_ = coord_ && train;
     if (recording_ && coord_->n_layer != cfg_.n_layer) coord_->reset(cfg_.n_layer);
     using Pass = ParamStream::Pass;

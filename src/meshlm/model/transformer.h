@@ -35,6 +35,7 @@
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/norm.h"
 #include "meshlm/model/tensors.h"
+#include "meshlm/model/vq_attention.h"
 
 namespace meshlm {
 
@@ -108,6 +109,9 @@ class Transformer {
     // Only without recomputation: with it, the blocks share one q | k | v buffer.
     const float* block_qkv(int layer) const;
     const float* losses() const { return losses_; }  // (B*T) per-token losses
+    // model.attention vq: the last training forward's squared quantization error per token,
+    // summed over the layers (the commitment loss without c_beta); 0 otherwise.
+    float vq_commit() const { return commit_; }
 
   private:
     struct BlockActs {
@@ -122,6 +126,7 @@ class Transformer {
         // bf16 precision: ln1, ln2 and a are kept here in bf16 (the linears' inputs), their
         // fp32 pointers are scratch shared by every block. Null with fp32.
         std::uint16_t *ln1_16 = nullptr, *ln2_16 = nullptr, *a16 = nullptr;
+        VqAttention::Acts vq{};  // model.attention vq: what its sublayer keeps
     };
     template <typename P>
     void plan(P& p);
@@ -139,6 +144,8 @@ class Transformer {
     // bf16 precision: keeps a linear's input in bf16 (dst null: fp32, nothing to do).
     static void keep16(std::uint16_t* dst, const float* src, std::size_t n);
     void block_forward(int l, const float* x, int B, int T, bool train);
+    // A sequential block's second half: out = mid + mlp(norm2(mid)).
+    void mlp_branch(int l, const BlockTensors& w, BlockActs& a, int N, bool train);
     void block_backward(int l, const float* x, int B, int T);
     // Reruns what block l's backward needs and recompute_ dropped.
     void block_recompute(int l, const float* x, int B, int T);
@@ -151,6 +158,12 @@ class Transformer {
     Norm norm_;
     Attention attn_;
     Mlp mlp_;
+    VqAttention vq_;
+    bool vq_on_;
+    VqAttention::Derived vq_derived_{};  // the active block's codebook, positions (in acts_)
+    float* vq_scratch_ = nullptr;
+    float grad_scale_ = 0.f;  // the last forward's: the commitment loss's per-token scale
+    float commit_ = 0.f;      // its mean squared quantization error, summed over the blocks
     Head head_;
     bool parallel_block_;
     Recompute recompute_;

@@ -52,6 +52,33 @@ class Builder {
     int M_;
 };
 
+// Transformer-VQ's attention sublayer (model/vq_attention.h). Tensor parallelism splits only
+// the value / gate path (the seed's TP branch): v | g by rows, the output projection by columns;
+// queries, keys, positions and the codebook are replicated.
+void vq_block(Builder& b, const ModelConfig& cfg, const std::string& h, int l, int u,
+              InitRule resid_init, bool r_zero) {
+    const std::int64_t C = cfg.d_model, dk = cfg.vq_d_k, dv = cfg.vq_value_width(),
+                       S = cfg.vq_codes;
+    const auto rep = TpSplit::replicated;
+    const auto normal = InitRule::normal;
+    b.add(h + "vq.qk.weight", {2 * dk, C}, l, u, rep, normal, b.matrix_std(C, false));
+    b.add(h + "vq.vg.weight", {2 * dv, C}, l, u, TpSplit::rows, normal, b.matrix_std(C, false),
+          {dv, dv});
+    b.add(h + "vq.r.weight", {dk, C}, l, u, rep, normal, b.matrix_std(C, false));
+    b.add(h + "vq.u", {dk}, l, u, rep, InitRule::zeros);
+    b.add(h + "vq.v", {dk}, l, u, rep, InitRule::zeros);
+    // The codebook's statistics start as the seed's: sums N(0, 1/sqrt(S)), counts 1.
+    b.add(h + "vq.c_sum", {S, dk}, l, u, rep, normal, 1.f / std::sqrt(static_cast<float>(S)));
+    b.add(h + "vq.c_count", {S}, l, u, rep, InitRule::ones);
+    for (int i = 1; i <= 2; ++i) {
+        ParamSlice& s = const_cast<ParamSlice&>(b.layout.slices()[b.layout.slices().size() - i]);
+        s.decay = false;
+        s.ema_decay = cfg.vq_c_gamma;
+    }
+    b.add(h + "vq.out.weight", {C, dv}, l, u, TpSplit::columns, resid_init,
+          r_zero ? 0.f : b.matrix_std(dv, true));
+}
+
 void check_divides(int n, int model, const char* what, const char* key) {
     if (n % model != 0)
         MESHLM_INVALID(what, " (", key, " = ", n, ") do not divide over parallel.model = ", model,
@@ -91,25 +118,32 @@ ParamLayout transformer_layout(const ModelConfig& cfg, int model) {
         const std::string h = "h." + std::to_string(l) + ".";
         const int u = l + 1;
         b.norm(h + "ln_1", l, u);
-        b.add(h + "attn.c_attn.weight", {(H + 2 * K) * D, C}, l, u, rows, normal,
-              b.matrix_std(C, false), qkv_sections);
-        if (mup && cfg.mup_q_init == "zero")
-            const_cast<ParamSlice&>(b.layout.slices().back()).init_zero_rows = H * D;
-        if (cfg.qkv_bias) {
-            b.add(h + "attn.c_attn.bias", {(H + 2 * K) * D}, l, u, rows, zeros, 0, qkv_sections);
-            // The key bias shifts every score of a query by the same q.b: softmax ignores it,
-            // so its gradient is exactly zero -- unless rotary positions rotate it per position.
-            if (cfg.position != "rope") {
-                ParamSlice& s = const_cast<ParamSlice&>(b.layout.slices().back());
-                const std::size_t q = s.shape.dims[0] * H / (H + 2 * K),
-                                  k = s.shape.dims[0] * K / (H + 2 * K);
-                s.null_grad_begin = q;
-                s.null_grad_end = q + k;
+        if (cfg.vq()) {
+            vq_block(b, cfg, h, l, u, resid_init, r_zero);
+        } else {
+            b.add(h + "attn.c_attn.weight", {(H + 2 * K) * D, C}, l, u, rows, normal,
+                  b.matrix_std(C, false), qkv_sections);
+            if (mup && cfg.mup_q_init == "zero")
+                const_cast<ParamSlice&>(b.layout.slices().back()).init_zero_rows = H * D;
+            if (cfg.qkv_bias) {
+                b.add(h + "attn.c_attn.bias", {(H + 2 * K) * D}, l, u, rows, zeros, 0,
+                      qkv_sections);
+                // The key bias shifts every score of a query by the same q.b: softmax ignores it,
+                // so its gradient is exactly zero -- unless rotary positions rotate it per
+                // position.
+                if (cfg.position != "rope") {
+                    ParamSlice& s = const_cast<ParamSlice&>(b.layout.slices().back());
+                    const std::size_t q = s.shape.dims[0] * H / (H + 2 * K),
+                                      k = s.shape.dims[0] * K / (H + 2 * K);
+                    s.null_grad_begin = q;
+                    s.null_grad_end = q + k;
+                }
             }
+            b.add(h + "attn.c_proj.weight", {C, H * D}, l, u, cols, resid_init,
+                  r_zero ? 0.f : b.matrix_std(H * D, true));
+            if (cfg.proj_bias) b.add(h + "attn.c_proj.bias", {C}, l, u, rep, zeros);
         }
-        b.add(h + "attn.c_proj.weight", {C, H * D}, l, u, cols, resid_init,
-              r_zero ? 0.f : b.matrix_std(H * D, true));
-        if (cfg.proj_bias) b.add(h + "attn.c_proj.bias", {C}, l, u, rep, zeros);
+        if (!cfg.has_mlp()) continue;
         if (cfg.block == "sequential") b.norm(h + "ln_2", l, u);
         b.add(h + "mlp.c_fc.weight", {fc_rows, C}, l, u, rows, normal, b.matrix_std(C, false),
               fc_sections);

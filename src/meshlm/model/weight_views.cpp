@@ -1,59 +1,63 @@
+#include <iterator>
+#include <utility>
+
 #include "meshlm/core/error.h"
 #include "meshlm/model/tensors.h"
 
 namespace meshlm {
 namespace {
 
-enum Field {
-    wte,
-    wpe,
-    ln1_w,
-    ln1_b,
-    qkv_w,
-    qkv_b,
-    proj_w,
-    proj_b,
-    ln2_w,
-    ln2_b,
-    fc_w,
-    fc_b,
-    out_w,
-    out_b,
-    lnf_w,
-    lnf_b,
-    head_w,
-    head_b
-};
+// Outside the blocks: what each slice fills. Block tensors go through kBlock's members.
+enum Field { wte, wpe, lnf_w, lnf_b, head_w, head_b, block_field };
+
+using BlockMember = float* BlockTensors::*;
+const std::pair<const char*, BlockMember> kBlock[] = {{"ln_1.weight", &BlockTensors::ln1_w},
+                                                      {"ln_1.bias", &BlockTensors::ln1_b},
+                                                      {"attn.c_attn.weight", &BlockTensors::qkv_w},
+                                                      {"attn.c_attn.bias", &BlockTensors::qkv_b},
+                                                      {"attn.c_proj.weight", &BlockTensors::proj_w},
+                                                      {"attn.c_proj.bias", &BlockTensors::proj_b},
+                                                      {"ln_2.weight", &BlockTensors::ln2_w},
+                                                      {"ln_2.bias", &BlockTensors::ln2_b},
+                                                      {"mlp.c_fc.weight", &BlockTensors::fc_w},
+                                                      {"mlp.c_fc.bias", &BlockTensors::fc_b},
+                                                      {"mlp.c_proj.weight", &BlockTensors::out_w},
+                                                      {"mlp.c_proj.bias", &BlockTensors::out_b},
+                                                      {"vq.qk.weight", &BlockTensors::vq_qk_w},
+                                                      {"vq.vg.weight", &BlockTensors::vq_vg_w},
+                                                      {"vq.out.weight", &BlockTensors::proj_w},
+                                                      {"vq.r.weight", &BlockTensors::vq_r_w},
+                                                      {"vq.u", &BlockTensors::vq_u},
+                                                      {"vq.v", &BlockTensors::vq_v},
+                                                      {"vq.c_sum", &BlockTensors::c_sum},
+                                                      {"vq.c_count", &BlockTensors::c_count}};
 
 bool ends_with(const std::string& s, const char* suffix) {
     const std::string x(suffix);
     return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
 }
 
-Field field_of(const std::string& n) {
-    static const std::pair<const char*, Field> kBlock[] = {
-        {"ln_1.weight", ln1_w},      {"ln_1.bias", ln1_b},           {"attn.c_attn.weight", qkv_w},
-        {"attn.c_attn.bias", qkv_b}, {"attn.c_proj.weight", proj_w}, {"attn.c_proj.bias", proj_b},
-        {"ln_2.weight", ln2_w},      {"ln_2.bias", ln2_b},           {"mlp.c_fc.weight", fc_w},
-        {"mlp.c_fc.bias", fc_b},     {"mlp.c_proj.weight", out_w},   {"mlp.c_proj.bias", out_b}};
-    if (n == "wte.weight") return wte;
-    if (n == "wpe.weight") return wpe;
-    if (n == "ln_f.weight") return lnf_w;
-    if (n == "ln_f.bias") return lnf_b;
-    if (n == "lm_head.weight") return head_w;
-    if (n == "lm_head.bias") return head_b;
-    for (const auto& [suffix, f] : kBlock)
-        if (ends_with(n, suffix)) return f;
+// Field of a slice; for block_field, index into kBlock.
+std::pair<Field, int> field_of(const std::string& n) {
+    if (n == "wte.weight") return {wte, 0};
+    if (n == "wpe.weight") return {wpe, 0};
+    if (n == "ln_f.weight") return {lnf_w, 0};
+    if (n == "ln_f.bias") return {lnf_b, 0};
+    if (n == "lm_head.weight") return {head_w, 0};
+    if (n == "lm_head.bias") return {head_b, 0};
+    for (std::size_t i = 0; i < std::size(kBlock); ++i)
+        if (ends_with(n, kBlock[i].first)) return {block_field, static_cast<int>(i)};
     MESHLM_CHECK(false, "not a transformer parameter: ", n);
-    return wte;  // unreachable
+    return {wte, 0};  // unreachable
 }
 
 }  // namespace
 
 TensorBinder::TensorBinder(const ParamLayout& layout) : layout_(layout), tied_(true) {
     for (const ParamSlice& s : layout.slices()) {
-        field_.push_back(field_of(s.name));
-        if (field_.back() == head_w) tied_ = false;
+        const auto [f, i] = field_of(s.name);
+        field_.push_back(f == block_field ? block_field + i : f);
+        if (f == head_w) tied_ = false;
     }
 }
 
@@ -63,7 +67,10 @@ void TensorBinder::bind_unit(int unit, float* base, ModelTensors& t) const {
     const std::size_t begin = s[first].offset;
     for (std::size_t i = first; i < last; ++i) {
         float* p = base + (s[i].offset - begin);
-        BlockTensors* b = s[i].layer >= 0 ? &t.blocks[s[i].layer] : nullptr;
+        if (field_[i] >= block_field) {
+            t.blocks[s[i].layer].*(kBlock[field_[i] - block_field].second) = p;
+            continue;
+        }
         switch (static_cast<Field>(field_[i])) {
             case wte:
                 t.wte = p;
@@ -71,42 +78,6 @@ void TensorBinder::bind_unit(int unit, float* base, ModelTensors& t) const {
                 break;
             case wpe:
                 t.wpe = p;
-                break;
-            case ln1_w:
-                b->ln1_w = p;
-                break;
-            case ln1_b:
-                b->ln1_b = p;
-                break;
-            case qkv_w:
-                b->qkv_w = p;
-                break;
-            case qkv_b:
-                b->qkv_b = p;
-                break;
-            case proj_w:
-                b->proj_w = p;
-                break;
-            case proj_b:
-                b->proj_b = p;
-                break;
-            case ln2_w:
-                b->ln2_w = p;
-                break;
-            case ln2_b:
-                b->ln2_b = p;
-                break;
-            case fc_w:
-                b->fc_w = p;
-                break;
-            case fc_b:
-                b->fc_b = p;
-                break;
-            case out_w:
-                b->out_w = p;
-                break;
-            case out_b:
-                b->out_b = p;
                 break;
             case lnf_w:
                 t.lnf_w = p;
@@ -119,6 +90,8 @@ void TensorBinder::bind_unit(int unit, float* base, ModelTensors& t) const {
                 break;
             case head_b:
                 t.head_b = p;
+                break;
+            case block_field:
                 break;
         }
     }

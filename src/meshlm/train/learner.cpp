@@ -307,10 +307,29 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     StepStats st;
     st.loss = scored ? static_cast<float>(loss / static_cast<double>(scored)) : 0.f;
     if (!overlap && !streamed_) reduce_gradients();
+    fold_moving_averages();
     st.grad_norm = clip_gradients();
     st.lr = lr_at(optim_cfg_, optim_.steps_taken(), total_steps_);
     update(st.lr);
     return st;
+}
+
+void Learner::fold_moving_averages() {
+    // Where this rank's optimizer steps (update_steps), on the summed statistics.
+    const std::size_t at = plan_.begin(), end = at + plan_.chunk;
+    switch (plan_.stage) {
+        case 0:
+            ema_update(layout(), params_.data(), grads_.data(), 0, layout().total());
+            return;
+        case 1:
+            ema_update(layout(), params_.data() + at, grads_.data() + at, at, end);
+            return;
+        case 2:
+            ema_update(layout(), params_.data() + at, grad_shard_.data(), at, end);
+            return;
+        default:
+            ema_update(layout(), param_shard_.data(), grad_shard_.data(), at, end);
+    }
 }
 
 void Learner::reduce_gradients() {

@@ -153,6 +153,8 @@ class Learner {
 
   private:
     void reduce_gradients();
+    // The running statistics of the layout (ParamSlice::ema_decay) take this step's sums.
+    void fold_moving_averages();
     float clip_gradients();
     void update(float lr);  // the optimizer step, with the coordinate check's update sums
     void update_steps(float lr);

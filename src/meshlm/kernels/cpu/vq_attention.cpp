@@ -1,0 +1,385 @@
+// Transformer-VQ's linear-time attention (kernels.h), per sequence serially over its blocks (the
+// seed's `serial` reduction); sequences run in parallel, so a result never depends on threads.
+//
+// Queries i of block r (positions t_i), window keys j (positions t_j from the start of block
+// r - 1 up to the last query), cache codes s:
+//   s_ij = (q_i + u).k_j + [t_i - t_j <= L] Pos_i,(t_i - t_j),  Pos = (q + vb) rel^T;  -inf if t_j
+//   > t_i s_is = (q_i + u).c_s + log N_s                                      (-inf where N_s = 0)
+//   lse_i = log sum exp s_i;  p = exp(s - lse);  out_i = sum_j p_ij v_j + sum_s p_is U_s
+// Before block r the keys of block r - 2 join the cache, a whole block at a time:
+//   N_s' = N_s + n_s,  U_s' = U_s N_s / N_s' + (sum of their values of code s) / N_s'
+// Backward (softmax's dS = p (dP - dO_i . out_i)):
+//   dP_ij = dO_i.v_j, dP_is = dO_i.U_s;  dq_i = sum_j dS_ij k_j + sum_s dS_is c_s + dPos_i rel
+//   dk_j += sum_i dS_ij (q_i + u);  dv_j += sum_i p_ij dO_i;  drel += dPos^T (q + vb)
+//   du += the content part of dq, dvb += the position part
+//   dU_s = sum_i p_is dO_i: each value folded into the cache before block g gets the sum of
+//   H_r = dU / N over the blocks r >= g that read it, kept as (the final running sum of H) minus
+//   (the running sum when it was folded), so one pass in forward order does it.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "meshlm/core/error.h"
+#include "meshlm/kernels/kernels.h"
+
+namespace meshlm::kernels {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// One sequence's window and cache as its blocks go by: the forward, the backward and a decode
+// step rebuild the same ones.
+struct Walk {
+    VqAttnShape sh;
+    std::int64_t p0, base;           // the call's first position; the first one held
+    std::vector<std::int32_t> z;     // codes of positions [base, p0 + T)
+    std::vector<const float*> vrow;  // their value rows
+    std::vector<float> count, mean;  // the cache
+    std::int64_t cached;             // positions [0, cached) are in it
+    std::vector<float> sum, n;       // fold scratch
+    std::vector<int> touched;
+
+    Walk(VqAttnShape s, const VqAttnState* st, const std::int32_t* zc, const float* vc, int ldv,
+         int T)
+        : sh(s), p0(st ? st->pos : 0), base(vq_window_start(p0, s.L)) {
+        const std::size_t held = static_cast<std::size_t>(p0 - base);
+        MESHLM_CHECK(!st || (st->z.size() == held && st->v.size() == held * s.dv),
+                     "VQ attention state holds ", st ? st->z.size() : 0,
+                     " window tokens, expected ", held);
+        z.resize(held + T);
+        vrow.resize(held + T);
+        for (std::size_t i = 0; i < held; ++i) z[i] = st->z[i], vrow[i] = st->v.data() + i * s.dv;
+        for (int t = 0; t < T; ++t)
+            z[held + t] = zc[t], vrow[held + t] = vc + static_cast<std::size_t>(t) * ldv;
+        const bool has_cache = st && !st->count.empty();
+        count = has_cache ? st->count : std::vector<float>(s.S, 0.f);
+        mean = has_cache ? st->mean : std::vector<float>(static_cast<std::size_t>(s.S) * s.dv, 0.f);
+        cached = base;
+        sum.assign(static_cast<std::size_t>(s.S) * s.dv, 0.f);
+        n.assign(s.S, 0.f);
+    }
+    std::int32_t code(std::int64_t t) const { return z[t - base]; }
+    const float* value(std::int64_t t) const { return vrow[t - base]; }
+    bool cache_empty() const { return cached == 0; }
+
+    // Folds positions [cached, upto) into the cache block by block; on_fold(t) sees each.
+    template <typename F>
+    void fold_to(std::int64_t upto, F&& on_fold) {
+        const int dv = sh.dv;
+        while (cached < upto) {
+            const std::int64_t e = std::min(upto, cached + sh.L);
+            for (std::int64_t t = cached; t < e; ++t) {
+                const int s = code(t);
+                if (n[s] == 0.f) touched.push_back(s);
+                n[s] += 1.f;
+                float* a = sum.data() + static_cast<std::size_t>(s) * dv;
+                const float* v = value(t);
+                for (int c = 0; c < dv; ++c) a[c] += v[c];
+                on_fold(t);
+            }
+            for (int s : touched) {
+                const float total = count[s] + n[s], keep = count[s] / total, add = 1.f / total;
+                float* m = mean.data() + static_cast<std::size_t>(s) * dv;
+                float* a = sum.data() + static_cast<std::size_t>(s) * dv;
+                for (int c = 0; c < dv; ++c) m[c] = m[c] * keep + a[c] * add, a[c] = 0.f;
+                count[s] = total;
+                n[s] = 0.f;
+            }
+            touched.clear();
+            cached = e;
+        }
+    }
+    void fold_to(std::int64_t upto) {
+        fold_to(upto, [](std::int64_t) {});
+    }
+};
+
+// Per-sequence scratch for one block of queries.
+struct Block {
+    int nq = 0, W = 0, width = 0, lds = 0;
+    std::int64_t qa = 0, ws = 0;
+    std::vector<float> qu, qv, keys, vals, s, pos;
+    explicit Block(VqAttnShape sh)
+        : lds(2 * sh.L + sh.S),
+          qu(static_cast<std::size_t>(sh.L) * sh.dk),
+          qv(qu.size()),
+          keys(2 * qu.size()),
+          vals(static_cast<std::size_t>(2 * sh.L) * sh.dv),
+          s(static_cast<std::size_t>(sh.L) * lds),
+          pos(static_cast<std::size_t>(sh.L) * (sh.L + 1)) {}
+};
+
+// Scores of the queries at positions [qa, qb) (rows of q from the call's first position) over
+// their window and the cache, into b.s (row stride b.lds; the cache's S columns after the W
+// window columns when it holds anything).
+void scores(Block& b, const Walk& w, std::int64_t qa, std::int64_t qb, const float* q, int ldq,
+            const float* codebook, const float* rel, const float* u, const float* vb) {
+    const VqAttnShape& sh = w.sh;
+    const int dk = sh.dk, L = sh.L;
+    b.qa = qa;
+    b.ws = std::max(w.base, vq_window_start(qa, L));
+    b.nq = static_cast<int>(qb - qa);
+    b.W = static_cast<int>(qb - b.ws);
+    for (int i = 0; i < b.nq; ++i) {
+        const float* qi = q + static_cast<std::size_t>(qa - w.p0 + i) * ldq;
+        float* a = b.qu.data() + static_cast<std::size_t>(i) * dk;
+        float* c = b.qv.data() + static_cast<std::size_t>(i) * dk;
+        for (int d = 0; d < dk; ++d) a[d] = qi[d] + u[d], c[d] = qi[d] + vb[d];
+    }
+    for (int j = 0; j < b.W; ++j) {
+        const std::int64_t t = b.ws + j;
+        std::memcpy(b.keys.data() + static_cast<std::size_t>(j) * dk,
+                    codebook + static_cast<std::size_t>(w.code(t)) * dk, dk * sizeof(float));
+        std::memcpy(b.vals.data() + static_cast<std::size_t>(j) * sh.dv, w.value(t),
+                    sh.dv * sizeof(float));
+    }
+    float* s = b.s.data();
+    gemm(false, true, b.nq, b.W, dk, 1.f, b.qu.data(), dk, b.keys.data(), dk, 0.f, s, b.lds);
+    gemm(false, true, b.nq, L + 1, dk, 1.f, b.qv.data(), dk, rel, dk, 0.f, b.pos.data(), L + 1);
+    for (int i = 0; i < b.nq; ++i) {
+        float* si = s + static_cast<std::size_t>(i) * b.lds;
+        const float* pi = b.pos.data() + static_cast<std::size_t>(i) * (L + 1);
+        const std::int64_t ti = qa + i;
+        for (int j = 0; j < b.W; ++j) {
+            const std::int64_t d = ti - (b.ws + j);
+            if (d < 0)
+                si[j] = kNegInf;
+            else if (d <= L)
+                si[j] += pi[d];
+        }
+    }
+    b.width = b.W;
+    if (w.cache_empty()) return;
+    gemm(false, true, b.nq, sh.S, dk, 1.f, b.qu.data(), dk, codebook, dk, 0.f, s + b.W, b.lds);
+    for (int i = 0; i < b.nq; ++i) {
+        float* sc = s + static_cast<std::size_t>(i) * b.lds + b.W;
+        for (int c = 0; c < sh.S; ++c)
+            sc[c] = w.count[c] > 0.f ? sc[c] + std::log(w.count[c]) : kNegInf;
+    }
+    b.width += sh.S;
+}
+
+void forward_sequence(float* out, float* lse, const float* q, int ldq, const std::int32_t* z,
+                      const float* v, int ldv, const float* codebook, const float* rel,
+                      const float* u, const float* vb, int T, VqAttnShape sh, VqAttnState* st) {
+    Walk w(sh, st, z, v, ldv, T);
+    Block b(sh);
+    const int L = sh.L, dv = sh.dv;
+    const std::int64_t end = w.p0 + T;
+    for (std::int64_t r = w.p0 / L; r * L < end; ++r) {
+        const std::int64_t qa = std::max(w.p0, r * L), qb = std::min(end, (r + 1) * L);
+        w.fold_to(vq_window_start(qa, L));
+        scores(b, w, qa, qb, q, ldq, codebook, rel, u, vb);
+        for (int i = 0; i < b.nq; ++i) {
+            float* si = b.s.data() + static_cast<std::size_t>(i) * b.lds;
+            float m = kNegInf;
+            for (int j = 0; j < b.width; ++j) m = std::max(m, si[j]);
+            float d = 0.f;
+            for (int j = 0; j < b.width; ++j) d += (si[j] = std::exp(si[j] - m));
+            const float inv = 1.f / d;
+            for (int j = 0; j < b.width; ++j) si[j] *= inv;
+            lse[qa - w.p0 + i] = m + std::log(d);
+        }
+        float* o = out + static_cast<std::size_t>(qa - w.p0) * dv;
+        gemm(false, false, b.nq, dv, b.W, 1.f, b.s.data(), b.lds, b.vals.data(), dv, 0.f, o, dv);
+        if (b.width > b.W)
+            gemm(false, false, b.nq, dv, sh.S, 1.f, b.s.data() + b.W, b.lds, w.mean.data(), dv, 1.f,
+                 o, dv);
+    }
+    if (!st) return;
+    const std::int64_t ws = vq_window_start(end, L);
+    w.fold_to(ws);
+    st->pos = end;
+    st->z.assign(w.z.begin() + (ws - w.base), w.z.end());
+    std::vector<float> vals(static_cast<std::size_t>(end - ws) * dv);
+    for (std::int64_t t = ws; t < end; ++t)
+        std::memcpy(vals.data() + static_cast<std::size_t>(t - ws) * dv, w.value(t),
+                    dv * sizeof(float));
+    st->v = std::move(vals);
+    st->count = std::move(w.count);
+    st->mean = std::move(w.mean);
+}
+
+// acc: du [dk] | dvb [dk] | drel [(L + 1) dk] of this sequence.
+void backward_sequence(float* dq, float* dk, float* dv, float* acc, const float* dout,
+                       const float* out, const float* lse, const float* q, int ldq,
+                       const std::int32_t* z, const float* v, int ldv, const float* codebook,
+                       const float* rel, const float* u, const float* vb, int T, VqAttnShape sh,
+                       const VqAttnState* st) {
+    Walk w(sh, st, z, v, ldv, T);
+    Block b(sh);
+    const int L = sh.L, dkw = sh.dk, dvw = sh.dv, S = sh.S;
+    for (int t = 0; t < T; ++t) {
+        std::fill_n(dq + static_cast<std::size_t>(t) * ldq, dkw, 0.f);
+        std::fill_n(dk + static_cast<std::size_t>(t) * ldq, dkw, 0.f);
+        std::fill_n(dv + static_cast<std::size_t>(t) * ldv, dvw, 0.f);
+    }
+    float *du = acc, *dvb = acc + dkw, *drel = acc + 2 * dkw;
+    std::vector<float> dp(b.s.size()), dqu(b.qu.size()), dqv(b.qu.size()), dpos(b.pos.size()),
+        dkeys(b.keys.size()), dvals(b.vals.size()), dU(static_cast<std::size_t>(S) * dvw),
+        hsum(dU.size(), 0.f);
+    auto dv_row = [&](std::int64_t t) { return dv + static_cast<std::size_t>(t - w.p0) * ldv; };
+    auto subtract_hsum = [&](std::int64_t t) {
+        if (t < w.p0) return;  // a carried value: no gradient
+        const float* h = hsum.data() + static_cast<std::size_t>(w.code(t)) * dvw;
+        float* g = dv_row(t);
+        for (int c = 0; c < dvw; ++c) g[c] -= h[c];
+    };
+    const std::int64_t end = w.p0 + T;
+    for (std::int64_t r = w.p0 / L; r * L < end; ++r) {
+        const std::int64_t qa = std::max(w.p0, r * L), qb = std::min(end, (r + 1) * L);
+        w.fold_to(vq_window_start(qa, L), subtract_hsum);
+        scores(b, w, qa, qb, q, ldq, codebook, rel, u, vb);
+        const int nq = b.nq, W = b.W, lds = b.lds;
+        const float* dO = dout + static_cast<std::size_t>(qa - w.p0) * dvw;
+        const float* O = out + static_cast<std::size_t>(qa - w.p0) * dvw;
+        const bool cache = b.width > W;
+        gemm(false, true, nq, W, dvw, 1.f, dO, dvw, b.vals.data(), dvw, 0.f, dp.data(), lds);
+        if (cache)
+            gemm(false, true, nq, S, dvw, 1.f, dO, dvw, w.mean.data(), dvw, 0.f, dp.data() + W,
+                 lds);
+        for (int i = 0; i < nq; ++i) {
+            float* pi = b.s.data() + static_cast<std::size_t>(i) * lds;
+            float* gi = dp.data() + static_cast<std::size_t>(i) * lds;
+            const float* oi = O + static_cast<std::size_t>(i) * dvw;
+            const float* gO = dO + static_cast<std::size_t>(i) * dvw;
+            float delta = 0.f;
+            for (int c = 0; c < dvw; ++c) delta += gO[c] * oi[c];
+            const float l = lse[qa - w.p0 + i];
+            for (int j = 0; j < b.width; ++j) {
+                pi[j] = std::exp(pi[j] - l);
+                gi[j] = pi[j] * (gi[j] - delta);
+            }
+            // The position part: distance d reads key t_i - d when it is in the window.
+            float* gp = dpos.data() + static_cast<std::size_t>(i) * (L + 1);
+            const std::int64_t ti = qa + i;
+            for (int d = 0; d <= L; ++d) {
+                const std::int64_t j = ti - d - b.ws;
+                gp[d] = j >= 0 ? gi[j] : 0.f;
+            }
+        }
+        gemm(false, false, nq, dkw, W, 1.f, dp.data(), lds, b.keys.data(), dkw, 0.f, dqu.data(),
+             dkw);
+        if (cache)
+            gemm(false, false, nq, dkw, S, 1.f, dp.data() + W, lds, codebook, dkw, 1.f, dqu.data(),
+                 dkw);
+        gemm(false, false, nq, dkw, L + 1, 1.f, dpos.data(), L + 1, rel, dkw, 0.f, dqv.data(), dkw);
+        gemm(true, false, L + 1, dkw, nq, 1.f, dpos.data(), L + 1, b.qv.data(), dkw, 1.f, drel,
+             dkw);
+        for (int i = 0; i < nq; ++i) {
+            float* g = dq + static_cast<std::size_t>(qa - w.p0 + i) * ldq;
+            const float* a = dqu.data() + static_cast<std::size_t>(i) * dkw;
+            const float* c = dqv.data() + static_cast<std::size_t>(i) * dkw;
+            for (int d = 0; d < dkw; ++d) g[d] = a[d] + c[d], du[d] += a[d], dvb[d] += c[d];
+        }
+        gemm(true, false, W, dkw, nq, 1.f, dp.data(), lds, b.qu.data(), dkw, 0.f, dkeys.data(),
+             dkw);
+        gemm(true, false, W, dvw, nq, 1.f, b.s.data(), lds, dO, dvw, 0.f, dvals.data(), dvw);
+        for (int j = 0; j < W; ++j) {
+            const std::int64_t t = b.ws + j;
+            if (t < w.p0) continue;
+            float* gk = dk + static_cast<std::size_t>(t - w.p0) * ldq;
+            const float* a = dkeys.data() + static_cast<std::size_t>(j) * dkw;
+            for (int d = 0; d < dkw; ++d) gk[d] += a[d];
+            float* gv = dv_row(t);
+            const float* c = dvals.data() + static_cast<std::size_t>(j) * dvw;
+            for (int d = 0; d < dvw; ++d) gv[d] += c[d];
+        }
+        if (!cache) continue;
+        gemm(true, false, S, dvw, nq, 1.f, b.s.data() + W, lds, dO, dvw, 0.f, dU.data(), dvw);
+        for (int s = 0; s < S; ++s) {
+            if (w.count[s] <= 0.f) continue;
+            const float inv = 1.f / w.count[s];
+            float* h = hsum.data() + static_cast<std::size_t>(s) * dvw;
+            const float* a = dU.data() + static_cast<std::size_t>(s) * dvw;
+            for (int c = 0; c < dvw; ++c) h[c] += a[c] * inv;
+        }
+    }
+    // Every value of this call folded into the cache gets the running sum's final value.
+    for (std::int64_t t = std::max(w.p0, w.base); t < w.cached; ++t) {
+        const float* h = hsum.data() + static_cast<std::size_t>(w.code(t)) * dvw;
+        float* g = dv_row(t);
+        for (int c = 0; c < dvw; ++c) g[c] += h[c];
+    }
+}
+
+}  // namespace
+
+void vq_attention_forward(float* out, float* lse, const float* q, int ldq, const std::int32_t* z,
+                          const float* v, int ldv, const float* codebook, const float* rel,
+                          const float* u, const float* vb, int B, int T, VqAttnShape sh,
+                          VqAttnState* state) {
+#pragma omp parallel for schedule(dynamic, 1) if (B > 1)
+    for (int b = 0; b < B; ++b) {
+        const std::size_t row = static_cast<std::size_t>(b) * T;
+        forward_sequence(out + row * sh.dv, lse + row, q + row * ldq, ldq, z + row, v + row * ldv,
+                         ldv, codebook, rel, u, vb, T, sh, state ? state + b : nullptr);
+    }
+}
+
+void vq_attention_backward(float* dq, float* dk, float* dv, float* du, float* dvb, float* drel,
+                           const float* dout, const float* out, const float* lse, const float* q,
+                           int ldq, const std::int32_t* z, const float* v, int ldv,
+                           const float* codebook, const float* rel, const float* u, const float* vb,
+                           int B, int T, VqAttnShape sh, const VqAttnState* state) {
+    const std::size_t per = static_cast<std::size_t>(sh.L + 3) * sh.dk;
+    std::vector<float> acc(per * B, 0.f);
+#pragma omp parallel for schedule(dynamic, 1) if (B > 1)
+    for (int b = 0; b < B; ++b) {
+        const std::size_t row = static_cast<std::size_t>(b) * T;
+        backward_sequence(dq + row * ldq, dk + row * ldq, dv + row * ldv, acc.data() + b * per,
+                          dout + row * sh.dv, out + row * sh.dv, lse + row, q + row * ldq, ldq,
+                          z + row, v + row * ldv, ldv, codebook, rel, u, vb, T, sh,
+                          state ? state + b : nullptr);
+    }
+    // In sequence order: the same sums for any thread count.
+    for (int b = 0; b < B; ++b) {
+        const float* a = acc.data() + b * per;
+        for (int d = 0; d < sh.dk; ++d) du[d] += a[d], dvb[d] += a[sh.dk + d];
+        for (std::size_t i = 0; i < static_cast<std::size_t>(sh.L + 1) * sh.dk; ++i)
+            drel[i] += a[2 * sh.dk + i];
+    }
+}
+
+void vq_quantize(std::int32_t* z, float* err, const float* k, int ldk, const float* codebook, int N,
+                 int S, int dk) {
+    std::vector<float> cnorm(S);
+    for (int s = 0; s < S; ++s) {
+        float a = 0.f;
+        for (int d = 0; d < dk; ++d)
+            a += codebook[static_cast<std::size_t>(s) * dk + d] *
+                 codebook[static_cast<std::size_t>(s) * dk + d];
+        cnorm[s] = a;
+    }
+    constexpr int kRows = 64;
+    const int chunks = (N + kRows - 1) / kRows;
+#pragma omp parallel
+    {
+        std::vector<float> dots(static_cast<std::size_t>(kRows) * S);
+#pragma omp for schedule(static)
+        for (int c = 0; c < chunks; ++c) {
+            const int n0 = c * kRows, rows = std::min(kRows, N - n0);
+            // ||k - c_s||^2 = ||k||^2 - 2 k.c_s + ||c_s||^2: the argmin needs only the last two.
+            gemm(false, true, rows, S, dk, -2.f, k + static_cast<std::size_t>(n0) * ldk, ldk,
+                 codebook, dk, 0.f, dots.data(), S);
+            for (int i = 0; i < rows; ++i) {
+                const float* di = dots.data() + static_cast<std::size_t>(i) * S;
+                int best = 0;
+                float bd = di[0] + cnorm[0];
+                for (int s = 1; s < S; ++s)
+                    if (di[s] + cnorm[s] < bd) bd = di[s] + cnorm[s], best = s;
+                const std::size_t n = static_cast<std::size_t>(n0 + i);
+                z[n] = best;
+                const float* kn = k + n * ldk;
+                const float* cb = codebook + static_cast<std::size_t>(best) * dk;
+                float e = 0.f;
+                for (int d = 0; d < dk; ++d) e += (kn[d] - cb[d]) * (kn[d] - cb[d]);
+                err[n] = e;
+            }
+        }
+    }
+}
+
+}  // namespace meshlm::kernels
