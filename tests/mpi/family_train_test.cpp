@@ -112,6 +112,58 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyTraining,
                          ::testing::Values(gptj(), llama(), dropout(), mup()),
                          [](const auto& info) { return info.param.name; });
 
+// Transformer-VQ (seed 001): quantized keys, linear-time attention with the compressed cache
+// (blocks of 4 in 16-token rows), a squared-ReLU MLP, and the codebook's moving averages over
+// each step's global batch (summed over micro-batches and data ranks, then folded in): data
+// parallelism at every ZeRO stage and gradient accumulation train as one process does, the
+// codebook's sums and counts included (decay 0.5 so 12 steps move them far), and resume
+// bitwise.
+Family vq() {
+    Family f{"vq",
+             " --config.model.attention=vq --config.model.position=none"
+             " --config.model.norm=rmsnorm --config.model.norm_bias=false"
+             " --config.model.mlp=sqrelu --config.model.vq.block_len=4"
+             " --config.model.vq.n_code=8 --config.model.vq.d_k=8 --config.model.vq.d_v=32"
+             " --config.model.vq.c_gamma=0.5 --config.model.vq.c_beta=0.01",
+             test::tiny_model()};
+    ModelConfig& m = f.model;
+    m.attention = "vq", m.position = "none", m.norm = "rmsnorm", m.norm_bias = false;
+    m.mlp = "sqrelu", m.vq_block_len = 4, m.vq_codes = 8, m.vq_d_k = 8, m.vq_d_v = 32;
+    m.vq_c_gamma = 0.5f, m.vq_c_beta = 0.01f;
+    return f;
+}
+
+TEST(FamilyTraining, VqDataParallelMatchesOneProcessAndResumes) {
+    const Family f = vq();
+    const std::string dir = test::temp_dir("family_vq");
+    const test::TrainedRun ref =
+        test::train_run(1, dir + "/ref", flags(f, dir + "/ref", 4, 1, 1, 0), f.model);
+    ASSERT_EQ(ref.steps.size(), static_cast<std::size_t>(kSteps)) << ref.output;
+    EXPECT_TRUE(ref.steps.back().contains("vq")) << ref.output;
+    test::TrainedRun dp3;
+    for (int stage : {0, 1, 2, 3}) {
+        test::TrainedRun dp = test::train_run(
+            2, dir + "/dp" + std::to_string(stage),
+            flags(f, dir + "/dp" + std::to_string(stage), 2, 2, 1, stage, 6), f.model);
+        test::expect_same_training(ref, dp, kSteps, "vq: DP 2, ZeRO " + std::to_string(stage));
+        if (stage == 3) dp3 = std::move(dp);
+    }
+    // Two micro-batches of 2 rows: the statistics add up before the one fold per step.
+    const test::TrainedRun accum = test::train_run(
+        1, dir + "/accum",
+        test::tiny_flags(dir + "/accum", kSteps, 2, 2, 0) + f.flags + test::mesh_flags(1, 1, 0),
+        f.model);
+    test::expect_same_training(ref, accum, kSteps, "vq: 2 micro-batches");
+    const std::string branch = dir + "/branch";
+    const test::TrainedRun resumed = test::train_run(
+        2, branch, " --resume " + dir + "/dp3/checkpoints/step_6 --config.log.dir=" + branch,
+        f.model);
+    ASSERT_EQ(resumed.steps.size(), static_cast<std::size_t>(kSteps - 6)) << resumed.output;
+    for (int s = 6; s < kSteps; ++s)
+        EXPECT_EQ(dp3.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
+    EXPECT_EQ(dp3.weights, resumed.weights);
+}
+
 // Dropout masks come from the counter-based RNG: a resumed run draws the masks the
 // uninterrupted run drew, so its losses and weights are bitwise the same.
 TEST(FamilyTraining, DropoutResumesBitwise) {

@@ -5,7 +5,9 @@
 // then logits = head(norm_f(x)).
 #include "meshlm/model/decoder.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/kernels.h"
@@ -22,9 +24,19 @@ Decoder::Decoder(const ModelConfig& cfg, int num_seqs, int max_seq, DecodePrecis
       attn_(cfg, 1, 0),
       mlp_(cfg, 1),
       S_(num_seqs),
-      max_seq_(max_seq > 0 ? max_seq : cfg.max_seq_len),
+      max_seq_(max_seq > 0 ? max_seq
+               : cfg.vq()  ? std::numeric_limits<int>::max()
+                           : cfg.max_seq_len),
       precision_(precision) {
     MESHLM_CHECK(S_ >= 1, "need at least one sequence, got ", S_);
+    if (cfg.vq()) {
+        if (cfg.position == "learned")
+            MESHLM_INVALID(
+                "decoding a model.attention vq model with constant memory needs "
+                "model.position none (a learned table ends at max_seq_len)");
+        logits_ = Buffer<float>(static_cast<std::size_t>(S_) * cfg.vocab_size);
+        return;
+    }
     MESHLM_CHECK(max_seq_ <= cfg.max_seq_len || cfg.position != "learned", "cache of ", max_seq_,
                  " positions exceeds max_seq_len ", cfg.max_seq_len);
     const std::size_t S = S_, C = cfg.d_model, V = cfg.vocab_size;
@@ -69,6 +81,75 @@ void Decoder::linear(float* y, const float* x, const float* W, const float* bias
         k::linear_decode(y, x, W, bias, M, I, O);
 }
 
+std::size_t Decoder::state_bytes() const {
+    std::size_t n = 0;
+    for (const auto& b : k_) n += b.bytes();
+    for (const auto& b : v_) n += b.bytes();
+    for (const auto& st : vq_states_)
+        n += st.z.size() * sizeof(std::int32_t) +
+             (st.v.size() + st.count.size() + st.mean.size()) * sizeof(float);
+    return n;
+}
+
+const float* Decoder::vq_prefill(const float* params, const std::int32_t* tokens, int T, int rows) {
+    const int V = cfg_.vocab_size, L = cfg_.n_layer;
+    params_ = params;
+    // Pieces of at most max_seq_len tokens: the activations never grow with the prompt.
+    const int piece = std::min(T, cfg_.max_seq_len);
+    if (!prompt_ || piece > prompt_T_ || std::max(rows, S_) > prompt_rows_) {
+        prompt_ = std::make_unique<Transformer>(cfg_, std::max(rows, S_), piece);
+        prompt_rows_ = std::max(rows, S_);
+        prompt_T_ = piece;
+    }
+    std::vector<k::VqAttnState> st(static_cast<std::size_t>(L) * rows);
+    prompt_->set_vq_states(st.data(), rows);
+    vq_tokens_.resize(static_cast<std::size_t>(rows) * piece);
+    int n = 0;
+    for (int t0 = 0; t0 < T; t0 += n) {
+        n = std::min(piece, T - t0);
+        for (int r = 0; r < rows; ++r)
+            std::memcpy(vq_tokens_.data() + static_cast<std::size_t>(r) * n,
+                        tokens + static_cast<std::size_t>(r) * T + t0, n * sizeof(std::int32_t));
+        prompt_->forward(params, vq_tokens_.data(), nullptr, rows, n);
+    }
+    prompt_->set_vq_states(nullptr, 0);
+    vq_states_.assign(static_cast<std::size_t>(L) * S_, {});
+    for (int l = 0; l < L; ++l)
+        for (int s = 0; s < S_; ++s)
+            vq_states_[static_cast<std::size_t>(l) * S_ + s] =
+                st[static_cast<std::size_t>(l) * rows + (rows == 1 ? 0 : s)];
+    for (int s = 0; s < S_; ++s) {
+        const int r = rows == 1 ? 0 : s;
+        std::memcpy(logits_.data() + static_cast<std::size_t>(s) * V,
+                    prompt_->logits() + (static_cast<std::size_t>(r) * n + n - 1) * V,
+                    V * sizeof(float));
+    }
+    pos_ = T;
+    return logits_.data();
+}
+
+// One token for each active sequence: the prompt model on (M, 1) rows, carrying their states.
+const float* Decoder::vq_step(const float* params) {
+    const int M = static_cast<int>(active_.size()), L = cfg_.n_layer, V = cfg_.vocab_size;
+    vq_active_.resize(static_cast<std::size_t>(L) * M);
+    auto swap_states = [&] {
+        for (int l = 0; l < L; ++l)
+            for (int m = 0; m < M; ++m)
+                std::swap(vq_active_[static_cast<std::size_t>(l) * M + m],
+                          vq_states_[static_cast<std::size_t>(l) * S_ + active_[m]]);
+    };
+    swap_states();
+    prompt_->set_vq_states(vq_active_.data(), M);
+    prompt_->forward(params, vq_tokens_.data(), nullptr, M, 1);
+    prompt_->set_vq_states(nullptr, 0);
+    swap_states();
+    for (int m = 0; m < M; ++m)
+        std::memcpy(logits_.data() + static_cast<std::size_t>(active_[m]) * V,
+                    prompt_->logits() + static_cast<std::size_t>(m) * V, V * sizeof(float));
+    ++pos_;
+    return logits_.data();
+}
+
 const float* Decoder::prefill(const float* params, const std::int32_t* tokens, int T, int rows) {
     MESHLM_CHECK(T >= 1 && T <= max_seq_, "prompt of ", T, " tokens does not fit a cache of ",
                  max_seq_);
@@ -77,6 +158,7 @@ const float* Decoder::prefill(const float* params, const std::int32_t* tokens, i
     const int N = rows * T;
     for (int n = 0; n < N; ++n)
         MESHLM_CHECK(tokens[n] >= 0 && tokens[n] < V, "token ", tokens[n], " outside [0, ", V, ")");
+    if (cfg_.vq()) return vq_prefill(params, tokens, T, rows);
     params_ = params;
     binder_.bind_all(const_cast<float*>(params), w_);
     if (precision_ == DecodePrecision::bf16) k::to_bf16(params16_.data(), params, layout_.total());
@@ -118,6 +200,11 @@ const float* Decoder::step(const float* params, const std::int32_t* tokens) {
         }
     const int M = static_cast<int>(active_.size());
     if (M == 0) return logits_.data();
+    if (cfg_.vq()) {
+        vq_tokens_.resize(M);
+        for (int m = 0; m < M; ++m) vq_tokens_[m] = tokens[active_[m]];
+        return vq_step(params);
+    }
     const std::size_t MC = static_cast<std::size_t>(M) * C;
     pos_rows_.assign(M, pos_);
 

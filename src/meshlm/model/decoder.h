@@ -5,6 +5,12 @@
 // single-query attention over the cache), so a step's cost is flat in the position apart from
 // the O(t C) attention. The cache holds the model's key/value heads (n_kv_head of them).
 //
+// A Transformer-VQ model (model.attention vq) decodes with constant memory instead: each
+// sequence carries, per block, its VQ attention state (the previous block's codes and values
+// and the compressed cache: kernels::VqAttnState), so a step costs the same at any position and
+// the text never has to slide or stop (max_seq is unbounded); a prompt runs in pieces of at most
+// max_seq_len tokens.
+//
 // The prefill always runs in fp32: it is compute-bound and oneDNN's sgemm is fast there. With
 // DecodePrecision::bf16, steps read bf16 copies of the weight matrices (made at each prefill),
 // halving the bytes a step reads; activations and sums stay fp32.
@@ -45,8 +51,12 @@ class Decoder {
     // given to the last prefill().
     const float* step(const float* params, const std::int32_t* tokens);
     const float* logits() const { return logits_.data(); }
+    // Bytes of what the sequences carry: the KV caches, or the VQ states.
+    std::size_t state_bytes() const;
 
   private:
+    const float* vq_prefill(const float* params, const std::int32_t* tokens, int T, int rows);
+    const float* vq_step(const float* params);
     void store_kv(int layer, int seq, int pos, const float* qkv_row);
     void linear(float* y, const float* x, const float* W, const float* bias, int M, int I, int O);
 
@@ -69,6 +79,9 @@ class Decoder {
     // Step activations, rows = active sequences.
     Buffer<float> x_, ln_, qkv_, y_, proj_, h_, a_, mlp_out_, mean_, rstd_, logits_;
     std::vector<std::int32_t> active_, pos_rows_;
+    // VQ: states[l * S + s]; the active rows' states during a step; their tokens.
+    std::vector<kernels::VqAttnState> vq_states_, vq_active_;
+    std::vector<std::int32_t> vq_tokens_;
 };
 
 }  // namespace meshlm

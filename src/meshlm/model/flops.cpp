@@ -11,8 +11,17 @@ std::size_t nonembedding_params(const ParamLayout& layout) {
 }
 
 double train_flops_per_token(const ModelConfig& cfg, const ParamLayout& layout, int T) {
+    // Attention's own multiply-adds per token, times 6 (forward 2, backward 4) as the weights':
+    // full attention 2 T C (scores and values over the context); VQ attention over its window of
+    // two blocks, the distances 0..L and the S codes, whatever T is.
+    double attn = 2.0 * T * cfg.d_model;
+    if (cfg.vq()) {
+        const double L = cfg.vq_block_len, S = cfg.vq_codes, dk = cfg.vq_d_k,
+                     dv = cfg.vq_value_width();
+        attn = (2 * L + S) * (dk + dv) + (L + 1) * dk;
+    }
     return 6.0 * nonembedding_params(layout) + 6.0 * cfg.vocab_size * cfg.d_model +
-           12.0 * cfg.n_layer * T * cfg.d_model;
+           6.0 * cfg.n_layer * attn;
 }
 
 }  // namespace meshlm

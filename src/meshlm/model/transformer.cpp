@@ -16,6 +16,7 @@
 #include "meshlm/model/transformer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -393,9 +394,11 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
     if (vq_on_) {
         vq_.derive(vq_derived_, w);
         float* branch = cfg_.has_mlp() ? a.mid : a.out;
-        const float err =
-            vq_.forward(branch, a.vq, vq_derived_, vq_scratch_, a.ln1, a.ln1_16, w, B, T, false);
-        if (train) commit_ += err;
+        k::VqAttnState* st =
+            vq_states_ ? vq_states_ + static_cast<std::size_t>(l) * vq_state_stride_ : nullptr;
+        const float err = vq_.forward(branch, a.vq, vq_derived_, vq_scratch_, a.ln1, a.ln1_16, w, B,
+                                      T, false, st);
+        if (train) add_vq_stats(a.vq, err, N);
         close_branch(branch, w.proj_b, nullptr, x, N, l, kAttnResid, train, ar);
         if (cfg_.has_mlp()) mlp_branch(l, w, a, N, train);
         return;
@@ -439,6 +442,22 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
     attn_.project_out(a.mid, a.y, w, N, false);
     close_branch(a.mid, w.proj_b, nullptr, x, N, l, kAttnResid, train, ar);
     mlp_branch(l, w, a, N, train);
+}
+
+void Transformer::add_vq_stats(const VqAttention::Acts& a, float err, int N) {
+    std::vector<int> used(vq_.S, 0);
+    for (int n = 0; n < N; ++n) ++used[a.z[n]];
+    double entropy = 0;
+    int codes = 0;
+    for (int c : used)
+        if (c > 0) {
+            const double p = static_cast<double>(c) / N;
+            entropy -= p * std::log(p), ++codes;
+        }
+    const float w = 1.f / static_cast<float>(cfg_.n_layer);
+    vq_stats_.commit += w * err;
+    vq_stats_.usage += w * static_cast<float>(codes) / static_cast<float>(vq_.S);
+    vq_stats_.entropy += w * static_cast<float>(entropy);
 }
 
 void Transformer::mlp_branch(int l, const BlockTensors& w, BlockActs& a, int N, bool train) {
@@ -533,10 +552,13 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
                  ")");
     const int N = B * T, C = cfg_.d_model;
     const bool train = targets && grad_scale != 0.f;
+    MESHLM_CHECK(!vq_states_ || (!train && B <= vq_state_stride_ && cfg_.position != "learned"),
+                 "carried VQ states are for inference over at most ", vq_state_stride_,
+                 " rows without learned positions");
     B_ = B;
     T_ = T;
     grad_scale_ = grad_scale;
-    commit_ = 0.f;
+    vq_stats_ = VqStats{};
     recording_ = coord_ && train;
     if (recording_ && coord_->n_layer != cfg_.n_layer) coord_->reset(cfg_.n_layer);
     using Pass = ParamStream::Pass;

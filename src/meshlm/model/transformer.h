@@ -100,6 +100,13 @@ class Transformer {
         block_hook_ = std::move(hook);
     }
 
+    // model.attention vq, inference: forwards continue B sequences from their states and
+    // advance them -- states[l * stride + b] for block l and row b (outliving the calls; nullptr
+    // = every row starts at position 0). Positions are then the states', not 0..T-1.
+    void set_vq_states(kernels::VqAttnState* states, int stride) {
+        vq_states_ = states, vq_state_stride_ = stride;
+    }
+
     // With stats (outliving the calls; nullptr = off), training forwards add the coordinate
     // check's sums at every site (coord_stats.h) into it.
     void set_coord_stats(CoordStats* stats) { coord_ = stats; }
@@ -109,9 +116,13 @@ class Transformer {
     // Only without recomputation: with it, the blocks share one q | k | v buffer.
     const float* block_qkv(int layer) const;
     const float* losses() const { return losses_; }  // (B*T) per-token losses
-    // model.attention vq: the last training forward's squared quantization error per token,
-    // summed over the layers (the commitment loss without c_beta); 0 otherwise.
-    float vq_commit() const { return commit_; }
+    // model.attention vq, the last training forward's quantization, averaged over the layers:
+    // the squared error per token (the commitment loss without c_beta), the share of the codes
+    // used and the entropy (nats) of the codes' use. Zero otherwise.
+    struct VqStats {
+        float commit = 0, usage = 0, entropy = 0;
+    };
+    const VqStats& vq_stats() const { return vq_stats_; }
 
   private:
     struct BlockActs {
@@ -144,6 +155,7 @@ class Transformer {
     // bf16 precision: keeps a linear's input in bf16 (dst null: fp32, nothing to do).
     static void keep16(std::uint16_t* dst, const float* src, std::size_t n);
     void block_forward(int l, const float* x, int B, int T, bool train);
+    void add_vq_stats(const VqAttention::Acts& a, float err, int N);
     // A sequential block's second half: out = mid + mlp(norm2(mid)).
     void mlp_branch(int l, const BlockTensors& w, BlockActs& a, int N, bool train);
     void block_backward(int l, const float* x, int B, int T);
@@ -163,7 +175,9 @@ class Transformer {
     VqAttention::Derived vq_derived_{};  // the active block's codebook, positions (in acts_)
     float* vq_scratch_ = nullptr;
     float grad_scale_ = 0.f;  // the last forward's: the commitment loss's per-token scale
-    float commit_ = 0.f;      // its mean squared quantization error, summed over the blocks
+    VqStats vq_stats_;
+    kernels::VqAttnState* vq_states_ = nullptr;
+    int vq_state_stride_ = 0;
     Head head_;
     bool parallel_block_;
     Recompute recompute_;

@@ -95,7 +95,7 @@ void gate(float* og, const float* o, const float* act, std::size_t N, int dv) {
 
 float VqAttention::forward(float* out, const Acts& a, const Derived& d, float* scratch,
                            const float* x, const std::uint16_t* x16, const BlockTensors& w, int B,
-                           int T, bool accumulate) const {
+                           int T, bool accumulate, k::VqAttnState* state) const {
     const int N = B * T;
     const std::size_t NN = static_cast<std::size_t>(N);
     linear::forward(a.qk, x, w.vq_qk_w, nullptr, N, C, 2 * dk, false, bf16, x16);
@@ -105,7 +105,7 @@ float VqAttention::forward(float* out, const Acts& a, const Derived& d, float* s
     k::activation_forward(k::Act::silu, a.act, a.vg, NN * 2 * dv);
     k::vq_quantize(a.z, a.err, a.qk + dk, 2 * dk, d.codebook, N, S, dk);
     k::vq_attention_forward(a.o, a.lse, a.qk, 2 * dk, a.z, a.act, 2 * dv, d.codebook, d.rel, d.u,
-                            d.vb, B, T, shape(), nullptr);
+                            d.vb, B, T, shape(), state);
     float* og = scratch;
     gate(og, a.o, a.act, NN, dv);
     linear::forward(out, og, w.proj_w, nullptr, N, dv, C, accumulate, bf16);

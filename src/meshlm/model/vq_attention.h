@@ -58,9 +58,10 @@ struct VqAttention {
     void derive(Derived& d, const BlockTensors& w) const;
     // out (=, or += when accumulate) = the sublayer on x (x16: x in bf16 when non-null).
     // Returns the mean squared quantization error over the rows.
+    // state: null, or B per-sequence states the rows continue from and advance (decoding).
     float forward(float* out, const Acts& a, const Derived& d, float* scratch, const float* x,
-                  const std::uint16_t* x16, const BlockTensors& w, int B, int T,
-                  bool accumulate) const;
+                  const std::uint16_t* x16, const BlockTensors& w, int B, int T, bool accumulate,
+                  kernels::VqAttnState* state = nullptr) const;
     // dx (=, or += when accumulate) for dout; gradients into g, the codebook's statistics into
     // g.c_sum / g.c_count; commit_scale = c_beta * (the loss's per-token scale).
     void backward(float* dx, BlockTensors& g, const float* dout, const Acts& a, const Derived& d,

@@ -309,20 +309,21 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     if (!overlap && !streamed_) reduce_gradients();
     fold_moving_averages();
     st.grad_norm = clip_gradients();
+    if (model_cfg_.vq()) st.vq = model_->vq_stats();
     st.lr = lr_at(optim_cfg_, optim_.steps_taken(), total_steps_);
     update(st.lr);
     return st;
 }
 
 void Learner::fold_moving_averages() {
-    // Where this rank's optimizer steps (update_steps), on the summed statistics.
+    // On the summed statistics where this rank holds them. Stages 0-1 hold every gradient
+    // (all-reduced): all of it, so none stays in the gradient norm (stage 1's gather brings the
+    // owners' equal values). Stages 2-3: this rank's chunk.
     const std::size_t at = plan_.begin(), end = at + plan_.chunk;
     switch (plan_.stage) {
         case 0:
-            ema_update(layout(), params_.data(), grads_.data(), 0, layout().total());
-            return;
         case 1:
-            ema_update(layout(), params_.data() + at, grads_.data() + at, at, end);
+            ema_update(layout(), params_.data(), grads_.data(), 0, layout().total());
             return;
         case 2:
             ema_update(layout(), params_.data() + at, grad_shard_.data(), at, end);

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "meshlm/core/buffer.h"
@@ -46,6 +47,8 @@ struct StepStats {
     float loss;  // mean over every scored target of the (global) step
     float lr;
     float grad_norm;  // global norm before clipping
+    // model.attention vq: the last micro-batch's quantization on this rank (Transformer::vq_stats)
+    std::optional<Transformer::VqStats> vq;
 };
 
 class Learner {

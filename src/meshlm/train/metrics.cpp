@@ -37,7 +37,8 @@ std::string metrics_json(const StepMetrics& m) {
     field("mfu", m.mfu, false);
     field("val_loss", m.val_loss, true);
     if (m.comm_bytes) s += ", \"comm_bytes\": " + std::to_string(*m.comm_bytes);
-    for (const auto& [key, values] : {std::pair{"coord", &m.coord}, {"update", &m.update}}) {
+    for (const auto& [key, values] :
+         {std::pair{"coord", &m.coord}, {"update", &m.update}, {"vq", &m.vq}}) {
         if (values->empty()) continue;
         s += std::string(", \"") + key + "\": {";
         for (std::size_t i = 0; i < values->size(); ++i) {

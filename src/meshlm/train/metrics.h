@@ -21,6 +21,8 @@ struct StepMetrics {
     // Coordinate check (train.coord_interval): mean |activation| per site, mean |update| / lr
     // per tensor, as "coord" and "update" objects.
     std::vector<std::pair<std::string, double>> coord, update;
+    // model.attention vq: commitment error, codebook usage and entropy, as a "vq" object.
+    std::vector<std::pair<std::string, double>> vq;
 };
 
 // Formats a float so that reading it back gives the same bits.

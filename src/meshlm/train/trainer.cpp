@@ -486,6 +486,14 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                 done, static_cast<long>(tc.steps), st.loss, st.lr, st.grad_norm,
                 human_count(tps).c_str(), 100 * *m.mfu);
             out << line;
+            if (st.vq) {
+                m.vq = {{"commit", st.vq->commit},
+                        {"usage", st.vq->usage},
+                        {"entropy", st.vq->entropy}};
+                std::snprintf(line, sizeof line, " | vq err %.3f use %.0f%% H %.2f", st.vq->commit,
+                              100 * st.vq->usage, st.vq->entropy);
+                out << line;
+            }
             if (world.size() > 1)
                 out << " | sent " << human_bytes(static_cast<double>(step_bytes)) << "/rank";
             // Elapsed since this process started training; the ETA from its mean step time.
