@@ -1,0 +1,161 @@
+// A Transformer-VQ model (model.attention vq) end to end: constant-memory decoding equals a full
+// forward over the same text far past the training context, the codebook moves by its moving
+// average of each step's statistics (never by the optimizer), and the options it cannot take are
+// refused by name.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "meshlm/core/error.h"
+#include "meshlm/core/rng.h"
+#include "meshlm/kernels/kernels.h"
+#include "meshlm/model/decoder.h"
+#include "meshlm/model/transformer.h"
+#include "meshlm/model/transformer_layout.h"
+#include "meshlm/optim/optim_config.h"
+#include "meshlm/train/learner.h"
+
+namespace meshlm {
+namespace {
+
+ModelConfig tiny_vq(const std::string& mlp = "none") {
+    ModelConfig m;
+    m.n_layer = 2, m.d_model = 32, m.n_head = 1, m.vocab_size = 61, m.max_seq_len = 16;
+    m.attention = "vq", m.mlp = mlp, m.norm = "rmsnorm", m.norm_bias = false;
+    m.position = "none", m.init = "fan_in", m.tied_head = false;
+    m.vq_block_len = 4, m.vq_codes = 8, m.vq_d_k = 8, m.vq_d_v = 32;
+    return m;
+}
+
+std::vector<float> random_params(const ModelConfig& m, std::uint64_t seed) {
+    const ParamLayout layout = transformer_layout(m);
+    std::vector<float> p(layout.total());
+    init_params(m, layout, p.data(), seed);
+    return p;
+}
+
+std::vector<std::int32_t> random_tokens(int n, int V, std::uint64_t seed) {
+    Philox rng(seed, 0);
+    std::vector<std::int32_t> t(n);
+    for (auto& x : t) x = static_cast<std::int32_t>(rng.uniform() * V) % V;
+    return t;
+}
+
+double max_rel(const float* a, const float* b, int n) {
+    double err = 0, scale = 1e-3;
+    for (int i = 0; i < n; ++i)
+        err = std::max(err, static_cast<double>(std::fabs(a[i] - b[i]))),
+        scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
+    return err / scale;
+}
+
+TEST(VqModel, DecodingEqualsAFullForwardFarPastTheContextInConstantMemory) {
+    kernels::set_threads(2);
+    for (const std::string mlp : {"none", "sqrelu"}) {
+        SCOPED_TRACE(mlp);
+        const ModelConfig m = tiny_vq(mlp);
+        const std::vector<float> params = random_params(m, 3);
+        const int T = 4 * m.max_seq_len, V = m.vocab_size, prompt = 5;
+        const std::vector<std::int32_t> text = random_tokens(T, V, 9);
+        // The whole text in one forward (no learned positions: any length runs).
+        Transformer full(m, 1, T);
+        full.forward(params.data(), text.data(), nullptr, 1, T);
+
+        Decoder dec(m, 2);
+        const float* logits = dec.prefill(params.data(), text.data(), prompt, 1);
+        for (int s = 0; s < 2; ++s)
+            EXPECT_LT(max_rel(logits + s * V, full.logits() + (prompt - 1) * V, V), 1e-5);
+        std::vector<std::size_t> bytes(T + 1, 0);
+        for (int t = prompt; t < T; ++t) {
+            const std::int32_t both[2] = {text[t], text[t]};
+            logits = dec.step(params.data(), both);
+            ASSERT_LT(max_rel(logits + V, full.logits() + static_cast<std::size_t>(t) * V, V), 1e-5)
+                << "position " << t;
+            bytes[t + 1] = dec.state_bytes();
+        }
+        // What a sequence carries depends on its position within a block only: the same at
+        // every multiple of the block past the first two blocks, however long the text.
+        const int L = m.vq_block_len;
+        for (int t = 3 * L; t + L <= T; ++t) EXPECT_EQ(bytes[t], bytes[t + L]) << "position " << t;
+        const std::size_t bound = static_cast<std::size_t>(m.n_layer) * 2 *
+                                  ((2 * L - 1) * (m.vq_d_v + 1) + m.vq_codes * (m.vq_d_v + 1)) *
+                                  sizeof(float);
+        EXPECT_LE(*std::max_element(bytes.begin(), bytes.end()), bound);
+
+        // A prompt longer than max_seq_len runs in pieces: the same next-token logits.
+        Decoder long_prompt(m, 1);
+        const int P = 3 * m.max_seq_len + 3;
+        logits = long_prompt.prefill(params.data(), text.data(), P, 1);
+        EXPECT_LT(max_rel(logits, full.logits() + static_cast<std::size_t>(P - 1) * V, V), 1e-5);
+    }
+}
+
+TEST(VqModel, CodebookMovesByItsMovingAverageOfTheStepsStatistics) {
+    kernels::set_threads(2);
+    ModelConfig m = tiny_vq("sqrelu");
+    m.vq_c_gamma = 0.75f;
+    OptimConfig o;
+    o.weight_decay = 0.5f;  // would shrink the codebook if the optimizer reached it
+    const int B = 2, T = 16, accum = 2;
+    Learner learner(m, o, B, T, 10);
+    learner.init_params(4);
+    const ParamLayout& layout = learner.layout();
+    const std::vector<float> before(learner.params(), learner.params() + layout.total());
+    const std::vector<std::int32_t> tokens = random_tokens(accum * B * T, m.vocab_size, 5);
+    const std::vector<std::int32_t> targets = random_tokens(accum * B * T, m.vocab_size, 6);
+    learner.train_step(tokens.data(), targets.data(), accum);
+    const float* after = learner.params();
+    int codebooks = 0;
+    for (const ParamSlice& s : layout.slices()) {
+        if (s.name.find("vq.c_") == std::string::npos) {
+            EXPECT_EQ(s.ema_decay, 0.f) << s.name;
+            continue;
+        }
+        EXPECT_EQ(s.ema_decay, 0.75f) << s.name;
+        EXPECT_FALSE(s.decay) << s.name;
+        if (s.name.find("c_count") == std::string::npos) continue;
+        ++codebooks;
+        // count' = gamma count + (1 - gamma) n_s: every n_s a whole number of tokens, all of
+        // the step's tokens (both micro-batches) assigned once.
+        double total = 0;
+        for (std::size_t i = 0; i < s.numel; ++i) {
+            const double n = (after[s.offset + i] - 0.75 * before[s.offset + i]) / 0.25;
+            EXPECT_NEAR(n, std::round(n), 1e-4) << s.name << "[" << i << "]";
+            total += n;
+        }
+        EXPECT_NEAR(total, accum * B * T, 1e-3) << s.name;
+    }
+    EXPECT_EQ(codebooks, m.n_layer);
+}
+
+TEST(VqModel, RefusesWhatItCannotDoByName) {
+    auto refused = [](ModelConfig m, const char* key) {
+        try {
+            check_model_config(m);
+            ADD_FAILURE() << "accepted " << key;
+        } catch (const InvalidInput& e) {
+            EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+        }
+    };
+    ModelConfig m = tiny_vq();
+    m.position = "rope";
+    refused(m, "model.position");
+    m = tiny_vq(), m.block = "parallel";
+    refused(m, "model.block");
+    m = tiny_vq(), m.attn_act = "sqrelu";
+    refused(m, "model.attn_act");
+    m = tiny_vq(), m.vq_c_gamma = 1.f;
+    refused(m, "model.vq.c_gamma");
+    m = tiny_vq(), m.attention = "linear";
+    refused(m, "model.attention");
+    ModelConfig plain;
+    plain.mlp = "none", plain.block = "parallel";
+    refused(plain, "model.mlp");
+    EXPECT_THROW(Transformer(tiny_vq(), 1, 16, nullptr, Recompute::block), InvalidInput);
+}
+
+}  // namespace
+}  // namespace meshlm
