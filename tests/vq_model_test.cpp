@@ -93,6 +93,33 @@ TEST(VqModel, DecodingEqualsAFullForwardFarPastTheContextInConstantMemory) {
     }
 }
 
+TEST(VqModel, IsCausal) {
+    // Changing the token at position t changes no logit before t, and changes the logits from
+    // t on, in each precision.
+    kernels::set_threads(2);
+    const ModelConfig m = tiny_vq("sqrelu");
+    const std::vector<float> params = random_params(m, 5);
+    const int B = 2, T = 16, V = m.vocab_size;
+    const std::vector<std::int32_t> base = random_tokens(B * T, V, 12);
+    for (Precision p : {Precision::fp32, Precision::bf16}) {
+        Transformer model(m, B, T, nullptr, Recompute::none, p);
+        model.forward(params.data(), base.data(), nullptr, B, T);
+        const std::vector<float> ref(model.logits(), model.logits() + B * T * V);
+        for (int t : {0, 3, 4, 9, 15}) {
+            std::vector<std::int32_t> tokens = base;
+            tokens[T + t] = (tokens[T + t] + 1) % V;  // row 1
+            model.forward(params.data(), tokens.data(), nullptr, B, T);
+            const float* got = model.logits();
+            for (std::size_t i = 0; i < static_cast<std::size_t>(T + t) * V; ++i)
+                ASSERT_EQ(got[i], ref[i]) << "logit " << i << " saw row 1 position " << t;
+            double changed = 0;
+            for (int i = 0; i < V; ++i)
+                changed += std::fabs(got[(T + t) * V + i] - ref[(T + t) * V + i]);
+            EXPECT_GT(changed, 1e-3) << "position " << t;
+        }
+    }
+}
+
 TEST(VqModel, CodebookMovesByItsMovingAverageOfTheStepsStatistics) {
     kernels::set_threads(2);
     ModelConfig m = tiny_vq("sqrelu");
