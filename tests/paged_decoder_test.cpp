@@ -44,6 +44,8 @@ ModelConfig family(const std::string& name) {
         c.position = "alibi";
         c.n_kv_head = 1;
         if (name == "alibi_norm_elu") c.attn_act = "norm_elu";
+    } else if (name == "attn_only") {
+        c.mlp = "none";  // blocks of attention only
     } else if (name == "sqrelu") {
         c.attn_act = "sqrelu";  // divides by max_seq_len, whatever the positions filled
     }
@@ -144,7 +146,7 @@ TEST_P(PagedDecoderFamilies, ChunkingAndBatchingNeverChangeALogit) {
 
 INSTANTIATE_TEST_SUITE_P(Families, PagedDecoderFamilies,
                          ::testing::Values("gpt2", "llama", "gptj", "alibi", "llama_qk_norm",
-                                           "sqrelu", "alibi_norm_elu"));
+                                           "attn_only", "sqrelu", "alibi_norm_elu"));
 
 TEST(AttentionPaged, EqualsContiguousAttentionBitwise) {
     kernels::set_threads(2);

@@ -36,6 +36,14 @@ const HfFamily& family_of_model(const ModelConfig& m) {
             "model.qk_norm is true: no Hugging Face architecture meshlm exports "
             "normalizes the query and key heads (without gains); export needs "
             "model.qk_norm false");
+    if (m.vq())
+        MESHLM_INVALID(
+            "model.attention is vq: no Hugging Face architecture has Transformer-VQ's "
+            "attention; export needs model.attention full");
+    if (!m.has_mlp())
+        MESHLM_INVALID(
+            "model.mlp is none: the Hugging Face architectures meshlm exports have an "
+            "MLP in every block");
     if (m.attn_act != "softmax")
         MESHLM_INVALID("model.attn_act is ", m.attn_act,
                        ": Hugging Face architectures attend with softmax; export needs "

@@ -232,6 +232,7 @@ const float* Decoder::step(const float* params, const std::int32_t* tokens) {
         linear(proj_.data(), y_.data(), b.proj_w, b.proj_b, M, attn_.y_width(), C);
         if (!parallel) {
             k::residual_forward(x_.data(), x_.data(), proj_.data(), MC);
+            if (!cfg_.has_mlp()) continue;  // a block of attention only
             norm_.forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), b.ln2_w, b.ln2_b, M);
         }
         linear(h_.data(), ln_.data(), b.fc_w, b.fc_b, M, C, mlp_.h_width());

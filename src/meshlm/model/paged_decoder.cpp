@@ -28,6 +28,11 @@ PagedDecoder::PagedDecoder(const ModelConfig& cfg, int num_blocks, int block_siz
       precision_(precision) {
     MESHLM_CHECK(num_blocks >= 1 && block_size >= 1 && max_rows >= 1,
                  "a paged cache needs blocks, a block size and rows");
+    if (cfg.vq())
+        MESHLM_INVALID(
+            "model.attention vq decodes with constant-size states, not a paged KV "
+            "cache: `meshlm sample` generates from it; `meshlm serve` does not yet");
+
     const std::size_t R = max_rows, C = cfg.d_model, V = cfg.vocab_size;
     const std::size_t per_layer =
         static_cast<std::size_t>(num_blocks) * attn_.Kl * block_size * attn_.D;
@@ -118,6 +123,7 @@ const float* PagedDecoder::forward(const DecodeRow* rows, int M) {
         linear(proj_.data(), y_.data(), b.proj_w, b.proj_b, M, attn_.y_width(), C);
         if (!parallel) {
             k::residual_forward(x_.data(), x_.data(), proj_.data(), MC);
+            if (!cfg_.has_mlp()) continue;  // a block of attention only
             norm_.forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), b.ln2_w, b.ln2_b, M);
         }
         linear(h_.data(), ln_.data(), b.fc_w, b.fc_b, M, C, mlp_.h_width());
