@@ -115,9 +115,9 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyTraining,
 // Transformer-VQ (seed 001): quantized keys, linear-time attention with the compressed cache
 // (blocks of 4 in 16-token rows), a squared-ReLU MLP, and the codebook's moving averages over
 // each step's global batch (summed over micro-batches and data ranks, then folded in): data
-// parallelism at every ZeRO stage and gradient accumulation train as one process does, the
-// codebook's sums and counts included (decay 0.5 so 12 steps move them far), and resume
-// bitwise.
+// parallelism at every ZeRO stage, tensor parallelism and gradient accumulation train as one
+// process does, the codebook's sums and counts included (decay 0.5 so 12 steps move them far),
+// and resume bitwise.
 Family vq() {
     Family f{"vq",
              " --config.model.attention=vq --config.model.position=none"
@@ -133,7 +133,7 @@ Family vq() {
     return f;
 }
 
-TEST(FamilyTraining, VqDataParallelMatchesOneProcessAndResumes) {
+TEST(FamilyTraining, VqShardsAndResumes) {
     const Family f = vq();
     const std::string dir = test::temp_dir("family_vq");
     const test::TrainedRun ref =
@@ -148,6 +148,11 @@ TEST(FamilyTraining, VqDataParallelMatchesOneProcessAndResumes) {
         test::expect_same_training(ref, dp, kSteps, "vq: DP 2, ZeRO " + std::to_string(stage));
         if (stage == 3) dp3 = std::move(dp);
     }
+    // Tensor parallelism splits the value / gate path; queries, keys and the codebook are
+    // replicated, and their gradients summed over the model ranks.
+    const test::TrainedRun tp =
+        test::train_run(2, dir + "/tp", flags(f, dir + "/tp", 4, 1, 2, 0), f.model);
+    test::expect_same_training(ref, tp, kSteps, "vq: TP 2");
     // Two micro-batches of 2 rows: the statistics add up before the one fold per step.
     const test::TrainedRun accum = test::train_run(
         1, dir + "/accum",

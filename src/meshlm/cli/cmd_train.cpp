@@ -46,8 +46,9 @@ void layout_from_launch(Config& cfg, const std::vector<std::string>& overrides, 
     } else if (data_set && !model_set && ranks % p.data == 0) {
         p.model = ranks / p.data;
     }
-    check_model_parallel_shapes(p.model, cfg.model.n_head, cfg.model.mlp_width(),
-                                cfg.model.vocab_size);
+    check_model_parallel_shapes(p.model, cfg.model.n_head, cfg.model.kv_heads(),
+                                cfg.model.mlp_width(),
+                                cfg.model.vq() ? cfg.model.vq_value_width() : 0);
 }
 
 // A fresh run's model against what model.init_from loads.

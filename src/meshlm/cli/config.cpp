@@ -564,7 +564,8 @@ OptionTable build_table() {
             // before any rank builds a model.
             try {
                 check_model_parallel_shapes(c.parallel.model, c.model.n_head, c.model.kv_heads(),
-                                            c.model.mlp_width());
+                                            c.model.mlp_width(),
+                                            c.model.vq() ? c.model.vq_value_width() : 0);
             } catch (const InvalidInput& e) {
                 return "parallel.model=" + std::to_string(c.parallel.model) + ": " + e.what();
             }

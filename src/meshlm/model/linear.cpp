@@ -84,7 +84,7 @@ void backward(float* dx, float* dW, float* db, const float* dy, const float* x, 
     if (bf16) return backward16(*bf16, dx, dW, db, dy, x, x16, W, N, I, O, accumulate);
     if (!accumulate) return k::linear_backward(dx, dW, db, dy, x, W, N, I, O);
     k::linear_backward(nullptr, dW, db, dy, x, W, N, I, O);
-    k::gemm(false, false, N, I, O, 1.f, dy, O, W, I, 1.f, dx, I);
+    if (dx) k::gemm(false, false, N, I, O, 1.f, dy, O, W, I, 1.f, dx, I);
 }
 
 }  // namespace linear

@@ -103,7 +103,7 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
     const Mlp mlp(cfg, model);
     const std::size_t Vl = static_cast<std::size_t>(vocab_shard(cfg.vocab_size, model, 0).rows);
     const bool seq = cfg.block == "sequential" && cfg.has_mlp();
-    const VqAttention vq(cfg);
+    const VqAttention vq(cfg, model);
     const bool vq_on = cfg.vq();
     // A block's buffers in plan() order, and which of them recompute keeps per block.
     struct Buf {
@@ -157,7 +157,7 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
       norm_(cfg),
       attn_(cfg, mp_->size(), mp_->rank()),
       mlp_(cfg, mp_->size()),
-      vq_(cfg),
+      vq_(cfg, mp_->size()),
       vq_on_(cfg.vq()),
       head_(cfg, *mp_),
       parallel_block_(cfg.block == "parallel"),
@@ -172,10 +172,6 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
     MESHLM_CHECK(max_seq <= cfg.max_seq_len || cfg.position != "learned", "sequence length ",
                  max_seq, " exceeds max_seq_len ", cfg.max_seq_len);
     if (vq_on_) {
-        if (mp_->size() > 1)
-            MESHLM_INVALID(
-                "model.attention vq does not run tensor-parallel yet: set "
-                "parallel.model 1 (data parallelism and every ZeRO stage work)");
         if (recompute != Recompute::none)
             MESHLM_INVALID(
                 "model.attention vq keeps its activations: set train.recompute none "
@@ -503,7 +499,7 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
     if (vq_on_) {
         vq_.derive(vq_derived_, w);
         vq_.backward(dln_, g, ga, a.vq, vq_derived_, vq_scratch_, a.ln1, a.ln1_16, w, B, T,
-                     grad_scale_, false);
+                     grad_scale_, false, mp_);
     } else {
         attn_.backward(dln_, g, dy_, dqkv_, ga, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, false,
                        a.ln1_16, a.qk_rstd);

@@ -14,10 +14,10 @@ std::size_t pad16(std::size_t n) {
 }
 }  // namespace
 
-VqAttention::VqAttention(const ModelConfig& cfg)
+VqAttention::VqAttention(const ModelConfig& cfg, int model)
     : C(cfg.d_model),
       dk(cfg.vq_d_k),
-      dv(cfg.vq_value_width()),
+      dv(cfg.vq_value_width() / model),
       S(cfg.vq_codes),
       L(cfg.vq_block_len),
       eps(cfg.norm_eps),
@@ -117,7 +117,7 @@ float VqAttention::forward(float* out, const Acts& a, const Derived& d, float* s
 void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const Acts& a,
                            const Derived& d, float* scratch, const float* x,
                            const std::uint16_t* x16, const BlockTensors& w, int B, int T,
-                           float loss_scale, bool accumulate) const {
+                           float loss_scale, bool accumulate, ModelComm* mp) const {
     const int N = B * T;
     const std::size_t NN = static_cast<std::size_t>(N);
     float* dO = scratch;
@@ -144,6 +144,14 @@ void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const 
     std::fill_n(drel, static_cast<std::size_t>(L + 1) * dk, 0.f);
     k::vq_attention_backward(dqk, dqk + dk, dact, du, dvb, drel, dO, a.o, a.lse, a.qk, 2 * dk, a.z,
                              a.act, 2 * dv, d.codebook, d.rel, d.u, d.vb, B, T, shape(), nullptr);
+    const bool lead = !mp || mp->rank() == 0;
+    if (mp && mp->size() > 1) {
+        // Each rank's value columns gave a part of the score gradients: sum what they reach.
+        mp->sum(dqk, NN * 2 * dk);
+        mp->sum(drel, static_cast<std::size_t>(L + 1) * dk);
+        mp->sum(du, dk);
+        mp->sum(dvb, dk);
+    }
     // Commitment: d/dk of c_beta |k - c_z|^2 per token, at the loss's per-token scale.
     const float cs = 2.f * c_beta * loss_scale;
 #pragma omp parallel for schedule(static)
@@ -159,9 +167,11 @@ void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const 
 #pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < NN * 2 * dk; ++i) xhat[i] = a.qk[i] * inv, dqk[i] *= scale;
     k::qk_norm_backward(dqk, 2 * dk, xhat, 2 * dk, a.rstd, N, 2, dk);
-    linear::backward(dx, g.vq_qk_w, nullptr, dqk, x, w.vq_qk_w, N, C, 2 * dk, accumulate, bf16,
+    // The replicated q | k path's input gradient is added once, by rank 0, into the sum.
+    linear::backward(dx, g.vq_vg_w, nullptr, dact, x, w.vq_vg_w, N, C, 2 * dv, accumulate, bf16,
                      x16);
-    linear::backward(dx, g.vq_vg_w, nullptr, dact, x, w.vq_vg_w, N, C, 2 * dv, true, bf16, x16);
+    linear::backward(lead ? dx : nullptr, g.vq_qk_w, nullptr, dqk, x, w.vq_qk_w, N, C, 2 * dk, true,
+                     bf16, x16);
     // rel = scale table Wr^T: dWr += scale drel^T table.
     k::gemm(true, false, dk, C, L + 1, scale, drel, dk, table.data(), C, 1.f, g.vq_r_w, C);
     for (int j = 0; j < dk; ++j) g.vq_u[j] += scale * du[j], g.vq_v[j] += scale * dvb[j];

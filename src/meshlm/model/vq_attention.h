@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "meshlm/core/model_comm.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
@@ -25,8 +26,13 @@
 
 namespace meshlm {
 
+// Tensor parallelism over M model ranks (the seed's TP branch): v | g and the output projection
+// are split (this rank's dv = vq_d_v / M columns; the output a partial sum the block reduces);
+// q, k, the positions and the codebook are replicated, so every rank computes the same scores
+// and probabilities. Backward sums the query / key gradients over the ranks (each rank's value
+// columns give a part of dP = dO V^T) and only rank 0 adds their input gradient.
 struct VqAttention {
-    int C, dk, dv, S, L;
+    int C, dk, dv, S, L;       // dv: this model rank's value / gate width
     float eps, scale, c_beta;  // scale = dk^-1/4
     std::vector<float> table;  // (L + 1, C) the sinusoids of distances 0..L
     Bf16Scratch* bf16 = nullptr;
@@ -47,7 +53,7 @@ struct VqAttention {
         float *codebook, *rel, *u, *vb;
     };
 
-    explicit VqAttention(const ModelConfig& cfg);
+    explicit VqAttention(const ModelConfig& cfg, int model = 1);
     kernels::VqAttnShape shape() const { return {L, S, dk, dv}; }
     std::size_t act_floats(std::size_t N) const;  // Acts over N rows
     Acts acts_at(float* base, std::size_t N) const;
@@ -64,9 +70,10 @@ struct VqAttention {
                   kernels::VqAttnState* state = nullptr) const;
     // dx (=, or += when accumulate) for dout; gradients into g, the codebook's statistics into
     // g.c_sum / g.c_count; commit_scale = c_beta * (the loss's per-token scale).
+    // mp: the model-parallel group (null = one rank); dx is this rank's part of the sum.
     void backward(float* dx, BlockTensors& g, const float* dout, const Acts& a, const Derived& d,
                   float* scratch, const float* x, const std::uint16_t* x16, const BlockTensors& w,
-                  int B, int T, float loss_scale, bool accumulate) const;
+                  int B, int T, float loss_scale, bool accumulate, ModelComm* mp = nullptr) const;
 };
 
 }  // namespace meshlm
