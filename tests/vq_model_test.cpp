@@ -158,6 +158,46 @@ TEST(VqModel, CodebookMovesByItsMovingAverageOfTheStepsStatistics) {
     EXPECT_EQ(codebooks, m.n_layer);
 }
 
+TEST(VqModel, TruncatedBackpropagationCarriesTheStateBetweenSteps) {
+    // Rows of 16 tokens in chunks of 8 (model.vq.update_len): the second step's loss is the
+    // loss of those 8 tokens seen after the first 8 -- one forward over the whole rows -- not of
+    // 8 tokens alone. The carried state was computed with the first step's weights before its
+    // update (as in the seed), so the weights here barely move: a learning rate of 1e-12 and a
+    // codebook decay of 1 - 1e-6.
+    kernels::set_threads(2);
+    ModelConfig m = tiny_vq("sqrelu");
+    m.vq_c_gamma = 0.999999f;
+    const int B = 2, T = 16, U = 8, V = m.vocab_size;
+    const std::vector<std::int32_t> tokens = random_tokens(B * T, V, 21);
+    const std::vector<std::int32_t> targets = random_tokens(B * T, V, 22);
+    auto chunk = [&](const std::vector<std::int32_t>& x, int c) {
+        std::vector<std::int32_t> out;
+        for (int b = 0; b < B; ++b)
+            out.insert(out.end(), x.begin() + b * T + c * U, x.begin() + b * T + (c + 1) * U);
+        return out;
+    };
+    OptimConfig o;
+    o.lr = 1e-12f;
+    Learner learner(m, o, B, U, 10);
+    learner.init_params(4);
+    learner.set_vq_carry(true);
+    learner.train_step(chunk(tokens, 0).data(), chunk(targets, 0).data(), 1);
+    const ParamLayout& layout = learner.layout();
+    const std::vector<float> after1(learner.params(), learner.params() + layout.total());
+    const float carried =
+        learner.train_step(chunk(tokens, 1).data(), chunk(targets, 1).data(), 1).loss;
+
+    std::vector<std::int32_t> second_half = targets;
+    for (int b = 0; b < B; ++b) std::fill_n(second_half.begin() + b * T, U, -1);
+    Transformer full(m, B, T);
+    const float whole = full.forward(after1.data(), tokens.data(), second_half.data(), B, T);
+    EXPECT_NEAR(carried, whole, 1e-5 * whole);
+    Transformer alone(m, B, U);
+    const float fresh =
+        alone.forward(after1.data(), chunk(tokens, 1).data(), chunk(targets, 1).data(), B, U);
+    EXPECT_GT(std::fabs(fresh - whole), 1e-3) << "the carried state changes nothing";
+}
+
 TEST(VqModel, RefusesWhatItCannotDoByName) {
     auto refused = [](ModelConfig m, const char* key) {
         try {

@@ -153,6 +153,17 @@ TEST(FamilyTraining, VqShardsAndResumes) {
     const test::TrainedRun tp =
         test::train_run(2, dir + "/tp", flags(f, dir + "/tp", 4, 1, 2, 0), f.model);
     test::expect_same_training(ref, tp, kSteps, "vq: TP 2");
+    // Truncated backpropagation (rows of 16 in chunks of 8): two optimizer steps per batch, each
+    // rank carrying its rows' attention state; data parallelism equals one process.
+    Family t = f;
+    t.flags += " --config.model.vq.update_len=8";
+    const test::TrainedRun tref =
+        test::train_run(1, dir + "/tref", flags(t, dir + "/tref", 4, 1, 1, 0), t.model);
+    ASSERT_EQ(tref.steps.size(), static_cast<std::size_t>(kSteps)) << tref.output;
+    const test::TrainedRun tdp =
+        test::train_run(2, dir + "/tdp", flags(t, dir + "/tdp", 2, 2, 1, 1), t.model);
+    test::expect_same_training(tref, tdp, kSteps, "vq: update_len 8, DP 2, ZeRO 1");
+    EXPECT_NE(tref.steps.back()["loss"], ref.steps.back()["loss"]);
     // Two micro-batches of 2 rows: the statistics add up before the one fold per step.
     const test::TrainedRun accum = test::train_run(
         1, dir + "/accum",

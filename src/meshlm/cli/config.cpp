@@ -422,6 +422,11 @@ OptionTable build_table() {
         .add("vq.c_gamma", &ModelConfig::vq_c_gamma,
              "VQ: codebook EMA decay per optimizer step (over the step's global batch)",
              in_closed_open(0, 1))
+        .add("vq.update_len", &ModelConfig::vq_update_len,
+             "VQ: truncated backpropagation: rows of train.seq_len train in chunks of this many "
+             "tokens, one optimizer step each, the attention state carried without gradient; 0 = "
+             "train.seq_len",
+             at_least(0))
         .add("vq.pe_lam", &ModelConfig::vq_pe_lam,
              "VQ: longest wavelength of the relative-position sinusoids", greater_than(1))
         .add("init_from_layers", &ModelConfig::init_from_layers,
@@ -584,6 +589,25 @@ OptionTable build_table() {
             } catch (const InvalidInput& e) {
                 return std::string(e.what());
             }
+            return std::nullopt;
+        },
+        [](const Config& c) -> std::optional<std::string> {
+            // Truncated backpropagation: whole chunks, and steps / checkpoints at batch ends
+            // (the carried state is not in a checkpoint).
+            const int U = c.model.vq_update_len, T = c.train.seq_len;
+            if (U == 0) return std::nullopt;
+            if (!c.model.vq()) return "model.vq.update_len needs model.attention vq";
+            if (T % U != 0)
+                return "model.vq.update_len (" + std::to_string(U) +
+                       ") must divide train.seq_len (" + std::to_string(T) + ")";
+            const long n = T / U;
+            if (n > 1 && c.train.seq_warmup_steps > 0)
+                return "model.vq.update_len below train.seq_len needs train.seq_warmup_steps 0";
+            if (n > 1 && (c.train.steps % n != 0 || c.checkpoint.interval % n != 0))
+                return "model.vq.update_len splits each row into " + std::to_string(n) +
+                       " optimizer steps: train.steps (" + std::to_string(c.train.steps) +
+                       ") and checkpoint.interval (" + std::to_string(c.checkpoint.interval) +
+                       ") must be multiples of " + std::to_string(n);
             return std::nullopt;
         },
         [](const Config& c) -> std::optional<std::string> {

@@ -68,6 +68,10 @@ struct ModelConfig {
     float vq_c_beta = 1e-4f;   // commitment loss coefficient
     float vq_c_gamma = 0.99f;  // codebook EMA decay per optimizer step
     float vq_pe_lam = 1e5f;    // longest wavelength of the relative-position sinusoids
+    // Truncated backpropagation (seed 001's legacy): rows of train.seq_len tokens train in
+    // chunks of vq_update_len, one optimizer step each, the attention state carried from chunk
+    // to chunk without gradient. 0 = train.seq_len (one step per batch).
+    int vq_update_len = 0;
     // Warm start: weights from a meshlm run / checkpoint or a Hugging Face directory instead of
     // the init (the optimizer and schedule start fresh). Empty = random init.
     std::string init_from;

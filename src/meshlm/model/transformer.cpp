@@ -498,8 +498,10 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
     if (g.proj_b) k::bias_backward(g.proj_b, ga, N, C);
     if (vq_on_) {
         vq_.derive(vq_derived_, w);
-        vq_.backward(dln_, g, ga, a.vq, vq_derived_, vq_scratch_, a.ln1, a.ln1_16, w, B, T,
-                     grad_scale_, false, mp_);
+        vq_.backward(
+            dln_, g, ga, a.vq, vq_derived_, vq_scratch_, a.ln1, a.ln1_16, w, B, T, grad_scale_,
+            false, mp_,
+            vq_start_.empty() ? nullptr : vq_start_.data() + static_cast<std::size_t>(l) * B);
     } else {
         attn_.backward(dln_, g, dy_, dqkv_, ga, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, false,
                        a.ln1_16, a.qk_rstd);
@@ -548,9 +550,14 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
                  ")");
     const int N = B * T, C = cfg_.d_model;
     const bool train = targets && grad_scale != 0.f;
-    MESHLM_CHECK(!vq_states_ || (!train && B <= vq_state_stride_ && cfg_.position != "learned"),
-                 "carried VQ states are for inference over at most ", vq_state_stride_,
+    MESHLM_CHECK(!vq_states_ || (B <= vq_state_stride_ && cfg_.position != "learned"),
+                 "carried VQ states are for at most ", vq_state_stride_,
                  " rows without learned positions");
+    vq_start_.clear();
+    if (vq_states_ && train)
+        for (int l = 0; l < cfg_.n_layer; ++l)
+            for (int b = 0; b < B; ++b)
+                vq_start_.push_back(vq_states_[static_cast<std::size_t>(l) * vq_state_stride_ + b]);
     B_ = B;
     T_ = T;
     grad_scale_ = grad_scale;

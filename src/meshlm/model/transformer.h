@@ -100,9 +100,11 @@ class Transformer {
         block_hook_ = std::move(hook);
     }
 
-    // model.attention vq, inference: forwards continue B sequences from their states and
-    // advance them -- states[l * stride + b] for block l and row b (outliving the calls; nullptr
-    // = every row starts at position 0). Positions are then the states', not 0..T-1.
+    // model.attention vq: forwards continue B sequences from their states and advance them --
+    // states[l * stride + b] for block l and row b (outliving the calls; nullptr = every row
+    // starts at position 0). Positions are then the states', not 0..T-1. A training forward
+    // keeps a copy of the states it started from for its backward: the carried keys and values
+    // take no gradient (truncated backpropagation, model.vq.update_len).
     void set_vq_states(kernels::VqAttnState* states, int stride) {
         vq_states_ = states, vq_state_stride_ = stride;
     }
@@ -177,6 +179,7 @@ class Transformer {
     float grad_scale_ = 0.f;  // the last forward's: the commitment loss's per-token scale
     VqStats vq_stats_;
     kernels::VqAttnState* vq_states_ = nullptr;
+    std::vector<kernels::VqAttnState> vq_start_;  // what the last training forward started from
     int vq_state_stride_ = 0;
     Head head_;
     bool parallel_block_;

@@ -117,7 +117,8 @@ float VqAttention::forward(float* out, const Acts& a, const Derived& d, float* s
 void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const Acts& a,
                            const Derived& d, float* scratch, const float* x,
                            const std::uint16_t* x16, const BlockTensors& w, int B, int T,
-                           float loss_scale, bool accumulate, ModelComm* mp) const {
+                           float loss_scale, bool accumulate, ModelComm* mp,
+                           const k::VqAttnState* state) const {
     const int N = B * T;
     const std::size_t NN = static_cast<std::size_t>(N);
     float* dO = scratch;
@@ -143,7 +144,7 @@ void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const 
     std::fill_n(dvb, dk, 0.f);
     std::fill_n(drel, static_cast<std::size_t>(L + 1) * dk, 0.f);
     k::vq_attention_backward(dqk, dqk + dk, dact, du, dvb, drel, dO, a.o, a.lse, a.qk, 2 * dk, a.z,
-                             a.act, 2 * dv, d.codebook, d.rel, d.u, d.vb, B, T, shape(), nullptr);
+                             a.act, 2 * dv, d.codebook, d.rel, d.u, d.vb, B, T, shape(), state);
     const bool lead = !mp || mp->rank() == 0;
     if (mp && mp->size() > 1) {
         // Each rank's value columns gave a part of the score gradients: sum what they reach.

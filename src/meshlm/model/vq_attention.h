@@ -70,10 +70,12 @@ struct VqAttention {
                   kernels::VqAttnState* state = nullptr) const;
     // dx (=, or += when accumulate) for dout; gradients into g, the codebook's statistics into
     // g.c_sum / g.c_count; commit_scale = c_beta * (the loss's per-token scale).
-    // mp: the model-parallel group (null = one rank); dx is this rank's part of the sum.
+    // mp: the model-parallel group (null = one rank); dx is this rank's part of the sum. state:
+    // the B states the forward started from (null = empty), which take no gradient.
     void backward(float* dx, BlockTensors& g, const float* dout, const Acts& a, const Derived& d,
                   float* scratch, const float* x, const std::uint16_t* x16, const BlockTensors& w,
-                  int B, int T, float loss_scale, bool accumulate, ModelComm* mp = nullptr) const;
+                  int B, int T, float loss_scale, bool accumulate, ModelComm* mp = nullptr,
+                  const kernels::VqAttnState* state = nullptr) const;
 };
 
 }  // namespace meshlm

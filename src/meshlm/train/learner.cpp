@@ -284,6 +284,11 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
         if (n == 0 && (!distributed || scored == 0)) continue;
         model_->set_dropout_key(drop_seed_, optim_.steps_taken(),
                                 drop_row0_ + static_cast<std::int64_t>(m) * B * dp_.size());
+        if (carry_on_) {
+            const std::size_t per_micro = static_cast<std::size_t>(model_cfg_.n_layer) * B;
+            if (carry_.size() < per_micro * micro) carry_.resize(per_micro * micro);
+            model_->set_vq_states(carry_.data() + per_micro * m, B);
+        }
         loss +=
             static_cast<double>(forward(params_.data(), tokens + m * per, tg, B, T, grad_scale)) *
             static_cast<double>(n);
@@ -293,6 +298,7 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
                 reducer_.ready(block_ranges_[layer].first, block_ranges_[layer].second);
             });
         backward(params_.data(), grads_.data());
+        if (carry_on_) model_->set_vq_states(nullptr, 0);
         if (overlap) model_->set_block_backward_hook({});
     }
     if (overlap) reducer_.finish();

@@ -112,6 +112,12 @@ class Learner {
     // An AdamW over the whole full_layout() buffer with this run's groups, for gather / load.
     std::unique_ptr<Optimizer> make_full_optimizer() const;
 
+    // model.vq.update_len: each micro-batch's rows continue from the VQ attention states the
+    // previous train_step left them (truncated backpropagation: the carried keys and values take
+    // no gradient); reset_vq_carry() starts every row afresh (a new batch).
+    void set_vq_carry(bool on) { carry_on_ = on, carry_.clear(); }
+    void reset_vq_carry() { carry_.clear(); }
+
     // One optimizer step over `micro` micro-batches of (B, T) rows of this rank; tokens and
     // targets hold micro*B*T ids each. The loss is the mean over every target >= 0 of all
     // micro-batches of all ranks (padding is masked with -1). B*T may not exceed the planned
@@ -180,6 +186,8 @@ class Learner {
     Comm& mp_;
     std::unique_ptr<CommModelGroup> mp_group_;  // tensor parallelism: the layers' collectives
     std::unique_ptr<Transformer> model_;        // the whole model, or this rank's shard
+    bool carry_on_ = false;
+    std::vector<kernels::VqAttnState> carry_;  // [micro][layer][row]
     ParamLayout layout_, full_layout_;
     ZeroPlan plan_;
     bool fsdp_;      // stage 3 over more than one data rank: parameters and gradients streamed

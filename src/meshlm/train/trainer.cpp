@@ -374,6 +374,18 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     if (writer) metrics.emplace(job.run_dir + "/metrics.jsonl", resume ? start_step : -1);
     const std::size_t per_micro = static_cast<std::size_t>(B) * T;
     std::vector<std::int32_t> tokens(per_micro * accum), targets(per_micro * accum);
+    // model.vq.update_len: a batch of T-token rows trains as n_update chunks of U tokens, one
+    // optimizer step each, the VQ attention state carried from chunk to chunk (the seed's
+    // truncated backpropagation); the batch is read at its first chunk into batch_tokens.
+    const int U = job.model.vq() && job.model.vq_update_len > 0 ? job.model.vq_update_len : T;
+    const long n_update = T / U;
+    std::vector<std::int32_t> batch_tokens, batch_targets;
+    if (n_update > 1) {
+        batch_tokens.resize(per_micro * accum), batch_targets.resize(per_micro * accum);
+        learner.set_vq_carry(true);
+        MESHLM_CHECK(start_step % n_update == 0, "resuming at step ", start_step,
+                     ": with model.vq.update_len the run resumes at a multiple of ", n_update);
+    }
     // Synthetic data is drawn for the whole global micro-batch, of which a rank keeps its rows.
     std::vector<std::int32_t> all_tokens, all_targets;
     if (job.data.synthetic && W > 1)
@@ -419,9 +431,11 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         const bool warm = step < tc.seq_warmup_steps;
         const int Ts = warm ? tc.seq_warmup_len : T, Bs = warm ? B * T / tc.seq_warmup_len : B;
         Philox rng(tc.seed, 0xDA7A0000ull + static_cast<std::uint64_t>(step));
-        for (int m = 0; m < accum; ++m) {
-            std::int32_t *tok = tokens.data() + m * per_micro,
-                         *tgt = targets.data() + m * per_micro;
+        const int chunk = static_cast<int>(step % n_update);
+        std::int32_t* batch_tok = n_update > 1 ? batch_tokens.data() : tokens.data();
+        std::int32_t* batch_tgt = n_update > 1 ? batch_targets.data() : targets.data();
+        for (int m = 0; m < accum && chunk == 0; ++m) {
+            std::int32_t *tok = batch_tok + m * per_micro, *tgt = batch_tgt + m * per_micro;
             if (job.data.synthetic && W == 1) {
                 random_tokens(Bs, Ts, job.model.vocab_size, rng, tok, tgt);
             } else if (job.data.synthetic) {
@@ -434,6 +448,14 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                 train_data->next_batch(Bs * W, Ts, tok, tgt, dp_rank, W);
             }
         }
+        if (n_update > 1) {
+            if (chunk == 0) learner.reset_vq_carry();
+            for (std::size_t r = 0; r < static_cast<std::size_t>(accum) * B; ++r) {
+                const std::size_t from = r * T + static_cast<std::size_t>(chunk) * U;
+                std::copy_n(batch_tok + from, U, tokens.data() + r * U);
+                std::copy_n(batch_tgt + from, U, targets.data() + r * U);
+            }
+        }
         fault_point(world.rank(), "train_step", step + 1);
         mesh.reset_bytes_sent();
         // Dropout masks follow each row's place in the global batch (this rank's rows come
@@ -441,13 +463,14 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         learner.set_dropout(tc.seed, static_cast<std::int64_t>(dp_rank) * Bs);
         const bool coord_now = tc.coord_interval > 0 && (step + 1) % tc.coord_interval == 0;
         if (coord_now) learner.record_coord_check();
-        StepStats st = learner.train_step(tokens.data(), targets.data(), accum, Bs, Ts);
+        StepStats st =
+            learner.train_step(tokens.data(), targets.data(), accum, Bs, n_update > 1 ? U : Ts);
         const std::uint64_t step_bytes = mesh.bytes_sent();
         if (!std::isfinite(st.loss))
             MESHLM_INVALID("training diverged at step ", step + 1, " (loss ", st.loss,
                            "); lower optim.lr or enable optim.grad_clip");
-        interval_tokens += static_cast<long>(per_micro) * accum * W;
-        tokens_seen += per_micro * accum * W;
+        interval_tokens += static_cast<long>(per_micro / n_update) * accum * W;
+        tokens_seen += per_micro / n_update * accum * W;
         result.final_loss = st.loss;
 
         const long done = step + 1;
@@ -525,7 +548,9 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             if (metrics) metrics->write(m);
         }
         // Every rank stops after the same step (the signal may reach them at different times).
-        std::int32_t stop_now = stop.requested();
+        // With chunks (model.vq.update_len) only at the end of a batch: the carried state is
+        // not checkpointed.
+        std::int32_t stop_now = stop.requested() && (step + 1) % n_update == 0;
         if (world.size() > 1) world.all_reduce_max(&stop_now, 1);
         if (stop_now) {
             out << "received "
