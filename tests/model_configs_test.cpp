@@ -30,14 +30,14 @@ TEST(ModelConfigs, InfoCountsTheParametersTransformersCounts) {
 }
 
 TEST(ModelConfigs, EveryFamilyConfigLoadsAndTrainsAStep) {
-    for (const char* c :
-         {"default", "tiny-gptj", "tiny-llama", "tiny-alibi", "alibi-xl", "alibi-medium"}) {
+    for (const char* c : {"default", "tiny-gptj", "tiny-llama", "tiny-alibi", "tiny-vq", "alibi-xl",
+                          "alibi-medium", "vq-enwik8"}) {
         auto r = test::run_command(test::meshlm_binary() + " info --config " + test::source_dir() +
                                    "/configs/" + c + ".yaml");
         EXPECT_EQ(r.exit_code, 0) << c << ":\n" << r.output;
     }
     const std::string dir = test::temp_dir("family_configs");
-    for (const char* c : {"tiny-gptj", "tiny-llama", "tiny-alibi"}) {
+    for (const char* c : {"tiny-gptj", "tiny-llama", "tiny-alibi", "tiny-vq"}) {
         auto r = test::run_command(test::meshlm_binary() + " train --config " + test::source_dir() +
                                    "/configs/" + c +
                                    ".yaml --config.train.steps=2 --config.log.sample_tokens=8"

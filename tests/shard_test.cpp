@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/rng.h"
 #include "meshlm/data/prepare.h"
 #include "meshlm/data/shard.h"
 #include "test_util.h"
@@ -150,6 +151,38 @@ TEST(Prepare, WritesSplitsShardsAndMeta) {
     prepare_corpus({dir + "/in.jsonl"}, opt, tok, dir + "/out2");
     EXPECT_NE(test::read_file(dir + "/out/val_000000.bin"),
               test::read_file(dir + "/out2/val_000000.bin"));
+}
+
+// enwik8's split (seed 001): by position, not by document -- the first bytes train, the next
+// validate, the next test, each split the file's bytes in order with no end-of-text token.
+TEST(Prepare, SplitsAFileOfBytesByPosition) {
+    auto dir = test::temp_dir("prep_bytes");
+    std::string in;
+    Philox rng(3, 0);
+    for (int i = 0; i < 1000; ++i) in += static_cast<char>(static_cast<int>(rng.uniform() * 256));
+    test::write_file(dir + "/enwik", in);
+    ByteTokenizer tok;
+    const std::uint64_t bytes[3] = {800, 150, 40};
+    PreparedMeta m = prepare_byte_splits(dir + "/enwik", bytes, tok, dir + "/out");
+    std::size_t at = 0;
+    for (int s = 0; s < 3; ++s) {
+        const char* name = s == 0 ? "train" : s == 1 ? "val" : "test";
+        ASSERT_EQ(m.splits[name].tokens, bytes[s]) << name;
+        ASSERT_EQ(m.splits[name].shards.size(), 1u) << name;
+        ShardReader r(dir + "/out/" + m.splits[name].shards[0].file);
+        ASSERT_EQ(r.tokens(), bytes[s]);
+        for (std::uint64_t t = 0; t < r.tokens(); ++t, ++at)
+            ASSERT_EQ(r.token(t), static_cast<std::uint8_t>(in[at])) << name << " byte " << t;
+    }
+    EXPECT_EQ(read_prepared_meta(dir + "/out").splits["test"].tokens, 40u);
+    // Longer than the file, or another tokenizer: refused, naming the sizes.
+    const std::uint64_t too_many[3] = {900, 100, 1};
+    try {
+        prepare_byte_splits(dir + "/enwik", too_many, tok, dir + "/out2");
+        ADD_FAILURE() << "accepted 1001 bytes of 1000";
+    } catch (const InvalidInput& e) {
+        EXPECT_NE(std::string(e.what()).find("1001 bytes"), std::string::npos) << e.what();
+    }
 }
 
 TEST(Prepare, InterruptedPrepareLeavesNothingFinished) {

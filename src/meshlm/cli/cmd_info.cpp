@@ -59,11 +59,16 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
                     m.tied_head ? "tied" : "untied");
         std::printf("parameters: %.0f (%.2fM), non-embedding %zu\n", P, P / 1e6,
                     nonembedding_params(layout));
-        std::printf("training FLOPs per token (T=%d): %.4g  (6*N_nonemb + 6*V*d + 12*L*T*d)\n",
-                    cfg.train.seq_len, train_flops_per_token(m, layout, cfg.train.seq_len));
-        std::printf("tokens per step: %d (batch %d x seq %d x accum %d x data-parallel %d)\n",
-                    cfg.train.batch_size * cfg.train.seq_len * cfg.train.grad_accum * N,
-                    cfg.train.batch_size, cfg.train.seq_len, cfg.train.grad_accum, N);
+        std::printf(
+            "training FLOPs per token (T=%d): %.4g  (6*N_nonemb + 6*V*d + %s)\n", cfg.train.seq_len,
+            train_flops_per_token(m, layout, cfg.train.seq_len),
+            m.vq() ? "6*L*((2*block+codes)*(d_k+d_v) + (block+1)*d_k): VQ attention" : "12*L*T*d");
+        // model.vq.update_len: each row trains in chunks, one optimizer step each.
+        const int U = m.vq() && m.vq_update_len > 0 ? m.vq_update_len : cfg.train.seq_len;
+        std::printf("tokens per step: %d (batch %d x seq %d x accum %d x data-parallel %d)%s\n",
+                    cfg.train.batch_size * U * cfg.train.grad_accum * N, cfg.train.batch_size, U,
+                    cfg.train.grad_accum, N,
+                    U < cfg.train.seq_len ? " (model.vq.update_len: a row is several steps)" : "");
         if (N > 1 || stage > 0 || M > 1)
             std::printf(
                 "planned memory per rank (%s, %s; %d data-parallel x %d tensor-parallel "

@@ -17,6 +17,7 @@ struct PrepareArgs {
     std::string out;
     PrepareOptions opt;
     bool force = false;
+    std::vector<std::uint64_t> split_bytes;
 };
 }  // namespace
 
@@ -46,6 +47,11 @@ CommandRunner add_prepare_command(CLI::App& app) {
         ->capture_default_str()
         ->check(at_least(0));
     cmd->add_flag("--force", a->force, "replace what --out holds (its meta.json and shards)");
+    cmd->add_option("--split-bytes", a->split_bytes,
+                    "TRAIN,VAL,TEST: split one file by position instead of by document (byte "
+                    "tokenizer; enwik8: 90000000,5000000,5000000)")
+        ->delimiter(',')
+        ->expected(3);
     return [a] {
         std::error_code ec;
         if (!a->force && std::filesystem::is_directory(a->out, ec) &&
@@ -54,7 +60,17 @@ CommandRunner add_prepare_command(CLI::App& app) {
                            " is not empty; give --force to replace what it holds, or choose "
                            "another --out");
         auto tok = make_tokenizer(a->opt.tokenizer_spec);
-        PreparedMeta m = prepare_corpus(a->inputs, a->opt, *tok, a->out);
+        PreparedMeta m;
+        if (!a->split_bytes.empty()) {
+            if (a->inputs.size() != 1)
+                MESHLM_INVALID("--split-bytes splits one file; got ", a->inputs.size(),
+                               " --input values");
+            const std::uint64_t bytes[3] = {a->split_bytes[0], a->split_bytes[1],
+                                            a->split_bytes[2]};
+            m = prepare_byte_splits(a->inputs[0], bytes, *tok, a->out);
+        } else {
+            m = prepare_corpus(a->inputs, a->opt, *tok, a->out);
+        }
         for (const char* s : {"train", "val", "test"}) {
             const auto& sp = m.splits[s];
             std::cout << s << ": " << sp.documents << " documents, " << sp.tokens << " tokens, "

@@ -340,6 +340,59 @@ PreparedMeta prepare_corpus(const std::vector<std::string>& inputs, const Prepar
     return meta;
 }
 
+PreparedMeta prepare_byte_splits(const std::string& input, const std::uint64_t (&bytes)[3],
+                                 const Tokenizer& tok, const std::string& out_dir) {
+    if (tok.name() != "byte")
+        MESHLM_INVALID("--split-bytes splits a file of bytes: it needs --tokenizer byte (got ",
+                       tok.name(), ")");
+    std::error_code ec;
+    const auto size = fs::file_size(input, ec);
+    if (ec) MESHLM_INVALID("cannot read ", input, ": ", ec.message());
+    const std::uint64_t want = bytes[0] + bytes[1] + bytes[2];
+    if (bytes[0] == 0 || size < want)
+        MESHLM_INVALID("--split-bytes ", bytes[0], ",", bytes[1], ",", bytes[2], " needs ", want,
+                       " bytes and some training data; ", input, " has ", size);
+    std::ifstream in(input, std::ios::binary);
+    if (!in) MESHLM_INVALID("cannot open ", input);
+    fs::create_directories(out_dir);
+    for (const auto& e : fs::directory_iterator(out_dir)) {
+        std::string name = e.path().filename().string();
+        if (name == "meta.json" || is_our_output(name)) fs::remove(e.path());
+    }
+    const int token_bytes = shard_token_bytes(tok.vocab_size());
+    MESHLM_CHECK(token_bytes == 2, "byte ids are stored as uint16");
+    PreparedMeta meta;
+    std::vector<char> buf;
+    std::vector<std::uint16_t> ids;
+    for (int s = 0; s < 3; ++s) {
+        SplitWriter w(out_dir, kSplits[s], tok, ~std::uint64_t{0});
+        if (bytes[s] > 0) {
+            buf.resize(bytes[s]);
+            if (!in.read(buf.data(), static_cast<std::streamsize>(bytes[s])))
+                throw Error(detail::concat("short read from ", input));
+            ids.resize(bytes[s]);
+            for (std::size_t i = 0; i < ids.size(); ++i)
+                ids[i] = static_cast<std::uint8_t>(buf[i]);  // the byte tokenizer: id = byte
+            w.add(ids.data(), ids.size());
+        }
+        meta.splits[kSplits[s]] = w.finish();
+    }
+    meta.tokenizer_name = tok.name();
+    meta.tokenizer_spec = "byte";
+    meta.tokenizer_hash = tokenizer_fingerprint(tok, "byte");
+    meta.vocab_size = tok.vocab_size();
+    meta.eot_id = tok.eot_id();
+    meta.token_bytes = token_bytes;
+    json j = {{"format", "meshlm-prepared"}, {"version", 1}, {"meshlm_version", MESHLM_VERSION}};
+    j.update(meta_to_json(meta));
+    j["inputs"] = {input};
+    j["reader"] = {{"format", "bytes"}};
+    j["split"] = {{"bytes", {bytes[0], bytes[1], bytes[2]}}};
+    j["stats"] = {{"files", 1}, {"documents", 3}, {"bytes", want}, {"tokens", want}};
+    write_file_atomic(out_dir + "/meta.json", j.dump(2) + "\n");
+    return meta;
+}
+
 bool is_prepared_dir(const std::string& dir) {
     std::error_code ec;
     return fs::is_regular_file(dir + "/meta.json", ec);

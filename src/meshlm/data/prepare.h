@@ -63,6 +63,14 @@ struct PreparedMeta {
 PreparedMeta prepare_corpus(const std::vector<std::string>& inputs, const PrepareOptions& opt,
                             const Tokenizer& tok, const std::string& out_dir);
 
+// A byte-level corpus split by position instead of by document (seed 001's enwik8: the first
+// 90M bytes train, the next 5M validation, the next 5M test): the first bytes[0] bytes of `input`
+// go to train, the next bytes[1] to val, the next bytes[2] to test, each split one document of
+// the byte tokenizer's ids, in file order, with no end-of-text token (the seed appends none).
+// Needs the byte tokenizer and a file at least that long; writes out_dir as prepare_corpus does.
+PreparedMeta prepare_byte_splits(const std::string& input, const std::uint64_t (&bytes)[3],
+                                 const Tokenizer& tok, const std::string& out_dir);
+
 // A stable fingerprint of a tokenizer's content, never its path: its kind (byte, or the file
 // type), vocabulary size, end-of-text id, the contents of the file(s) `spec` names (a file or a
 // directory) and the ids it gives a fixed probe text. "fnv1a64:<16 hex digits>".

@@ -1,9 +1,14 @@
 #include "meshlm/infer/server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -676,6 +681,31 @@ Server::Server(Engine& engine, const Tokenizer& tokenizer, ServerOptions opt, Me
 
 Server::~Server() = default;
 
+namespace {
+// cpp-httplib (Debian's 0.11, a compiled library) listens with a backlog of 5: a burst of clients
+// -- an API server's normal load -- overflows the accept queue, the kernel drops their
+// handshakes and they see read errors a second later. A second listen() on the bound socket
+// raises its backlog; httplib keeps the socket to itself, so it is found by its port.
+void widen_listen_backlog(int port) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+        const int fd = std::atoi(e.path().filename().c_str());
+        int accepting = 0;
+        socklen_t len = sizeof accepting;
+        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting)
+            continue;
+        sockaddr_storage a{};
+        socklen_t alen = sizeof a;
+        if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) != 0) continue;
+        const int p =
+            a.ss_family == AF_INET    ? ntohs(reinterpret_cast<const sockaddr_in*>(&a)->sin_port)
+            : a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6*>(&a)->sin6_port)
+                                      : -1;
+        if (p == port) ::listen(fd, SOMAXCONN);
+    }
+}
+}  // namespace
+
 int Server::bind() {
     const auto& o = impl_->opt;
     int port = o.port;
@@ -686,6 +716,7 @@ int Server::bind() {
         MESHLM_INVALID("cannot listen on ", o.host, ":", port,
                        " (in use, or not an address of this machine)");
     }
+    widen_listen_backlog(port);
     return port;
 }
 
