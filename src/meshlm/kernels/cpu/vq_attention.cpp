@@ -15,6 +15,8 @@
 //   dU_s = sum_i p_is dO_i: each value folded into the cache before block g gets the sum of
 //   H_r = dU / N over the blocks r >= g that read it, kept as (the final running sum of H) minus
 //   (the running sum when it was folded), so one pass in forward order does it.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -111,11 +113,25 @@ struct Block {
           pos(static_cast<std::size_t>(sh.L) * (sh.L + 1)) {}
 };
 
+// The cache a block reads: the walk's live one, or a snapshot taken when the blocks run in
+// parallel.
+struct Cache {
+    const float *count, *mean;
+    bool empty;
+};
+
+// The inputs every block of a call reads.
+struct Inputs {
+    const float *q, *v, *codebook, *rel, *u, *vb;
+    const std::int32_t* z;
+    int ldq, ldv, T;
+};
+
 // Scores of the queries at positions [qa, qb) (rows of q from the call's first position) over
 // their window and the cache, into b.s (row stride b.lds; the cache's S columns after the W
 // window columns when it holds anything).
-void scores(Block& b, const Walk& w, std::int64_t qa, std::int64_t qb, const float* q, int ldq,
-            const float* codebook, const float* rel, const float* u, const float* vb) {
+void scores(Block& b, const Walk& w, const Cache& cache, std::int64_t qa, std::int64_t qb,
+            const Inputs& in) {
     const VqAttnShape& sh = w.sh;
     const int dk = sh.dk, L = sh.L;
     b.qa = qa;
@@ -123,21 +139,21 @@ void scores(Block& b, const Walk& w, std::int64_t qa, std::int64_t qb, const flo
     b.nq = static_cast<int>(qb - qa);
     b.W = static_cast<int>(qb - b.ws);
     for (int i = 0; i < b.nq; ++i) {
-        const float* qi = q + static_cast<std::size_t>(qa - w.p0 + i) * ldq;
+        const float* qi = in.q + static_cast<std::size_t>(qa - w.p0 + i) * in.ldq;
         float* a = b.qu.data() + static_cast<std::size_t>(i) * dk;
         float* c = b.qv.data() + static_cast<std::size_t>(i) * dk;
-        for (int d = 0; d < dk; ++d) a[d] = qi[d] + u[d], c[d] = qi[d] + vb[d];
+        for (int d = 0; d < dk; ++d) a[d] = qi[d] + in.u[d], c[d] = qi[d] + in.vb[d];
     }
     for (int j = 0; j < b.W; ++j) {
         const std::int64_t t = b.ws + j;
         std::memcpy(b.keys.data() + static_cast<std::size_t>(j) * dk,
-                    codebook + static_cast<std::size_t>(w.code(t)) * dk, dk * sizeof(float));
+                    in.codebook + static_cast<std::size_t>(w.code(t)) * dk, dk * sizeof(float));
         std::memcpy(b.vals.data() + static_cast<std::size_t>(j) * sh.dv, w.value(t),
                     sh.dv * sizeof(float));
     }
     float* s = b.s.data();
     gemm(false, true, b.nq, b.W, dk, 1.f, b.qu.data(), dk, b.keys.data(), dk, 0.f, s, b.lds);
-    gemm(false, true, b.nq, L + 1, dk, 1.f, b.qv.data(), dk, rel, dk, 0.f, b.pos.data(), L + 1);
+    gemm(false, true, b.nq, L + 1, dk, 1.f, b.qv.data(), dk, in.rel, dk, 0.f, b.pos.data(), L + 1);
     for (int i = 0; i < b.nq; ++i) {
         float* si = s + static_cast<std::size_t>(i) * b.lds;
         const float* pi = b.pos.data() + static_cast<std::size_t>(i) * (L + 1);
@@ -151,45 +167,109 @@ void scores(Block& b, const Walk& w, std::int64_t qa, std::int64_t qb, const flo
         }
     }
     b.width = b.W;
-    if (w.cache_empty()) return;
-    gemm(false, true, b.nq, sh.S, dk, 1.f, b.qu.data(), dk, codebook, dk, 0.f, s + b.W, b.lds);
+    if (cache.empty) return;
+    gemm(false, true, b.nq, sh.S, dk, 1.f, b.qu.data(), dk, in.codebook, dk, 0.f, s + b.W, b.lds);
     for (int i = 0; i < b.nq; ++i) {
         float* sc = s + static_cast<std::size_t>(i) * b.lds + b.W;
         for (int c = 0; c < sh.S; ++c)
-            sc[c] = w.count[c] > 0.f ? sc[c] + std::log(w.count[c]) : kNegInf;
+            sc[c] = cache.count[c] > 0.f ? sc[c] + std::log(cache.count[c]) : kNegInf;
     }
     b.width += sh.S;
 }
 
-void forward_sequence(float* out, float* lse, const float* q, int ldq, const std::int32_t* z,
-                      const float* v, int ldv, const float* codebook, const float* rel,
-                      const float* u, const float* vb, int T, VqAttnShape sh, VqAttnState* st) {
-    Walk w(sh, st, z, v, ldv, T);
-    Block b(sh);
-    const int L = sh.L, dv = sh.dv;
-    const std::int64_t end = w.p0 + T;
-    for (std::int64_t r = w.p0 / L; r * L < end; ++r) {
-        const std::int64_t qa = std::max(w.p0, r * L), qb = std::min(end, (r + 1) * L);
-        w.fold_to(vq_window_start(qa, L));
-        scores(b, w, qa, qb, q, ldq, codebook, rel, u, vb);
-        for (int i = 0; i < b.nq; ++i) {
-            float* si = b.s.data() + static_cast<std::size_t>(i) * b.lds;
-            float m = kNegInf;
-            for (int j = 0; j < b.width; ++j) m = std::max(m, si[j]);
-            float d = 0.f;
-            for (int j = 0; j < b.width; ++j) d += (si[j] = std::exp(si[j] - m));
-            const float inv = 1.f / d;
-            for (int j = 0; j < b.width; ++j) si[j] *= inv;
-            lse[qa - w.p0 + i] = m + std::log(d);
+// The absolute blocks a call touches and each one's queries.
+struct Blocks {
+    std::int64_t first, end;  // block indices [first, end)
+    std::int64_t p0, stop;    // positions [p0, stop)
+    int L;
+    std::int64_t qa(std::int64_t r) const { return std::max(p0, r * L); }
+    std::int64_t qb(std::int64_t r) const { return std::min(stop, (r + 1) * L); }
+};
+Blocks blocks_of(const Walk& w, int T) {
+    const std::int64_t stop = w.p0 + T, L = w.sh.L;
+    return {w.p0 / L, (stop + L - 1) / L, w.p0, stop, w.sh.L};
+}
+
+// Runs one sequence's blocks: serially with the walk's live cache, or -- `parallel` -- with a
+// snapshot of the cache per block taken in one serial pass (O(T dv)), then the blocks across the
+// threads (the seed's TP-branch layout: every block at once). body(block, r, cache) must write
+// only block r's results; apply(r) runs afterwards in block order, with the walk folded for
+// block r (its on_fold sees each folded position).
+template <typename Body, typename Apply, typename OnFold>
+void run_blocks(Walk& w, int T, bool parallel, Body&& body, Apply&& apply, OnFold&& on_fold) {
+    const Blocks bl = blocks_of(w, T);
+    const VqAttnShape sh = w.sh;
+    if (!parallel) {
+        Block b(sh);
+        for (std::int64_t r = bl.first; r < bl.end; ++r) {
+            w.fold_to(vq_window_start(bl.qa(r), sh.L), on_fold);
+            body(b, r, Cache{w.count.data(), w.mean.data(), w.cache_empty()});
+            apply(r);
         }
-        float* o = out + static_cast<std::size_t>(qa - w.p0) * dv;
-        gemm(false, false, b.nq, dv, b.W, 1.f, b.s.data(), b.lds, b.vals.data(), dv, 0.f, o, dv);
-        if (b.width > b.W)
-            gemm(false, false, b.nq, dv, sh.S, 1.f, b.s.data() + b.W, b.lds, w.mean.data(), dv, 1.f,
-                 o, dv);
+        return;
     }
+    const std::size_t R = static_cast<std::size_t>(bl.end - bl.first),
+                      per = static_cast<std::size_t>(sh.S) * (sh.dv + 1);
+    std::vector<float> snaps(R * per);
+    std::vector<char> empty(R);
+    {
+        Walk scan = w;  // the same folds, without on_fold: apply() replays them below
+        for (std::size_t i = 0; i < R; ++i) {
+            scan.fold_to(vq_window_start(bl.qa(bl.first + i), sh.L));
+            std::copy(scan.count.begin(), scan.count.end(), snaps.begin() + i * per);
+            std::copy(scan.mean.begin(), scan.mean.end(), snaps.begin() + i * per + sh.S);
+            empty[i] = scan.cache_empty();
+        }
+    }
+#pragma omp parallel
+    {
+        Block b(sh);
+#pragma omp for schedule(dynamic, 1)
+        for (std::size_t i = 0; i < R; ++i)
+            body(b, bl.first + static_cast<std::int64_t>(i),
+                 Cache{snaps.data() + i * per, snaps.data() + i * per + sh.S, empty[i] != 0});
+    }
+    for (std::int64_t r = bl.first; r < bl.end; ++r) {
+        w.fold_to(vq_window_start(bl.qa(r), sh.L), on_fold);
+        apply(r);
+    }
+}
+
+// One block's forward: out and lse rows of its queries.
+void forward_block(Block& b, const Walk& w, const Cache& cache, std::int64_t qa, std::int64_t qb,
+                   const Inputs& in, float* out, float* lse) {
+    const int dv = w.sh.dv;
+    scores(b, w, cache, qa, qb, in);
+    for (int i = 0; i < b.nq; ++i) {
+        float* si = b.s.data() + static_cast<std::size_t>(i) * b.lds;
+        float m = kNegInf;
+        for (int j = 0; j < b.width; ++j) m = std::max(m, si[j]);
+        float d = 0.f;
+        for (int j = 0; j < b.width; ++j) d += (si[j] = std::exp(si[j] - m));
+        const float inv = 1.f / d;
+        for (int j = 0; j < b.width; ++j) si[j] *= inv;
+        lse[qa - w.p0 + i] = m + std::log(d);
+    }
+    float* o = out + static_cast<std::size_t>(qa - w.p0) * dv;
+    gemm(false, false, b.nq, dv, b.W, 1.f, b.s.data(), b.lds, b.vals.data(), dv, 0.f, o, dv);
+    if (b.width > b.W)
+        gemm(false, false, b.nq, dv, w.sh.S, 1.f, b.s.data() + b.W, b.lds, cache.mean, dv, 1.f, o,
+             dv);
+}
+
+void forward_sequence(float* out, float* lse, const Inputs& in, VqAttnShape sh, VqAttnState* st,
+                      bool parallel) {
+    Walk w(sh, st, in.z, in.v, in.ldv, in.T);
+    const Blocks bl = blocks_of(w, in.T);
+    run_blocks(
+        w, in.T, parallel,
+        [&](Block& b, std::int64_t r, const Cache& c) {
+            forward_block(b, w, c, bl.qa(r), bl.qb(r), in, out, lse);
+        },
+        [](std::int64_t) {}, [](std::int64_t) {});
     if (!st) return;
-    const std::int64_t ws = vq_window_start(end, L);
+    const int dv = sh.dv;
+    const std::int64_t end = bl.stop, ws = vq_window_start(end, sh.L);
     w.fold_to(ws);
     st->pos = end;
     st->z.assign(w.z.begin() + (ws - w.base), w.z.end());
@@ -202,101 +282,139 @@ void forward_sequence(float* out, float* lse, const float* q, int ldq, const std
     st->mean = std::move(w.mean);
 }
 
+// What one block's backward leaves for the in-order pass: its window keys' and values'
+// gradients, dU / N over the codes (when it read the cache), and its du | dvb | drel.
+struct BlockGrads {
+    std::vector<float> dkeys, dvals, h, acc;
+    std::int64_t ws = 0;
+    int W = 0;
+    bool cache = false;
+};
+
+void backward_block(Block& b, const Walk& w, const Cache& cache, std::int64_t qa, std::int64_t qb,
+                    const Inputs& in, const float* dout, const float* out, const float* lse,
+                    float* dq, BlockGrads& g, std::vector<float>& dp, std::vector<float>& dqu,
+                    std::vector<float>& dqv, std::vector<float>& dpos, std::vector<float>& dU) {
+    const VqAttnShape& sh = w.sh;
+    const int L = sh.L, dkw = sh.dk, dvw = sh.dv, S = sh.S;
+    scores(b, w, cache, qa, qb, in);
+    const int nq = b.nq, W = b.W, lds = b.lds;
+    const float* dO = dout + static_cast<std::size_t>(qa - w.p0) * dvw;
+    const float* O = out + static_cast<std::size_t>(qa - w.p0) * dvw;
+    g.cache = b.width > W;
+    g.ws = b.ws, g.W = W;
+    gemm(false, true, nq, W, dvw, 1.f, dO, dvw, b.vals.data(), dvw, 0.f, dp.data(), lds);
+    if (g.cache)
+        gemm(false, true, nq, S, dvw, 1.f, dO, dvw, cache.mean, dvw, 0.f, dp.data() + W, lds);
+    for (int i = 0; i < nq; ++i) {
+        float* pi = b.s.data() + static_cast<std::size_t>(i) * lds;
+        float* gi = dp.data() + static_cast<std::size_t>(i) * lds;
+        const float* oi = O + static_cast<std::size_t>(i) * dvw;
+        const float* gO = dO + static_cast<std::size_t>(i) * dvw;
+        float delta = 0.f;
+        for (int c = 0; c < dvw; ++c) delta += gO[c] * oi[c];
+        const float l = lse[qa - w.p0 + i];
+        for (int j = 0; j < b.width; ++j) {
+            pi[j] = std::exp(pi[j] - l);
+            gi[j] = pi[j] * (gi[j] - delta);
+        }
+        // The position part: distance d reads key t_i - d when it is in the window.
+        float* gp = dpos.data() + static_cast<std::size_t>(i) * (L + 1);
+        const std::int64_t ti = qa + i;
+        for (int d = 0; d <= L; ++d) {
+            const std::int64_t j = ti - d - b.ws;
+            gp[d] = j >= 0 ? gi[j] : 0.f;
+        }
+    }
+    gemm(false, false, nq, dkw, W, 1.f, dp.data(), lds, b.keys.data(), dkw, 0.f, dqu.data(), dkw);
+    if (g.cache)
+        gemm(false, false, nq, dkw, S, 1.f, dp.data() + W, lds, in.codebook, dkw, 1.f, dqu.data(),
+             dkw);
+    gemm(false, false, nq, dkw, L + 1, 1.f, dpos.data(), L + 1, in.rel, dkw, 0.f, dqv.data(), dkw);
+    float *du = g.acc.data(), *dvb = du + dkw, *drel = dvb + dkw;
+    std::fill(g.acc.begin(), g.acc.end(), 0.f);
+    gemm(true, false, L + 1, dkw, nq, 1.f, dpos.data(), L + 1, b.qv.data(), dkw, 0.f, drel, dkw);
+    for (int i = 0; i < nq; ++i) {
+        float* gq = dq + static_cast<std::size_t>(qa - w.p0 + i) * in.ldq;
+        const float* a = dqu.data() + static_cast<std::size_t>(i) * dkw;
+        const float* c = dqv.data() + static_cast<std::size_t>(i) * dkw;
+        for (int d = 0; d < dkw; ++d) gq[d] = a[d] + c[d], du[d] += a[d], dvb[d] += c[d];
+    }
+    gemm(true, false, W, dkw, nq, 1.f, dp.data(), lds, b.qu.data(), dkw, 0.f, g.dkeys.data(), dkw);
+    gemm(true, false, W, dvw, nq, 1.f, b.s.data(), lds, dO, dvw, 0.f, g.dvals.data(), dvw);
+    if (!g.cache) return;
+    gemm(true, false, S, dvw, nq, 1.f, b.s.data() + W, lds, dO, dvw, 0.f, dU.data(), dvw);
+    for (int s = 0; s < S; ++s) {
+        float* h = g.h.data() + static_cast<std::size_t>(s) * dvw;
+        const float* a = dU.data() + static_cast<std::size_t>(s) * dvw;
+        const float inv = cache.count[s] > 0.f ? 1.f / cache.count[s] : 0.f;
+        for (int c = 0; c < dvw; ++c) h[c] = a[c] * inv;
+    }
+}
+
 // acc: du [dk] | dvb [dk] | drel [(L + 1) dk] of this sequence.
 void backward_sequence(float* dq, float* dk, float* dv, float* acc, const float* dout,
-                       const float* out, const float* lse, const float* q, int ldq,
-                       const std::int32_t* z, const float* v, int ldv, const float* codebook,
-                       const float* rel, const float* u, const float* vb, int T, VqAttnShape sh,
-                       const VqAttnState* st) {
-    Walk w(sh, st, z, v, ldv, T);
-    Block b(sh);
-    const int L = sh.L, dkw = sh.dk, dvw = sh.dv, S = sh.S;
+                       const float* out, const float* lse, const Inputs& in, VqAttnShape sh,
+                       const VqAttnState* st, bool parallel) {
+    Walk w(sh, st, in.z, in.v, in.ldv, in.T);
+    const int L = sh.L, dkw = sh.dk, dvw = sh.dv, S = sh.S, T = in.T;
     for (int t = 0; t < T; ++t) {
-        std::fill_n(dq + static_cast<std::size_t>(t) * ldq, dkw, 0.f);
-        std::fill_n(dk + static_cast<std::size_t>(t) * ldq, dkw, 0.f);
-        std::fill_n(dv + static_cast<std::size_t>(t) * ldv, dvw, 0.f);
+        std::fill_n(dk + static_cast<std::size_t>(t) * in.ldq, dkw, 0.f);
+        std::fill_n(dv + static_cast<std::size_t>(t) * in.ldv, dvw, 0.f);
     }
-    float *du = acc, *dvb = acc + dkw, *drel = acc + 2 * dkw;
-    std::vector<float> dp(b.s.size()), dqu(b.qu.size()), dqv(b.qu.size()), dpos(b.pos.size()),
-        dkeys(b.keys.size()), dvals(b.vals.size()), dU(static_cast<std::size_t>(S) * dvw),
-        hsum(dU.size(), 0.f);
-    auto dv_row = [&](std::int64_t t) { return dv + static_cast<std::size_t>(t - w.p0) * ldv; };
+    const Blocks bl = blocks_of(w, T);
+    const std::size_t n_acc = static_cast<std::size_t>(L + 3) * dkw;
+    auto make_grads = [&] {
+        BlockGrads g;
+        g.dkeys.resize(static_cast<std::size_t>(2 * L) * dkw);
+        g.dvals.resize(static_cast<std::size_t>(2 * L) * dvw);
+        g.h.resize(static_cast<std::size_t>(S) * dvw);
+        g.acc.resize(n_acc);
+        return g;
+    };
+    // Serially one set of block gradients, applied at once; in parallel one per block.
+    std::vector<BlockGrads> grads(parallel ? static_cast<std::size_t>(bl.end - bl.first) : 1);
+    for (auto& g : grads) g = make_grads();
+    auto grads_of = [&](std::int64_t r) -> BlockGrads& {
+        return grads[parallel ? static_cast<std::size_t>(r - bl.first) : 0];
+    };
+    std::vector<float> hsum(static_cast<std::size_t>(S) * dvw, 0.f);
+    auto dv_row = [&](std::int64_t t) { return dv + static_cast<std::size_t>(t - w.p0) * in.ldv; };
     auto subtract_hsum = [&](std::int64_t t) {
         if (t < w.p0) return;  // a carried value: no gradient
         const float* h = hsum.data() + static_cast<std::size_t>(w.code(t)) * dvw;
         float* g = dv_row(t);
         for (int c = 0; c < dvw; ++c) g[c] -= h[c];
     };
-    const std::int64_t end = w.p0 + T;
-    for (std::int64_t r = w.p0 / L; r * L < end; ++r) {
-        const std::int64_t qa = std::max(w.p0, r * L), qb = std::min(end, (r + 1) * L);
-        w.fold_to(vq_window_start(qa, L), subtract_hsum);
-        scores(b, w, qa, qb, q, ldq, codebook, rel, u, vb);
-        const int nq = b.nq, W = b.W, lds = b.lds;
-        const float* dO = dout + static_cast<std::size_t>(qa - w.p0) * dvw;
-        const float* O = out + static_cast<std::size_t>(qa - w.p0) * dvw;
-        const bool cache = b.width > W;
-        gemm(false, true, nq, W, dvw, 1.f, dO, dvw, b.vals.data(), dvw, 0.f, dp.data(), lds);
-        if (cache)
-            gemm(false, true, nq, S, dvw, 1.f, dO, dvw, w.mean.data(), dvw, 0.f, dp.data() + W,
-                 lds);
-        for (int i = 0; i < nq; ++i) {
-            float* pi = b.s.data() + static_cast<std::size_t>(i) * lds;
-            float* gi = dp.data() + static_cast<std::size_t>(i) * lds;
-            const float* oi = O + static_cast<std::size_t>(i) * dvw;
-            const float* gO = dO + static_cast<std::size_t>(i) * dvw;
-            float delta = 0.f;
-            for (int c = 0; c < dvw; ++c) delta += gO[c] * oi[c];
-            const float l = lse[qa - w.p0 + i];
-            for (int j = 0; j < b.width; ++j) {
-                pi[j] = std::exp(pi[j] - l);
-                gi[j] = pi[j] * (gi[j] - delta);
+    run_blocks(
+        w, T, parallel,
+        [&](Block& b, std::int64_t r, const Cache& c) {
+            // Scratch per call: a thread runs several blocks, each sized by the shape.
+            thread_local std::vector<float> dp, dqu, dqv, dpos, dU;
+            dp.resize(b.s.size()), dqu.resize(b.qu.size()), dqv.resize(b.qu.size());
+            dpos.resize(b.pos.size()), dU.resize(static_cast<std::size_t>(S) * dvw);
+            backward_block(b, w, c, bl.qa(r), bl.qb(r), in, dout, out, lse, dq, grads_of(r), dp,
+                           dqu, dqv, dpos, dU);
+        },
+        [&](std::int64_t r) {
+            // In block order: the window's key and value gradients, the cache's running sum,
+            // the vector sums -- the same additions in the same order either way.
+            const BlockGrads& g = grads_of(r);
+            for (int j = 0; j < g.W; ++j) {
+                const std::int64_t t = g.ws + j;
+                if (t < w.p0) continue;
+                float* gk = dk + static_cast<std::size_t>(t - w.p0) * in.ldq;
+                const float* a = g.dkeys.data() + static_cast<std::size_t>(j) * dkw;
+                for (int d = 0; d < dkw; ++d) gk[d] += a[d];
+                float* gv = dv_row(t);
+                const float* c = g.dvals.data() + static_cast<std::size_t>(j) * dvw;
+                for (int d = 0; d < dvw; ++d) gv[d] += c[d];
             }
-            // The position part: distance d reads key t_i - d when it is in the window.
-            float* gp = dpos.data() + static_cast<std::size_t>(i) * (L + 1);
-            const std::int64_t ti = qa + i;
-            for (int d = 0; d <= L; ++d) {
-                const std::int64_t j = ti - d - b.ws;
-                gp[d] = j >= 0 ? gi[j] : 0.f;
-            }
-        }
-        gemm(false, false, nq, dkw, W, 1.f, dp.data(), lds, b.keys.data(), dkw, 0.f, dqu.data(),
-             dkw);
-        if (cache)
-            gemm(false, false, nq, dkw, S, 1.f, dp.data() + W, lds, codebook, dkw, 1.f, dqu.data(),
-                 dkw);
-        gemm(false, false, nq, dkw, L + 1, 1.f, dpos.data(), L + 1, rel, dkw, 0.f, dqv.data(), dkw);
-        gemm(true, false, L + 1, dkw, nq, 1.f, dpos.data(), L + 1, b.qv.data(), dkw, 1.f, drel,
-             dkw);
-        for (int i = 0; i < nq; ++i) {
-            float* g = dq + static_cast<std::size_t>(qa - w.p0 + i) * ldq;
-            const float* a = dqu.data() + static_cast<std::size_t>(i) * dkw;
-            const float* c = dqv.data() + static_cast<std::size_t>(i) * dkw;
-            for (int d = 0; d < dkw; ++d) g[d] = a[d] + c[d], du[d] += a[d], dvb[d] += c[d];
-        }
-        gemm(true, false, W, dkw, nq, 1.f, dp.data(), lds, b.qu.data(), dkw, 0.f, dkeys.data(),
-             dkw);
-        gemm(true, false, W, dvw, nq, 1.f, b.s.data(), lds, dO, dvw, 0.f, dvals.data(), dvw);
-        for (int j = 0; j < W; ++j) {
-            const std::int64_t t = b.ws + j;
-            if (t < w.p0) continue;
-            float* gk = dk + static_cast<std::size_t>(t - w.p0) * ldq;
-            const float* a = dkeys.data() + static_cast<std::size_t>(j) * dkw;
-            for (int d = 0; d < dkw; ++d) gk[d] += a[d];
-            float* gv = dv_row(t);
-            const float* c = dvals.data() + static_cast<std::size_t>(j) * dvw;
-            for (int d = 0; d < dvw; ++d) gv[d] += c[d];
-        }
-        if (!cache) continue;
-        gemm(true, false, S, dvw, nq, 1.f, b.s.data() + W, lds, dO, dvw, 0.f, dU.data(), dvw);
-        for (int s = 0; s < S; ++s) {
-            if (w.count[s] <= 0.f) continue;
-            const float inv = 1.f / w.count[s];
-            float* h = hsum.data() + static_cast<std::size_t>(s) * dvw;
-            const float* a = dU.data() + static_cast<std::size_t>(s) * dvw;
-            for (int c = 0; c < dvw; ++c) h[c] += a[c] * inv;
-        }
-    }
+            for (std::size_t i = 0; i < n_acc; ++i) acc[i] += g.acc[i];
+            if (g.cache)
+                for (std::size_t i = 0; i < hsum.size(); ++i) hsum[i] += g.h[i];
+        },
+        subtract_hsum);
     // Every value of this call folded into the cache gets the running sum's final value.
     for (std::int64_t t = std::max(w.p0, w.base); t < w.cached; ++t) {
         const float* h = hsum.data() + static_cast<std::size_t>(w.code(t)) * dvw;
@@ -305,17 +423,23 @@ void backward_sequence(float* dq, float* dk, float* dv, float* acc, const float*
     }
 }
 
+// Sequences across the threads when there are enough of them; else each sequence's blocks.
+bool blocks_in_parallel(int B) {
+    return B < omp_get_max_threads() && !omp_in_parallel();
+}
+
 }  // namespace
 
 void vq_attention_forward(float* out, float* lse, const float* q, int ldq, const std::int32_t* z,
                           const float* v, int ldv, const float* codebook, const float* rel,
                           const float* u, const float* vb, int B, int T, VqAttnShape sh,
                           VqAttnState* state) {
-#pragma omp parallel for schedule(dynamic, 1) if (B > 1)
+    const bool blocks = blocks_in_parallel(B);
+#pragma omp parallel for schedule(dynamic, 1) if (!blocks)
     for (int b = 0; b < B; ++b) {
         const std::size_t row = static_cast<std::size_t>(b) * T;
-        forward_sequence(out + row * sh.dv, lse + row, q + row * ldq, ldq, z + row, v + row * ldv,
-                         ldv, codebook, rel, u, vb, T, sh, state ? state + b : nullptr);
+        const Inputs in{q + row * ldq, v + row * ldv, codebook, rel, u, vb, z + row, ldq, ldv, T};
+        forward_sequence(out + row * sh.dv, lse + row, in, sh, state ? state + b : nullptr, blocks);
     }
 }
 
@@ -326,13 +450,14 @@ void vq_attention_backward(float* dq, float* dk, float* dv, float* du, float* dv
                            int B, int T, VqAttnShape sh, const VqAttnState* state) {
     const std::size_t per = static_cast<std::size_t>(sh.L + 3) * sh.dk;
     std::vector<float> acc(per * B, 0.f);
-#pragma omp parallel for schedule(dynamic, 1) if (B > 1)
+    const bool blocks = blocks_in_parallel(B);
+#pragma omp parallel for schedule(dynamic, 1) if (!blocks)
     for (int b = 0; b < B; ++b) {
         const std::size_t row = static_cast<std::size_t>(b) * T;
+        const Inputs in{q + row * ldq, v + row * ldv, codebook, rel, u, vb, z + row, ldq, ldv, T};
         backward_sequence(dq + row * ldq, dk + row * ldq, dv + row * ldv, acc.data() + b * per,
-                          dout + row * sh.dv, out + row * sh.dv, lse + row, q + row * ldq, ldq,
-                          z + row, v + row * ldv, ldv, codebook, rel, u, vb, T, sh,
-                          state ? state + b : nullptr);
+                          dout + row * sh.dv, out + row * sh.dv, lse + row, in, sh,
+                          state ? state + b : nullptr, blocks);
     }
     // In sequence order: the same sums for any thread count.
     for (int b = 0; b < B; ++b) {
