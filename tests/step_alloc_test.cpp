@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "meshlm/core/rng.h"
@@ -34,10 +35,16 @@ void operator delete(void* p, std::size_t) noexcept {
 namespace meshlm {
 namespace {
 
-TEST(StepAllocations, TrainStepAndEvalAllocateNothing) {
+class StepAllocations : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StepAllocations, TrainStepAndEvalAllocateNothing) {
     kernels::set_threads(2);
     ModelConfig m;
     m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 61, m.max_seq_len = 24;
+    if (GetParam() == "vq") {  // Transformer-VQ: its kernels keep their scratch across steps
+        m.attention = "vq", m.position = "none", m.norm = "rmsnorm", m.norm_bias = false;
+        m.mlp = "sqrelu", m.vq_block_len = 4, m.vq_codes = 8, m.vq_d_k = 8, m.vq_d_v = 32;
+    }
     OptimConfig o;
     const int B = 3, T = 24, accum = 2;
     Learner learner(m, o, B, T, 10);
@@ -64,6 +71,8 @@ TEST(StepAllocations, TrainStepAndEvalAllocateNothing) {
     delete probe;
     EXPECT_GE(g_allocations.load(), 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, StepAllocations, ::testing::Values("gpt2", "vq"));
 
 }  // namespace
 }  // namespace meshlm

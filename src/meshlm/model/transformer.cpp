@@ -441,7 +441,8 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
 }
 
 void Transformer::add_vq_stats(const VqAttention::Acts& a, float err, int N) {
-    std::vector<int> used(vq_.S, 0);
+    std::vector<int>& used = vq_used_;
+    used.assign(vq_.S, 0);
     for (int n = 0; n < N; ++n) ++used[a.z[n]];
     double entropy = 0;
     int codes = 0;

@@ -178,6 +178,7 @@ class Transformer {
     float* vq_scratch_ = nullptr;
     float grad_scale_ = 0.f;  // the last forward's: the commitment loss's per-token scale
     VqStats vq_stats_;
+    std::vector<int> vq_used_;  // add_vq_stats' per-code counts
     kernels::VqAttnState* vq_states_ = nullptr;
     std::vector<kernels::VqAttnState> vq_start_;  // what the last training forward started from
     int vq_state_stride_ = 0;

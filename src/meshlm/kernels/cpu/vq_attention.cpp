@@ -34,18 +34,20 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // One sequence's window and cache as its blocks go by: the forward, the backward and a decode
 // step rebuild the same ones.
 struct Walk {
-    VqAttnShape sh;
-    std::int64_t p0, base;           // the call's first position; the first one held
+    VqAttnShape sh{};
+    std::int64_t p0 = 0, base = 0;   // the call's first position; the first one held
     std::vector<std::int32_t> z;     // codes of positions [base, p0 + T)
     std::vector<const float*> vrow;  // their value rows
     std::vector<float> count, mean;  // the cache
-    std::int64_t cached;             // positions [0, cached) are in it
+    std::int64_t cached = 0;         // positions [0, cached) are in it
     std::vector<float> sum, n;       // fold scratch
     std::vector<int> touched;
 
-    Walk(VqAttnShape s, const VqAttnState* st, const std::int32_t* zc, const float* vc, int ldv,
-         int T)
-        : sh(s), p0(st ? st->pos : 0), base(vq_window_start(p0, s.L)) {
+    // Starts the walk of one call; the vectors keep their capacity from earlier calls (the
+    // walks are thread_local), so a step in steady state allocates nothing.
+    void reset(VqAttnShape s, const VqAttnState* st, const std::int32_t* zc, const float* vc,
+               int ldv, int T) {
+        sh = s, p0 = st ? st->pos : 0, base = vq_window_start(p0, s.L);
         const std::size_t held = static_cast<std::size_t>(p0 - base);
         MESHLM_CHECK(!st || (st->z.size() == held && st->v.size() == held * s.dv),
                      "VQ attention state holds ", st ? st->z.size() : 0,
@@ -55,12 +57,17 @@ struct Walk {
         for (std::size_t i = 0; i < held; ++i) z[i] = st->z[i], vrow[i] = st->v.data() + i * s.dv;
         for (int t = 0; t < T; ++t)
             z[held + t] = zc[t], vrow[held + t] = vc + static_cast<std::size_t>(t) * ldv;
-        const bool has_cache = st && !st->count.empty();
-        count = has_cache ? st->count : std::vector<float>(s.S, 0.f);
-        mean = has_cache ? st->mean : std::vector<float>(static_cast<std::size_t>(s.S) * s.dv, 0.f);
+        if (st && !st->count.empty()) {
+            count.assign(st->count.begin(), st->count.end());
+            mean.assign(st->mean.begin(), st->mean.end());
+        } else {
+            count.assign(s.S, 0.f);
+            mean.assign(static_cast<std::size_t>(s.S) * s.dv, 0.f);
+        }
         cached = base;
         sum.assign(static_cast<std::size_t>(s.S) * s.dv, 0.f);
         n.assign(s.S, 0.f);
+        touched.clear();
     }
     std::int32_t code(std::int64_t t) const { return z[t - base]; }
     const float* value(std::int64_t t) const { return vrow[t - base]; }
@@ -98,20 +105,23 @@ struct Walk {
     }
 };
 
-// Per-sequence scratch for one block of queries.
+// Per-thread scratch for one block of queries (thread_local: sized once per shape).
 struct Block {
     int nq = 0, W = 0, width = 0, lds = 0;
     std::int64_t qa = 0, ws = 0;
     std::vector<float> qu, qv, keys, vals, s, pos;
-    explicit Block(VqAttnShape sh)
-        : lds(2 * sh.L + sh.S),
-          qu(static_cast<std::size_t>(sh.L) * sh.dk),
-          qv(qu.size()),
-          keys(2 * qu.size()),
-          vals(static_cast<std::size_t>(2 * sh.L) * sh.dv),
-          s(static_cast<std::size_t>(sh.L) * lds),
-          pos(static_cast<std::size_t>(sh.L) * (sh.L + 1)) {}
+    void shape(VqAttnShape sh) {
+        lds = 2 * sh.L + sh.S;
+        qu.resize(static_cast<std::size_t>(sh.L) * sh.dk);
+        qv.resize(qu.size());
+        keys.resize(2 * qu.size());
+        vals.resize(static_cast<std::size_t>(2 * sh.L) * sh.dv);
+        s.resize(static_cast<std::size_t>(sh.L) * lds);
+        pos.resize(static_cast<std::size_t>(sh.L) * (sh.L + 1));
+    }
 };
+thread_local Block t_block;
+thread_local Walk t_walk, t_scan;
 
 // The cache a block reads: the walk's live one, or a snapshot taken when the blocks run in
 // parallel.
@@ -200,7 +210,8 @@ void run_blocks(Walk& w, int T, bool parallel, Body&& body, Apply&& apply, OnFol
     const Blocks bl = blocks_of(w, T);
     const VqAttnShape sh = w.sh;
     if (!parallel) {
-        Block b(sh);
+        Block& b = t_block;
+        b.shape(sh);
         for (std::int64_t r = bl.first; r < bl.end; ++r) {
             w.fold_to(vq_window_start(bl.qa(r), sh.L), on_fold);
             body(b, r, Cache{w.count.data(), w.mean.data(), w.cache_empty()});
@@ -210,10 +221,16 @@ void run_blocks(Walk& w, int T, bool parallel, Body&& body, Apply&& apply, OnFol
     }
     const std::size_t R = static_cast<std::size_t>(bl.end - bl.first),
                       per = static_cast<std::size_t>(sh.S) * (sh.dv + 1);
-    std::vector<float> snaps(R * per);
-    std::vector<char> empty(R);
+    // Bound to references here: inside the parallel region a thread_local's name would mean
+    // each thread's own copy; the references are this thread's, shared.
+    thread_local std::vector<float> snaps_store;
+    thread_local std::vector<char> empty_store;
+    std::vector<float>& snaps = snaps_store;
+    std::vector<char>& empty = empty_store;
+    snaps.resize(R * per), empty.resize(R);
     {
-        Walk scan = w;  // the same folds, without on_fold: apply() replays them below
+        Walk& scan = t_scan;  // the same folds, without on_fold: apply() replays them below
+        scan = w;
         for (std::size_t i = 0; i < R; ++i) {
             scan.fold_to(vq_window_start(bl.qa(bl.first + i), sh.L));
             std::copy(scan.count.begin(), scan.count.end(), snaps.begin() + i * per);
@@ -223,7 +240,8 @@ void run_blocks(Walk& w, int T, bool parallel, Body&& body, Apply&& apply, OnFol
     }
 #pragma omp parallel
     {
-        Block b(sh);
+        Block& b = t_block;
+        b.shape(sh);
 #pragma omp for schedule(dynamic, 1)
         for (std::size_t i = 0; i < R; ++i)
             body(b, bl.first + static_cast<std::int64_t>(i),
@@ -259,7 +277,8 @@ void forward_block(Block& b, const Walk& w, const Cache& cache, std::int64_t qa,
 
 void forward_sequence(float* out, float* lse, const Inputs& in, VqAttnShape sh, VqAttnState* st,
                       bool parallel) {
-    Walk w(sh, st, in.z, in.v, in.ldv, in.T);
+    Walk& w = t_walk;
+    w.reset(sh, st, in.z, in.v, in.ldv, in.T);
     const Blocks bl = blocks_of(w, in.T);
     run_blocks(
         w, in.T, parallel,
@@ -273,13 +292,15 @@ void forward_sequence(float* out, float* lse, const Inputs& in, VqAttnShape sh, 
     w.fold_to(ws);
     st->pos = end;
     st->z.assign(w.z.begin() + (ws - w.base), w.z.end());
-    std::vector<float> vals(static_cast<std::size_t>(end - ws) * dv);
+    // The new window may read the old one's rows (st->v): built apart, then swapped in.
+    thread_local std::vector<float> vals;
+    vals.resize(static_cast<std::size_t>(end - ws) * dv);
     for (std::int64_t t = ws; t < end; ++t)
         std::memcpy(vals.data() + static_cast<std::size_t>(t - ws) * dv, w.value(t),
                     dv * sizeof(float));
-    st->v = std::move(vals);
-    st->count = std::move(w.count);
-    st->mean = std::move(w.mean);
+    st->v.swap(vals);
+    st->count.assign(w.count.begin(), w.count.end());
+    st->mean.assign(w.mean.begin(), w.mean.end());
 }
 
 // What one block's backward leaves for the in-order pass: its window keys' and values'
@@ -356,7 +377,8 @@ void backward_block(Block& b, const Walk& w, const Cache& cache, std::int64_t qa
 void backward_sequence(float* dq, float* dk, float* dv, float* acc, const float* dout,
                        const float* out, const float* lse, const Inputs& in, VqAttnShape sh,
                        const VqAttnState* st, bool parallel) {
-    Walk w(sh, st, in.z, in.v, in.ldv, in.T);
+    Walk& w = t_walk;
+    w.reset(sh, st, in.z, in.v, in.ldv, in.T);
     const int L = sh.L, dkw = sh.dk, dvw = sh.dv, S = sh.S, T = in.T;
     for (int t = 0; t < T; ++t) {
         std::fill_n(dk + static_cast<std::size_t>(t) * in.ldq, dkw, 0.f);
@@ -364,21 +386,22 @@ void backward_sequence(float* dq, float* dk, float* dv, float* acc, const float*
     }
     const Blocks bl = blocks_of(w, T);
     const std::size_t n_acc = static_cast<std::size_t>(L + 3) * dkw;
-    auto make_grads = [&] {
-        BlockGrads g;
+    // Serially one set of block gradients, applied at once; in parallel one per block.
+    thread_local std::vector<BlockGrads> grads_store;  // shared with the block threads
+    std::vector<BlockGrads>& grads = grads_store;
+    grads.resize(parallel ? static_cast<std::size_t>(bl.end - bl.first) : 1);
+    for (auto& g : grads) {
         g.dkeys.resize(static_cast<std::size_t>(2 * L) * dkw);
         g.dvals.resize(static_cast<std::size_t>(2 * L) * dvw);
         g.h.resize(static_cast<std::size_t>(S) * dvw);
         g.acc.resize(n_acc);
-        return g;
-    };
-    // Serially one set of block gradients, applied at once; in parallel one per block.
-    std::vector<BlockGrads> grads(parallel ? static_cast<std::size_t>(bl.end - bl.first) : 1);
-    for (auto& g : grads) g = make_grads();
+    }
     auto grads_of = [&](std::int64_t r) -> BlockGrads& {
         return grads[parallel ? static_cast<std::size_t>(r - bl.first) : 0];
     };
-    std::vector<float> hsum(static_cast<std::size_t>(S) * dvw, 0.f);
+    thread_local std::vector<float> hsum_store;
+    std::vector<float>& hsum = hsum_store;
+    hsum.assign(static_cast<std::size_t>(S) * dvw, 0.f);
     auto dv_row = [&](std::int64_t t) { return dv + static_cast<std::size_t>(t - w.p0) * in.ldv; };
     auto subtract_hsum = [&](std::int64_t t) {
         if (t < w.p0) return;  // a carried value: no gradient
@@ -449,7 +472,9 @@ void vq_attention_backward(float* dq, float* dk, float* dv, float* du, float* dv
                            const float* codebook, const float* rel, const float* u, const float* vb,
                            int B, int T, VqAttnShape sh, const VqAttnState* state) {
     const std::size_t per = static_cast<std::size_t>(sh.L + 3) * sh.dk;
-    std::vector<float> acc(per * B, 0.f);
+    thread_local std::vector<float> acc_store;  // shared with the sequence threads
+    std::vector<float>& acc = acc_store;
+    acc.assign(per * B, 0.f);
     const bool blocks = blocks_in_parallel(B);
 #pragma omp parallel for schedule(dynamic, 1) if (!blocks)
     for (int b = 0; b < B; ++b) {
@@ -470,7 +495,9 @@ void vq_attention_backward(float* dq, float* dk, float* dv, float* du, float* dv
 
 void vq_quantize(std::int32_t* z, float* err, const float* k, int ldk, const float* codebook, int N,
                  int S, int dk) {
-    std::vector<float> cnorm(S);
+    thread_local std::vector<float> cnorm_store;  // shared with the row threads
+    std::vector<float>& cnorm = cnorm_store;
+    cnorm.resize(S);
     for (int s = 0; s < S; ++s) {
         float a = 0.f;
         for (int d = 0; d < dk; ++d)
@@ -482,7 +509,8 @@ void vq_quantize(std::int32_t* z, float* err, const float* k, int ldk, const flo
     const int chunks = (N + kRows - 1) / kRows;
 #pragma omp parallel
     {
-        std::vector<float> dots(static_cast<std::size_t>(kRows) * S);
+        thread_local std::vector<float> dots;
+        dots.resize(static_cast<std::size_t>(kRows) * S);
 #pragma omp for schedule(static)
         for (int c = 0; c < chunks; ++c) {
             const int n0 = c * kRows, rows = std::min(kRows, N - n0);
