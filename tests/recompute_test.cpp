@@ -43,10 +43,14 @@ std::vector<Family> families() {
     qk.qk_norm = true;
     ModelConfig act = gptj;  // seed 002's attention nonlinearity: no dropout of probabilities
     act.attn_act = "norm_sqrelu", act.dropout_attn = 0.f;
-    return {{"gpt2", gpt2},
-            {"llama", llama},
-            {"gptj", gptj},
-            {"llama_qk_norm", qk},
+    ModelConfig vq = llama;  // Transformer-VQ: the linear-time pass reruns under `block` only
+    vq.attention = "vq", vq.position = "none", vq.mlp = "sqrelu", vq.d_ff = 0;
+    vq.vq_block_len = 8, vq.vq_codes = 16, vq.vq_d_k = 16, vq.vq_d_v = 0;
+    vq.dropout_attn = 0.f;
+    ModelConfig vq_only = vq;  // the seed's layer: blocks of attention only
+    vq_only.mlp = "none";
+    return {{"gpt2", gpt2},           {"vq", vq},     {"vq_attention_only", vq_only},
+            {"llama", llama},         {"gptj", gptj}, {"llama_qk_norm", qk},
             {"gptj_norm_sqrelu", act}};
 }
 

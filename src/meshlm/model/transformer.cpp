@@ -122,7 +122,10 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
                               {N * (vq_on ? 0 : attn.qk_rstd_width()), keep_all},
                               {N * yw, keep_y},
                               {N * (vq_on ? 0 : attn.Hl), keep_y}};
-    if (vq_on) block.push_back({vq.act_floats(N), true});
+    if (vq_on) {
+        block.push_back({vq.core_floats(N), keep_y});
+        block.push_back({vq.rest_floats(N), keep_all});
+    }
     if (seq)
         for (std::size_t n : {N * C, in16(N * C), N, N}) block.push_back({n, keep_all});
     for (std::size_t n : {N * mlp.h_width(), in16(N * mlp.Fl)}) block.push_back({n, keep_all});
@@ -172,11 +175,6 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
     MESHLM_CHECK(max_seq <= cfg.max_seq_len || cfg.position != "learned", "sequence length ",
                  max_seq, " exceeds max_seq_len ", cfg.max_seq_len);
     if (vq_on_) {
-        if (recompute != Recompute::none)
-            MESHLM_INVALID(
-                "model.attention vq keeps its activations: set train.recompute none "
-                "(got ",
-                recompute_name(recompute), ")");
     }
     Planner p{&acts_};
     plan(p);
@@ -215,7 +213,10 @@ void Transformer::plan(P& p) {
         take(b.qk_rstd, N * (vq_on_ ? 0 : attn_.qk_rstd_width()), keep_all);
         take(b.y, N * yw, keep_y);
         take(b.lse, N * (vq_on_ ? 0 : attn_.Hl), keep_y);
-        if (vq_on_ && kept) b.vq = vq_.acts_at(p.take(vq_.act_floats(N)), N);
+        if (vq_on_) {
+            take(b.vq_core, vq_.core_floats(N), keep_y);
+            take(b.vq_rest, vq_.rest_floats(N), keep_all);
+        }
         if (seq) {
             take(b.mid, N * C, keep_all);
             take_in(b.ln2, b.ln2_16, N * C, keep_all);
@@ -246,7 +247,9 @@ void Transformer::plan(P& p) {
                                         {&b.mean2, shared.mean2},
                                         {&b.rstd2, shared.rstd2},
                                         {&b.h, shared.h},
-                                        {&b.a, shared.a}})
+                                        {&b.a, shared.a},
+                                        {&b.vq_core, shared.vq_core},
+                                        {&b.vq_rest, shared.vq_rest}})
                 if (!*mine) *mine = theirs;
             for (auto [mine, theirs] : {std::pair{&b.ln1_16, shared.ln1_16},
                                         {&b.ln2_16, shared.ln2_16},
@@ -254,6 +257,8 @@ void Transformer::plan(P& p) {
                 if (!*mine) *mine = theirs;
         }
     }
+    if (vq_on_)
+        for (auto& b : blocks_) b.vq = vq_.acts_at(b.vq_core, b.vq_rest, N);
     lnf_ = p.take(N * C);
     lnf_mean_ = p.take(N);
     lnf_rstd_ = p.take(N);
@@ -518,6 +523,29 @@ void Transformer::block_recompute(int l, const float* x, int B, int T) {
     BlockActs& a = blocks_[l];
     norm_.forward(a.ln1, a.mean1, a.rstd1, x, w.ln1_w, w.ln1_b, N);
     keep16(a.ln1_16, a.ln1, static_cast<std::size_t>(N) * cfg_.d_model);
+    if (vq_on_) {
+        // `attention` kept the core's output (o, lse): only the projections and codes rerun.
+        vq_.derive(vq_derived_, w);
+        vq_.project_in(a.vq, vq_derived_, a.ln1, a.ln1_16, w, N);
+        if (recompute_ == Recompute::block) {
+            // From the states the forward started from (truncated backprop), on copies: the
+            // kernel advances what it is given.
+            k::VqAttnState* st = nullptr;
+            if (!vq_start_.empty()) {
+                vq_rerun_.assign(vq_start_.begin() + static_cast<std::ptrdiff_t>(l) * B,
+                                 vq_start_.begin() + static_cast<std::ptrdiff_t>(l + 1) * B);
+                st = vq_rerun_.data();
+            }
+            vq_.core(a.vq, vq_derived_, B, T, st);
+        }
+        if (!cfg_.has_mlp()) return;
+        vq_.project_out(a.mid, a.vq, vq_scratch_, w, N, false);
+        close_branch(a.mid, w.proj_b, nullptr, x, N, l, kAttnResid, dropped_);
+        norm_.forward(a.ln2, a.mean2, a.rstd2, a.mid, w.ln2_w, w.ln2_b, N);
+        keep16(a.ln2_16, a.ln2, static_cast<std::size_t>(N) * cfg_.d_model);
+        mlp_.up(a.h, a.a, a.ln2, w, N, a.ln2_16, a.a16);
+        return;
+    }
     attn_.project_in(a.qkv, a.ln1, w, N, T, a.ln1_16, a.qk_rstd);
     if (recompute_ == Recompute::block) {
         const k::AttnDropout drop = attn_dropout(l);
@@ -527,6 +555,7 @@ void Transformer::block_recompute(int l, const float* x, int B, int T) {
         mlp_.up(a.h, a.a, a.ln1, w, N, a.ln1_16, a.a16);
         return;
     }
+    if (!cfg_.has_mlp()) return;  // a block of attention only
     // The MLP's input is norm2 of the residual after attention, so that branch is rerun whole.
     attn_.project_out(a.mid, a.y, w, N, false);
     close_branch(a.mid, w.proj_b, nullptr, x, N, l, kAttnResid, dropped_);

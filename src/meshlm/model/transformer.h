@@ -139,7 +139,9 @@ class Transformer {
         // bf16 precision: ln1, ln2 and a are kept here in bf16 (the linears' inputs), their
         // fp32 pointers are scratch shared by every block. Null with fp32.
         std::uint16_t *ln1_16 = nullptr, *ln2_16 = nullptr, *a16 = nullptr;
-        VqAttention::Acts vq{};  // model.attention vq: what its sublayer keeps
+        // model.attention vq: what its sublayer keeps (core: o, lse; rest: projections, codes)
+        float *vq_core = nullptr, *vq_rest = nullptr;
+        VqAttention::Acts vq{};
     };
     template <typename P>
     void plan(P& p);
@@ -181,6 +183,7 @@ class Transformer {
     std::vector<int> vq_used_;  // add_vq_stats' per-code counts
     kernels::VqAttnState* vq_states_ = nullptr;
     std::vector<kernels::VqAttnState> vq_start_;  // what the last training forward started from
+    std::vector<kernels::VqAttnState> vq_rerun_;  // block recomputation's copies of them
     int vq_state_stride_ = 0;
     Head head_;
     bool parallel_block_;

@@ -26,23 +26,31 @@ VqAttention::VqAttention(const ModelConfig& cfg, int model)
     if (cfg.vq()) table = xl_sinusoids(C, L, cfg.vq_pe_lam);
 }
 
-std::size_t VqAttention::act_floats(std::size_t N) const {
-    return pad16(N * 2 * dk) + pad16(N * 2) + 2 * pad16(N * 2 * dv) + pad16(N * dv) + 3 * pad16(N);
+std::size_t VqAttention::core_floats(std::size_t N) const {
+    return pad16(N * dv) + pad16(N);
 }
 
-VqAttention::Acts VqAttention::acts_at(float* p, std::size_t N) const {
+std::size_t VqAttention::rest_floats(std::size_t N) const {
+    return pad16(N * 2 * dk) + pad16(N * 2) + 2 * pad16(N * 2 * dv) + 2 * pad16(N);
+}
+
+VqAttention::Acts VqAttention::acts_at(float* base, std::size_t N) const {
+    return acts_at(base, base + core_floats(N), N);
+}
+
+VqAttention::Acts VqAttention::acts_at(float* core, float* rest, std::size_t N) const {
     Acts a;
+    a.o = core;
+    a.lse = core + pad16(N * dv);
     auto take = [&](std::size_t n) {
-        float* r = p;
-        p += pad16(n);
+        float* r = rest;
+        rest += pad16(n);
         return r;
     };
     a.qk = take(N * 2 * dk);
     a.rstd = take(N * 2);
     a.vg = take(N * 2 * dv);
     a.act = take(N * 2 * dv);
-    a.o = take(N * dv);
-    a.lse = take(N);
     a.err = take(N);
     a.z = reinterpret_cast<std::int32_t*>(take(N));
     return a;
@@ -96,7 +104,14 @@ void gate(float* og, const float* o, const float* act, std::size_t N, int dv) {
 float VqAttention::forward(float* out, const Acts& a, const Derived& d, float* scratch,
                            const float* x, const std::uint16_t* x16, const BlockTensors& w, int B,
                            int T, bool accumulate, k::VqAttnState* state) const {
-    const int N = B * T;
+    const float err = project_in(a, d, x, x16, w, B * T);
+    core(a, d, B, T, state);
+    project_out(out, a, scratch, w, B * T, accumulate);
+    return err;
+}
+
+float VqAttention::project_in(const Acts& a, const Derived& d, const float* x,
+                              const std::uint16_t* x16, const BlockTensors& w, int N) const {
     const std::size_t NN = static_cast<std::size_t>(N);
     linear::forward(a.qk, x, w.vq_qk_w, nullptr, N, C, 2 * dk, false, bf16, x16);
     linear::forward(a.vg, x, w.vq_vg_w, nullptr, N, C, 2 * dv, false, bf16, x16);
@@ -104,14 +119,21 @@ float VqAttention::forward(float* out, const Acts& a, const Derived& d, float* s
     k::scale(a.qk, scale, NN * 2 * dk);
     k::activation_forward(k::Act::silu, a.act, a.vg, NN * 2 * dv);
     k::vq_quantize(a.z, a.err, a.qk + dk, 2 * dk, d.codebook, N, S, dk);
-    k::vq_attention_forward(a.o, a.lse, a.qk, 2 * dk, a.z, a.act, 2 * dv, d.codebook, d.rel, d.u,
-                            d.vb, B, T, shape(), state);
-    float* og = scratch;
-    gate(og, a.o, a.act, NN, dv);
-    linear::forward(out, og, w.proj_w, nullptr, N, dv, C, accumulate, bf16);
     double e = 0;
     for (std::size_t n = 0; n < NN; ++n) e += a.err[n];
     return static_cast<float>(e / static_cast<double>(N));
+}
+
+void VqAttention::core(const Acts& a, const Derived& d, int B, int T, k::VqAttnState* state) const {
+    k::vq_attention_forward(a.o, a.lse, a.qk, 2 * dk, a.z, a.act, 2 * dv, d.codebook, d.rel, d.u,
+                            d.vb, B, T, shape(), state);
+}
+
+void VqAttention::project_out(float* out, const Acts& a, float* scratch, const BlockTensors& w,
+                              int N, bool accumulate) const {
+    float* og = scratch;
+    gate(og, a.o, a.act, static_cast<std::size_t>(N), dv);
+    linear::forward(out, og, w.proj_w, nullptr, N, dv, C, accumulate, bf16);
 }
 
 void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const Acts& a,

@@ -55,8 +55,14 @@ struct VqAttention {
 
     explicit VqAttention(const ModelConfig& cfg, int model = 1);
     kernels::VqAttnShape shape() const { return {L, S, dk, dv}; }
-    std::size_t act_floats(std::size_t N) const;  // Acts over N rows
+    // Acts over N rows, in two parts: the attention core's output (o, lse), which recomputing
+    // would rerun the linear-time pass for, and the rest (projections, codes), which
+    // project_in() rebuilds. acts_at(one base) lays both out together.
+    std::size_t core_floats(std::size_t N) const;
+    std::size_t rest_floats(std::size_t N) const;
+    std::size_t act_floats(std::size_t N) const { return core_floats(N) + rest_floats(N); }
     Acts acts_at(float* base, std::size_t N) const;
+    Acts acts_at(float* core, float* rest, std::size_t N) const;
     std::size_t derived_floats() const;
     Derived derived_at(float* base) const;
     std::size_t scratch_floats(std::size_t N) const;  // forward / backward scratch
@@ -65,9 +71,16 @@ struct VqAttention {
     // out (=, or += when accumulate) = the sublayer on x (x16: x in bf16 when non-null).
     // Returns the mean squared quantization error over the rows.
     // state: null, or B per-sequence states the rows continue from and advance (decoding).
+    // The same as project_in, core, project_out in turn (recomputation reruns the first two).
     float forward(float* out, const Acts& a, const Derived& d, float* scratch, const float* x,
                   const std::uint16_t* x16, const BlockTensors& w, int B, int T, bool accumulate,
                   kernels::VqAttnState* state = nullptr) const;
+    // q | k, v | g, the codes and their squared errors; returns the mean squared error.
+    float project_in(const Acts& a, const Derived& d, const float* x, const std::uint16_t* x16,
+                     const BlockTensors& w, int N) const;
+    void core(const Acts& a, const Derived& d, int B, int T, kernels::VqAttnState* state) const;
+    void project_out(float* out, const Acts& a, float* scratch, const BlockTensors& w, int N,
+                     bool accumulate) const;
     // dx (=, or += when accumulate) for dout; gradients into g, the codebook's statistics into
     // g.c_sum / g.c_count; commit_scale = c_beta * (the loss's per-token scale).
     // mp: the model-parallel group (null = one rank); dx is this rank's part of the sum. state:
