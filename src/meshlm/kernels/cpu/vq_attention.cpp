@@ -242,7 +242,7 @@ void run_blocks(Walk& w, int T, bool parallel, Body&& body, Apply&& apply, OnFol
     {
         Block& b = t_block;
         b.shape(sh);
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(static, 1)
         for (std::size_t i = 0; i < R; ++i)
             body(b, bl.first + static_cast<std::int64_t>(i),
                  Cache{snaps.data() + i * per, snaps.data() + i * per + sh.S, empty[i] != 0});
@@ -447,6 +447,8 @@ void backward_sequence(float* dq, float* dk, float* dv, float* acc, const float*
 }
 
 // Sequences across the threads when there are enough of them; else each sequence's blocks.
+// Work is dealt out statically: a thread's scratch (thread_local, sized on first use) then
+// serves the same share every step, so steady-state steps allocate nothing.
 bool blocks_in_parallel(int B) {
     return B < omp_get_max_threads() && !omp_in_parallel();
 }
@@ -458,7 +460,7 @@ void vq_attention_forward(float* out, float* lse, const float* q, int ldq, const
                           const float* u, const float* vb, int B, int T, VqAttnShape sh,
                           VqAttnState* state) {
     const bool blocks = blocks_in_parallel(B);
-#pragma omp parallel for schedule(dynamic, 1) if (!blocks)
+#pragma omp parallel for schedule(static, 1) if (!blocks)
     for (int b = 0; b < B; ++b) {
         const std::size_t row = static_cast<std::size_t>(b) * T;
         const Inputs in{q + row * ldq, v + row * ldv, codebook, rel, u, vb, z + row, ldq, ldv, T};
@@ -476,7 +478,7 @@ void vq_attention_backward(float* dq, float* dk, float* dv, float* du, float* dv
     std::vector<float>& acc = acc_store;
     acc.assign(per * B, 0.f);
     const bool blocks = blocks_in_parallel(B);
-#pragma omp parallel for schedule(dynamic, 1) if (!blocks)
+#pragma omp parallel for schedule(static, 1) if (!blocks)
     for (int b = 0; b < B; ++b) {
         const std::size_t row = static_cast<std::size_t>(b) * T;
         const Inputs in{q + row * ldq, v + row * ldv, codebook, rel, u, vb, z + row, ldq, ldv, T};
