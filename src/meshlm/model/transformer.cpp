@@ -504,10 +504,9 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
     if (g.proj_b) k::bias_backward(g.proj_b, ga, N, C);
     if (vq_on_) {
         vq_.derive(vq_derived_, w);
-        vq_.backward(
-            dln_, g, ga, a.vq, vq_derived_, vq_scratch_, a.ln1, a.ln1_16, w, B, T, grad_scale_,
-            false, mp_,
-            vq_start_.empty() ? nullptr : vq_start_.data() + static_cast<std::size_t>(l) * B);
+        vq_.backward(dln_, g, ga, a.vq, vq_derived_, vq_scratch_, a.ln1, a.ln1_16, w, B, T,
+                     grad_scale_, false, mp_,
+                     vq_carried_ ? vq_start_.data() + static_cast<std::size_t>(l) * B : nullptr);
     } else {
         attn_.backward(dln_, g, dy_, dqkv_, ga, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, false,
                        a.ln1_16, a.qk_rstd);
@@ -531,7 +530,7 @@ void Transformer::block_recompute(int l, const float* x, int B, int T) {
             // From the states the forward started from (truncated backprop), on copies: the
             // kernel advances what it is given.
             k::VqAttnState* st = nullptr;
-            if (!vq_start_.empty()) {
+            if (vq_carried_) {
                 vq_rerun_.assign(vq_start_.begin() + static_cast<std::ptrdiff_t>(l) * B,
                                  vq_start_.begin() + static_cast<std::ptrdiff_t>(l + 1) * B);
                 st = vq_rerun_.data();
@@ -583,11 +582,16 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     MESHLM_CHECK(!vq_states_ || (B <= vq_state_stride_ && cfg_.position != "learned"),
                  "carried VQ states are for at most ", vq_state_stride_,
                  " rows without learned positions");
-    vq_start_.clear();
-    if (vq_states_ && train)
+    // Copied over the last step's copies: their vectors keep their capacity (no allocation).
+    vq_carried_ = vq_states_ && train;
+    if (vq_carried_) {
+        if (vq_start_.size() < static_cast<std::size_t>(cfg_.n_layer) * B)
+            vq_start_.resize(static_cast<std::size_t>(cfg_.n_layer) * B);
         for (int l = 0; l < cfg_.n_layer; ++l)
             for (int b = 0; b < B; ++b)
-                vq_start_.push_back(vq_states_[static_cast<std::size_t>(l) * vq_state_stride_ + b]);
+                vq_start_[static_cast<std::size_t>(l) * B + b] =
+                    vq_states_[static_cast<std::size_t>(l) * vq_state_stride_ + b];
+    }
     B_ = B;
     T_ = T;
     grad_scale_ = grad_scale;

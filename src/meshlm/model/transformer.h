@@ -183,6 +183,7 @@ class Transformer {
     std::vector<int> vq_used_;  // add_vq_stats' per-code counts
     kernels::VqAttnState* vq_states_ = nullptr;
     std::vector<kernels::VqAttnState> vq_start_;  // what the last training forward started from
+    bool vq_carried_ = false;                     // ... when it had states (vq_start_ valid)
     std::vector<kernels::VqAttnState> vq_rerun_;  // block recomputation's copies of them
     int vq_state_stride_ = 0;
     Head head_;

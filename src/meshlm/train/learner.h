@@ -116,7 +116,10 @@ class Learner {
     // previous train_step left them (truncated backpropagation: the carried keys and values take
     // no gradient); reset_vq_carry() starts every row afresh (a new batch).
     void set_vq_carry(bool on) { carry_on_ = on, carry_.clear(); }
-    void reset_vq_carry() { carry_.clear(); }
+    void reset_vq_carry() {
+        for (auto& st : carry_)  // emptied in place: the vectors keep their capacity
+            st.pos = 0, st.z.clear(), st.v.clear(), st.count.clear(), st.mean.clear();
+    }
 
     // One optimizer step over `micro` micro-batches of (B, T) rows of this rank; tokens and
     // targets hold micro*B*T ids each. The loss is the mean over every target >= 0 of all
