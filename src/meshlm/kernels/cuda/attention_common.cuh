@@ -1,0 +1,103 @@
+// What the attention kernels share: the qkv layout, the ALiBi bias, the tile sizes, and the
+// launch (dynamic shared memory above 48 KiB must be opted into per kernel).
+//
+// Layout (kernels.h): qkv row (b, t) holds H query heads, then Hkv key heads, then Hkv value
+// heads, D floats each; query head h reads key/value head h / (H / Hkv). out [B, T, H D],
+// lse [B, H, T].
+//
+// Tiling: a block has kRows warps; each warp owns one row (a query row in the forward and the
+// dQ pass, a key row in the dK/dV pass) and keeps its D-wide accumulators in registers, kChunks
+// = ceil(D / 32) per lane (dim d = lane + 32 r). The other side streams through shared memory
+// kTile rows at a time, one row per lane for the dot products; rows a lane reads whole are
+// padded to D + 1 floats so the 32 lanes hit 32 different banks.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstddef>
+#include <type_traits>
+
+#include "meshlm/core/error.h"
+#include "meshlm/kernels/cuda/check.h"
+#include "meshlm/kernels/cuda/cuda_kernels.h"
+#include "meshlm/kernels/cuda/reduce.cuh"
+
+namespace meshlm::kernels::cuda {
+
+constexpr int kRows = 8;   // warps per block
+constexpr int kTile = 32;  // streamed rows per tile: one per lane
+
+struct AttnGeom {
+    int T, H, Hkv, D;
+    int W;      // (H + 2 Hkv) D, the row width of qkv
+    int group;  // H / Hkv query heads per key/value head
+    float scale;
+    const float* slopes;  // [H] or null
+
+    __device__ const float* q(const float* qkv, int b, int t, int h) const {
+        return qkv + (static_cast<std::size_t>(b) * T + t) * W + static_cast<std::size_t>(h) * D;
+    }
+    __device__ const float* k(const float* qkv, int b, int t, int g) const {
+        return q(qkv, b, t, H + g);
+    }
+    __device__ const float* v(const float* qkv, int b, int t, int g) const {
+        return q(qkv, b, t, H + Hkv + g);
+    }
+    // -slope[h] (i - j), the CPU's expression; 0 without ALiBi.
+    __device__ float bias(int h, int i, int j) const {
+        return slopes ? -(slopes[h] * static_cast<float>(i - j)) : 0.f;
+    }
+    // row (b, t) of a [B, T, H D] tensor, head h
+    __device__ std::size_t out_at(int b, int t, int h) const {
+        return (static_cast<std::size_t>(b) * T + t) * H * D + static_cast<std::size_t>(h) * D;
+    }
+};
+
+inline AttnGeom make_geom(int T, int H, int Hkv, int D, const float* slopes, float scale) {
+    return AttnGeom{T,
+                    H,
+                    Hkv,
+                    D,
+                    (H + 2 * Hkv) * D,
+                    H / Hkv,
+                    scale > 0.f ? scale : 1.f / std::sqrt(static_cast<float>(D)),
+                    slopes};
+}
+
+// Launches kernel<<<grid, kRows * 32, smem>>>(args...), opting into the shared memory it needs.
+template <typename... Params, typename... Args>
+void launch_attention(void (*kernel)(Params...), dim3 grid, std::size_t smem, Args... args) {
+    MESHLM_CHECK(grid.y <= 65535, "attention: ", grid.y, " (batch x heads) exceeds 65535");
+    if (smem > 48 * 1024)
+        MESHLM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem)));
+    kernel<<<grid, kRows * 32, smem>>>(args...);
+    MESHLM_CUDA_LAUNCHED();
+}
+
+// Calls fn(std::integral_constant<int, kChunks>) for D <= 32 kChunks.
+template <typename Fn>
+void with_chunks(int D, Fn&& fn) {
+    switch ((D + 31) / 32) {
+        case 1:
+            return fn(std::integral_constant<int, 1>{});
+        case 2:
+            return fn(std::integral_constant<int, 2>{});
+        case 3:
+            return fn(std::integral_constant<int, 3>{});
+        case 4:
+            return fn(std::integral_constant<int, 4>{});
+        case 5:
+            return fn(std::integral_constant<int, 5>{});
+        case 6:
+            return fn(std::integral_constant<int, 6>{});
+        case 7:
+            return fn(std::integral_constant<int, 7>{});
+        case 8:
+            return fn(std::integral_constant<int, 8>{});
+    }
+    MESHLM_CHECK(false, "attention: head dim ", D, " outside 1..", kMaxAttentionHeadDim);
+}
+
+}  // namespace meshlm::kernels::cuda

@@ -1,0 +1,86 @@
+// The CUDA backend: the same op declarations as kernels.h (same arguments, same "=" / "+="
+// contracts, row-major, weights [out, in]), every pointer a device pointer. Defined only in a
+// CUDA build (-DMESHLM_CUDA=ON); the view ops (kernels/ops/) are the only callers. Kernels run
+// on the legacy default stream in call order and return without waiting for the device.
+//
+// What the CPU kernels have and these do not (yet): attention dropout, the attention
+// nonlinearities other than softmax, a cross-entropy row stride (ldv = V), the decode ops.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "meshlm/kernels/kernels.h"
+
+namespace meshlm::kernels::cuda {
+
+// --- Runtime (runtime.cpp) ---
+// Devices the runtime reports: 0 without a driver or a GPU (asked once, then remembered).
+int device_count();
+std::string unavailable_reason();  // the runtime's error, e.g. "no CUDA-capable device"
+void set_device(int index);
+// cudaMalloc'd and zeroed; free(nullptr) is a no-op. copy_bytes: any direction (unified
+// addressing), waits until done.
+void* malloc_zeroed(std::size_t bytes);
+void free(void* p) noexcept;
+void copy_bytes(void* dst, const void* src, std::size_t bytes);
+// Waits for every kernel launched so far; throws on an error any of them raised.
+void synchronize();
+
+// --- GEMM (gemm.cpp, cuBLASLt) ---
+// C[M,N] = alpha * op(A) op(B) + beta * C, row-major, fp32 compute (no TF32).
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+          const float* B, int ldb, float beta, float* C, int ldc);
+// bf16 operands (their 16 bits), fp32 accumulation and C.
+void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const std::uint16_t* A,
+               int lda, const std::uint16_t* B, int ldb, float beta, float* C, int ldc);
+
+// --- Norms (layernorm.cu, rmsnorm.cu) ---
+void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                       const float* b, int N, int C, float eps);
+void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                        const float* w, const float* mean, const float* rstd, int N, int C);
+void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, const float* b, int N,
+                     int C, float eps);
+void rmsnorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                      const float* w, const float* rstd, int N, int C);
+
+// --- Activations (activation.cu) ---
+void activation_forward(Act act, float* out, const float* x, std::size_t n);
+void activation_backward(Act act, float* dx, const float* x, const float* dout, std::size_t n);
+void glu_forward(Act act, float* out, const float* h, int N, int F);
+void glu_backward(Act act, float* dh, const float* h, const float* dout, int N, int F);
+
+// --- Loss, optimizer (cross_entropy.cu, adamw.cu) ---
+void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
+                           float dlogits_scale, float z_loss);
+void adamw(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float beta1,
+           float beta2, float eps, float weight_decay, long step);
+
+// --- Positions and embeddings (rope.cu, embedding.cu) ---
+void rope_forward(float* x, int ld, const int32_t* pos, int N, int T, int heads, int D,
+                  int rope_dim, bool interleaved, const float* inv_freq);
+void rope_backward(float* dx, int ld, const int32_t* pos, int N, int T, int heads, int D,
+                   int rope_dim, bool interleaved, const float* inv_freq);
+// vocab_parallel.h's embedding: out[n] = wte[tokens[n] - v0] for tokens in [v0, v0 + Vl), else
+// 0; dwte[tokens[n] - v0] += dout[n], each element summed in token order (no atomics).
+void embedding_forward_vocab_range(float* out, const int32_t* tokens, const float* wte, int v0,
+                                   int Vl, int N, int C);
+void embedding_backward_vocab_range(float* dwte, const float* dout, const int32_t* tokens, int v0,
+                                    int Vl, int N, int C);
+// out[n] += wpe[n % T]; dwpe[n % T] += dout[n], in n order.
+void position_embedding_forward(float* out, const float* wpe, int N, int T, int C);
+void position_embedding_backward(float* dwpe, const float* dout, int N, int T, int C);
+
+// --- Causal attention (attention_forward.cu, attention_backward.cu) ---
+// kernels.h's contract (qkv layout, GQA, ALiBi, scale 0 = 1/sqrt(D), lse saved, dqkv
+// overwritten), no dropout; head dim D <= kMaxAttentionHeadDim.
+inline constexpr int kMaxAttentionHeadDim = 256;
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
+                       int D, const float* alibi_slopes, float scale);
+void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
+                        const float* qkv, int B, int T, int H, int Hkv, int D,
+                        const float* alibi_slopes, float scale);
+
+}  // namespace meshlm::kernels::cuda

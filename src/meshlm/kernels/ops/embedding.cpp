@@ -1,0 +1,81 @@
+// The embedding's checks and device dispatch (ops/embedding.h).
+#include "meshlm/kernels/ops/embedding.h"
+
+#include <cstdint>
+
+#include "meshlm/core/error.h"
+#include "meshlm/kernels/ops/dispatch.h"
+#include "meshlm/kernels/ops/rows.h"
+#include "meshlm/kernels/vocab_parallel.h"
+
+namespace meshlm::ops {
+
+namespace {
+
+struct Sizes {
+    int N, V, C;
+};
+
+// rows [N, C], table [V, C], positions [P >= T, C] when present.
+Sizes check(const char* op, const Arg& rows, const Arg& tokens, const Arg& table,
+            const Arg& positions, int T) {
+    expect_f32(op, {rows, table, positions});
+    expect_dtype(op, tokens, DType::i32);
+    const auto [N, C] = expect_rows(op, rows);
+    expect_shape(op, tokens, Shape{N});
+    const auto [V, Ct] = expect_rows(op, table);
+    if (Ct != C) expect_shape(op, table, Shape{V, C});
+    if (present(positions.t)) {
+        const auto [P, Cp] = expect_rows(op, positions);
+        if (Cp != C) expect_shape(op, positions, Shape{P, C});
+        if (T < 1 || T > P)
+            throw Error(detail::concat(op, ": T = ", T, " needs 1 <= T <= ", P, " (the rows of ",
+                                       positions.name, ")"));
+    }
+    return {N, V, C};
+}
+
+}  // namespace
+
+void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte,
+                       const Tensor& wpe, int T) {
+    constexpr const char* op = "embedding_forward";
+    const Device d =
+        common_device(op, {{"out", out}, {"tokens", tokens}, {"wte", wte}}, {{"wpe", wpe}});
+    const auto [N, V, C] =
+        check(op, {"out", out}, {"tokens", tokens}, {"wte", wte}, {"wpe", wpe}, T);
+    kernels::require_device(d, op);
+    const auto* tok = static_cast<const std::int32_t*>(tokens.data);
+    if (d == Device::cpu) {
+        kernels::embedding_forward_vocab_range(out.f32(), tok, wte.f32(), 0, V, N, C);
+        if (present(wpe)) kernels::position_embedding_forward(out.f32(), wpe.f32(), N, T, C);
+        return;
+    }
+    MESHLM_ON_CUDA(op, {
+        kernels::cuda::embedding_forward_vocab_range(out.f32(), tok, wte.f32(), 0, V, N, C);
+        if (present(wpe)) kernels::cuda::position_embedding_forward(out.f32(), wpe.f32(), N, T, C);
+    });
+}
+
+void embedding_backward(const Tensor& dwte, const Tensor& dwpe, const Tensor& dout,
+                        const Tensor& tokens, int T) {
+    constexpr const char* op = "embedding_backward";
+    const Device d =
+        common_device(op, {{"dout", dout}, {"tokens", tokens}, {"dwte", dwte}}, {{"dwpe", dwpe}});
+    const auto [N, V, C] =
+        check(op, {"dout", dout}, {"tokens", tokens}, {"dwte", dwte}, {"dwpe", dwpe}, T);
+    kernels::require_device(d, op);
+    const auto* tok = static_cast<const std::int32_t*>(tokens.data);
+    if (d == Device::cpu) {
+        kernels::embedding_backward_vocab_range(dwte.f32(), dout.f32(), tok, 0, V, N, C);
+        if (present(dwpe)) kernels::position_embedding_backward(dwpe.f32(), dout.f32(), N, T, C);
+        return;
+    }
+    MESHLM_ON_CUDA(op, {
+        kernels::cuda::embedding_backward_vocab_range(dwte.f32(), dout.f32(), tok, 0, V, N, C);
+        if (present(dwpe))
+            kernels::cuda::position_embedding_backward(dwpe.f32(), dout.f32(), N, T, C);
+    });
+}
+
+}  // namespace meshlm::ops

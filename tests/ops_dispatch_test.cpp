@@ -1,0 +1,326 @@
+// The device-tagged view ops (kernels/ops/) on Device::cpu against the raw CPU kernels they
+// dispatch to: the same inputs give bitwise the same outputs, so the views pass every argument
+// through unchanged. Then the errors: views on different devices, a wrong dtype or shape, and a
+// CUDA request in a CPU-only build, each named.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernel_check.h"
+#include "meshlm/core/error.h"
+#include "meshlm/kernels/device.h"
+#include "meshlm/kernels/device_buffer.h"
+#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/activation.h"
+#include "meshlm/kernels/ops/adamw.h"
+#include "meshlm/kernels/ops/attention.h"
+#include "meshlm/kernels/ops/cross_entropy.h"
+#include "meshlm/kernels/ops/embedding.h"
+#include "meshlm/kernels/ops/gemm.h"
+#include "meshlm/kernels/ops/layernorm.h"
+#include "meshlm/kernels/ops/rmsnorm.h"
+#include "meshlm/kernels/ops/rope.h"
+#include "meshlm/kernels/vocab_parallel.h"
+
+namespace meshlm {
+namespace {
+
+using test::accumulate_pattern;
+using test::bitwise_equal;
+using test::randn;
+
+Tensor view(std::vector<float>& v, Shape s) {
+    return Tensor{v.data(), DType::f32, s, Device::cpu};
+}
+Tensor view(std::vector<std::int32_t>& v, Shape s) {
+    return Tensor{v.data(), DType::i32, s, Device::cpu};
+}
+Tensor view(std::vector<std::uint16_t>& v, Shape s) {
+    return Tensor{v.data(), DType::bf16, s, Device::cpu};
+}
+
+// Runs fn, which must throw meshlm::Error with `part` in its message.
+void expect_error(const std::function<void()>& fn, const std::string& part) {
+    try {
+        fn();
+        ADD_FAILURE() << "no error; expected one containing \"" << part << "\"";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+}
+
+TEST(OpsDispatch, GemmF32AndBf16) {
+    const int M = 37, N = 29, K = 45;
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            auto A = randn(M * K, 1), B = randn(K * N, 2);
+            const Shape sa = ta ? Shape{K, M} : Shape{M, K}, sb = tb ? Shape{N, K} : Shape{K, N};
+            auto want = randn(M * N, 3), got = want;
+            kernels::gemm(ta, tb, M, N, K, 0.5f, A.data(), int(sa[1]), B.data(), int(sb[1]), 0.25f,
+                          want.data(), N);
+            ops::gemm(view(got, {M, N}), view(A, sa), ta, view(B, sb), tb, 0.5f, 0.25f);
+            EXPECT_TRUE(bitwise_equal(got, want)) << "f32 " << ta << tb;
+
+            std::vector<std::uint16_t> A16(A.size()), B16(B.size());
+            kernels::to_bf16(A16.data(), A.data(), A.size());
+            kernels::to_bf16(B16.data(), B.data(), B.size());
+            want.assign(M * N, 0.f);
+            got = want;
+            kernels::gemm_bf16(ta, tb, M, N, K, 1.f, A16.data(), int(sa[1]), B16.data(), int(sb[1]),
+                               0.f, want.data(), N);
+            ops::gemm(view(got, {M, N}), view(A16, sa), ta, view(B16, sb), tb);
+            EXPECT_TRUE(bitwise_equal(got, want)) << "bf16 " << ta << tb;
+        }
+}
+
+TEST(OpsDispatch, LayerNormAndRmsNorm) {
+    const int N = 19, C = 72;
+    auto x = randn(N * C, 4), w = randn(C, 5, 0.5f, 1.f), b = randn(C, 6), dout = randn(N * C, 7);
+    for (bool with_b : {true, false}) {
+        const Tensor bv = with_b ? view(b, {C}) : Tensor{};
+        const float* bp = with_b ? b.data() : nullptr;
+        std::vector<float> o1(N * C), m1(N), r1(N), o2(N * C), m2(N), r2(N);
+        kernels::layernorm_forward(o1.data(), m1.data(), r1.data(), x.data(), w.data(), bp, N, C,
+                                   1e-5f);
+        ops::layernorm_forward(view(o2, {N, C}), view(m2, {N}), view(r2, {N}), view(x, {N, C}),
+                               view(w, {C}), bv, 1e-5f);
+        EXPECT_TRUE(bitwise_equal(o1, o2) && bitwise_equal(m1, m2) && bitwise_equal(r1, r2));
+        auto dx1 = accumulate_pattern(N * C), dw1 = accumulate_pattern(C), db1 = dw1;
+        auto dx2 = dx1, dw2 = dw1, db2 = db1;
+        kernels::layernorm_backward(dx1.data(), dw1.data(), with_b ? db1.data() : nullptr,
+                                    dout.data(), x.data(), w.data(), m1.data(), r1.data(), N, C);
+        ops::layernorm_backward(view(dx2, {N, C}), view(dw2, {C}),
+                                with_b ? view(db2, {C}) : Tensor{}, view(dout, {N, C}),
+                                view(x, {N, C}), view(w, {C}), view(m1, {N}), view(r1, {N}));
+        EXPECT_TRUE(bitwise_equal(dx1, dx2) && bitwise_equal(dw1, dw2) && bitwise_equal(db1, db2));
+
+        kernels::rmsnorm_forward(o1.data(), r1.data(), x.data(), w.data(), bp, N, C, 1e-6f);
+        ops::rmsnorm_forward(view(o2, {N, C}), view(r2, {N}), view(x, {N, C}), view(w, {C}), bv,
+                             1e-6f);
+        EXPECT_TRUE(bitwise_equal(o1, o2) && bitwise_equal(r1, r2));
+        dx1 = accumulate_pattern(N * C), dw1 = accumulate_pattern(C), db1 = dw1;
+        dx2 = dx1, dw2 = dw1, db2 = db1;
+        kernels::rmsnorm_backward(dx1.data(), dw1.data(), with_b ? db1.data() : nullptr,
+                                  dout.data(), x.data(), w.data(), r1.data(), N, C);
+        ops::rmsnorm_backward(view(dx2, {N, C}), view(dw2, {C}), with_b ? view(db2, {C}) : Tensor{},
+                              view(dout, {N, C}), view(x, {N, C}), view(w, {C}), view(r1, {N}));
+        EXPECT_TRUE(bitwise_equal(dx1, dx2) && bitwise_equal(dw1, dw2) && bitwise_equal(db1, db2));
+    }
+}
+
+TEST(OpsDispatch, ActivationsAndGlu) {
+    const int N = 7, F = 45;
+    auto x = randn(N * 2 * F, 8, 2.f), dout = randn(N * 2 * F, 9);
+    for (kernels::Act act : {kernels::Act::gelu_tanh, kernels::Act::gelu, kernels::Act::relu,
+                             kernels::Act::sqrelu, kernels::Act::silu}) {
+        std::vector<float> a(x.size()), b(x.size());
+        kernels::activation_forward(act, a.data(), x.data(), x.size());
+        ops::activation_forward(act, view(b, {N, 2 * F}), view(x, {N, 2 * F}));
+        EXPECT_TRUE(bitwise_equal(a, b));
+        kernels::activation_backward(act, a.data(), x.data(), dout.data(), x.size());
+        ops::activation_backward(act, view(b, {N * 2 * F}), view(x, {N * 2 * F}),
+                                 view(dout, {N * 2 * F}));
+        EXPECT_TRUE(bitwise_equal(a, b));
+
+        std::vector<float> o1(N * F), o2(N * F);
+        kernels::glu_forward(act, o1.data(), x.data(), N, F);
+        ops::glu_forward(act, view(o2, {N, F}), view(x, {N, 2 * F}));
+        EXPECT_TRUE(bitwise_equal(o1, o2));
+        kernels::glu_backward(act, a.data(), x.data(), dout.data(), N, F);
+        ops::glu_backward(act, view(b, {N, 2 * F}), view(x, {N, 2 * F}), view(dout, {N, F}));
+        EXPECT_TRUE(bitwise_equal(a, b));
+    }
+}
+
+TEST(OpsDispatch, CrossEntropy) {
+    const int N = 9, V = 101;
+    auto logits = randn(N * V, 10, 3.f);
+    std::vector<std::int32_t> targets(N);
+    for (int n = 0; n < N; ++n) targets[n] = n == 4 ? -1 : (n * 37) % V;
+    for (float scale : {0.f, 1.f / N}) {
+        auto l1 = logits, l2 = logits;
+        std::vector<float> loss1(N), loss2(N);
+        kernels::softmax_cross_entropy(l1.data(), loss1.data(), targets.data(), N, V, V, scale,
+                                       1e-4f);
+        ops::softmax_cross_entropy(view(l2, {N, V}), view(loss2, {N}), view(targets, {N}), scale,
+                                   1e-4f);
+        EXPECT_TRUE(bitwise_equal(l1, l2) && bitwise_equal(loss1, loss2));
+    }
+}
+
+TEST(OpsDispatch, AdamW) {
+    const int n = 1000;
+    auto p1 = randn(n, 11), g = randn(n, 12), m1 = randn(n, 13, 0.1f), v1 = randn(n, 14, 0.1f);
+    for (auto& v : v1) v = std::fabs(v);
+    auto p2 = p1, m2 = m1, v2 = v1;
+    kernels::adamw(p1.data(), g.data(), m1.data(), v1.data(), n, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                   7);
+    ops::adamw(view(p2, {n}), view(g, {n}), view(m2, {n}), view(v2, {n}),
+               {.lr = 3e-4f,
+                .beta1 = 0.9f,
+                .beta2 = 0.95f,
+                .eps = 1e-8f,
+                .weight_decay = 0.1f,
+                .step = 7});
+    EXPECT_TRUE(bitwise_equal(p1, p2) && bitwise_equal(m1, m2) && bitwise_equal(v1, v2));
+}
+
+TEST(OpsDispatch, Rope) {
+    const int N = 12, T = 6, H = 3, D = 16, W = 5 * D, rope_dim = 12;
+    auto x = randn(N * W, 15), inv = randn(rope_dim / 2, 16, 0.1f, 0.3f);
+    std::vector<std::int32_t> pos(N);
+    for (int n = 0; n < N; ++n) pos[n] = 3 * n + 1;
+    for (bool interleaved : {false, true})
+        for (bool with_pos : {false, true}) {
+            auto a = x, b = x;
+            const std::int32_t* pp = with_pos ? pos.data() : nullptr;
+            const ops::RopeHeads r{.col0 = D,
+                                   .heads = H,
+                                   .head_dim = D,
+                                   .rope_dim = rope_dim,
+                                   .interleaved = interleaved,
+                                   .T = T};
+            const Tensor pv = with_pos ? view(pos, {N}) : Tensor{};
+            kernels::rope_forward(a.data() + D, W, pp, N, T, H, D, rope_dim, interleaved,
+                                  inv.data());
+            ops::rope_forward(view(b, {N, W}), pv, view(inv, {rope_dim / 2}), r);
+            EXPECT_TRUE(bitwise_equal(a, b));
+            kernels::rope_backward(a.data() + D, W, pp, N, T, H, D, rope_dim, interleaved,
+                                   inv.data());
+            ops::rope_backward(view(b, {N, W}), pv, view(inv, {rope_dim / 2}), r);
+            EXPECT_TRUE(bitwise_equal(a, b));
+        }
+}
+
+TEST(OpsDispatch, Embedding) {
+    const int N = 10, T = 5, V = 13, C = 24, P = 8;
+    auto wte = randn(V * C, 17), wpe = randn(P * C, 18), dout = randn(N * C, 19);
+    std::vector<std::int32_t> tok(N);
+    for (int n = 0; n < N; ++n) tok[n] = (n * 5) % V;
+    tok[3] = tok[7];  // a repeated token: its gradient rows add up
+    std::vector<float> o1(N * C), o2(N * C);
+    kernels::embedding_forward_vocab_range(o1.data(), tok.data(), wte.data(), 0, V, N, C);
+    kernels::position_embedding_forward(o1.data(), wpe.data(), N, T, C);
+    ops::embedding_forward(view(o2, {N, C}), view(tok, {N}), view(wte, {V, C}), view(wpe, {P, C}),
+                           T);
+    EXPECT_TRUE(bitwise_equal(o1, o2));
+    auto dwte1 = accumulate_pattern(V * C), dwpe1 = accumulate_pattern(P * C);
+    auto dwte2 = dwte1, dwpe2 = dwpe1;
+    kernels::embedding_backward_vocab_range(dwte1.data(), dout.data(), tok.data(), 0, V, N, C);
+    kernels::position_embedding_backward(dwpe1.data(), dout.data(), N, T, C);
+    ops::embedding_backward(view(dwte2, {V, C}), view(dwpe2, {P, C}), view(dout, {N, C}),
+                            view(tok, {N}), T);
+    EXPECT_TRUE(bitwise_equal(dwte1, dwte2) && bitwise_equal(dwpe1, dwpe2));
+}
+
+TEST(OpsDispatch, Attention) {
+    const int B = 2, T = 70, H = 4, Hkv = 2, D = 16, W = (H + 2 * Hkv) * D;
+    auto qkv = randn(B * T * W, 20), dout = randn(B * T * H * D, 21);
+    std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+    for (bool alibi : {false, true}) {
+        const float* sp = alibi ? slopes.data() : nullptr;
+        const Tensor sv = alibi ? view(slopes, {H}) : Tensor{};
+        std::vector<float> o1(B * T * H * D), l1(B * H * T), o2 = o1, l2 = l1;
+        kernels::attention_forward(o1.data(), l1.data(), qkv.data(), B, T, H, Hkv, D, sp, nullptr,
+                                   0.2f);
+        ops::attention_forward(view(o2, {B, T, H * D}), view(l2, {B, H, T}), view(qkv, {B, T, W}),
+                               sv, {.H = H, .Hkv = Hkv, .scale = 0.2f});
+        EXPECT_TRUE(bitwise_equal(o1, o2) && bitwise_equal(l1, l2));
+        std::vector<float> d1(qkv.size()), d2(qkv.size());
+        kernels::attention_backward(d1.data(), dout.data(), o1.data(), l1.data(), qkv.data(), B, T,
+                                    H, Hkv, D, sp, nullptr, 0.2f);
+        ops::attention_backward(view(d2, {B, T, W}), view(dout, {B, T, H * D}),
+                                view(o1, {B, T, H * D}), view(l1, {B, H, T}), view(qkv, {B, T, W}),
+                                sv, {.H = H, .Hkv = Hkv, .scale = 0.2f});
+        EXPECT_TRUE(bitwise_equal(d1, d2));
+    }
+}
+
+TEST(OpsDispatch, WrongDeviceDtypeOrShapeIsNamed) {
+    std::vector<float> x(64), out(64), mean(8), rstd(8), w(8);
+    Tensor wc = view(w, {8});
+    wc.device = Device::cuda;  // checked before any data is touched
+    expect_error(
+        [&] {
+            ops::layernorm_forward(view(out, {8, 8}), view(mean, {8}), view(rstd, {8}),
+                                   view(x, {8, 8}), wc, Tensor{}, 1e-5f);
+        },
+        "layernorm_forward: w is on cuda but x is on cpu");
+    std::vector<std::int32_t> xi(64);
+    expect_error(
+        [&] {
+            ops::layernorm_forward(view(out, {8, 8}), view(mean, {8}), view(rstd, {8}),
+                                   view(xi, {8, 8}), view(w, {8}), Tensor{}, 1e-5f);
+        },
+        "layernorm_forward: x is i32, expected f32");
+    expect_error(
+        [&] {
+            ops::layernorm_forward(view(out, {8, 8}), view(mean, {8}), view(rstd, {8}),
+                                   view(x, {8, 8}), view(w, {4}), Tensor{}, 1e-5f);
+        },
+        "layernorm_forward: w has shape [4], expected [8]");
+    expect_error(
+        [&] {
+            ops::gemm(view(out, {8, 8}), view(x, {8, 8}), false, view(w, {8, 1}), false);
+        },
+        "gemm: C has shape [8, 8], expected [8, 1]");
+    expect_error(
+        [&] {
+            ops::gemm(view(out, {8, 8}), view(x, {8, 4}), false, view(w, {8, 1}), false);
+        },
+        "inner dimensions differ");
+    std::vector<std::uint16_t> h(64);
+    expect_error(
+        [&] {
+            ops::gemm(view(out, {8, 8}), view(x, {8, 8}), false, view(h, {8, 8}), false);
+        },
+        "gemm: B is bf16, expected f32");
+    std::vector<std::int32_t> t(8);
+    expect_error(
+        [&] {
+            ops::softmax_cross_entropy(view(x, {8, 8}), view(mean, {8}), view(rstd, {8}), 1.f);
+        },
+        "softmax_cross_entropy: targets is f32, expected i32");
+    expect_error(
+        [&] {
+            ops::attention_forward(view(out, {1, 8, 8}), view(mean, {1, 1, 8}), view(x, {1, 8, 8}),
+                                   Tensor{}, {.H = 3, .Hkv = 2});
+        },
+        "multiple of Hkv");
+    expect_error(
+        [&] { ops::adamw(view(x, {64}), view(out, {64}), view(mean, {8}), view(x, {64}), {}); },
+        "adamw: m has shape [8], expected [64]");
+    expect_error(
+        [&] {
+            ops::glu_forward(kernels::Act::silu, view(out, {8, 4}), view(x, {8, 8}));
+            ops::glu_forward(kernels::Act::silu, view(out, {8, 8}), Tensor{});
+        },
+        "glu_forward: h has no data");
+}
+
+TEST(OpsDispatch, CudaRequestInCpuBuildNamesTheFlag) {
+    if (kernels::cuda_built())
+        GTEST_SKIP() << "a CUDA build: tests/cuda covers its device requests";
+    EXPECT_EQ(kernels::cuda_device_count(), 0);
+    const std::string flag = "this meshlm was built without CUDA (configure with -DMESHLM_CUDA=ON)";
+    expect_error([] { kernels::DeviceBuffer b(Device::cuda, DType::f32, {4, 4}); }, flag);
+    expect_error([] { kernels::set_cuda_device(0); }, flag);
+    std::vector<float> a(16), c(16);
+    Tensor av = view(a, {4, 4}), cv = view(c, {4, 4});
+    av.device = cv.device = Device::cuda;
+    expect_error([&] { ops::gemm(cv, av, false, av, false); },
+                 "gemm: needs a CUDA device, but " + flag);
+    expect_error([&] { ops::activation_forward(kernels::Act::relu, cv, av); }, flag);
+    expect_error([&] { kernels::copy(cv, view(a, {4, 4})); }, flag);
+    // The CPU side of the same buffer type works.
+    kernels::DeviceBuffer host(Device::cpu, DType::f32, {4, 4});
+    kernels::copy(host.view(), view(a, {16}));
+    EXPECT_EQ(host.bytes(), 64u);
+}
+
+}  // namespace
+}  // namespace meshlm
