@@ -45,8 +45,12 @@ Inputs make(const Case& c, unsigned seed) {
     return in;
 }
 
-kn::VqAttnShape shape(const Case& c) {
-    return {c.L, c.S, c.dk, c.dv};
+kn::VqAttnShape shape(const Case& c, kn::VqReduction red = kn::VqReduction::serial) {
+    return {c.L, c.S, c.dk, c.dv, red};
+}
+const kn::VqReduction kReductions[] = {kn::VqReduction::serial, kn::VqReduction::matmul};
+const char* name(kn::VqReduction r) {
+    return r == kn::VqReduction::serial ? "serial" : "matmul";
 }
 
 // Quadratic attention of one sequence in double: the forward and, for dout, every gradient.
@@ -142,38 +146,42 @@ const Case kCases[] = {
     {2, 33, 16, 9, 16, 24, 7},  // block longer than the window of the first ones
 };
 
+// Both reductions (the cache carried block by block, or every block's made at once), each with
+// sequences across the threads (B >= threads) and with one sequence's blocks across them.
 TEST(VqAttention, LinearTimeEqualsQuadraticForwardAndBackward) {
-    for (const Case& c : kCases) {
-        const Inputs in = make(c, 100 + c.T);
-        const std::size_t N = static_cast<std::size_t>(c.B) * c.T;
-        std::vector<float> out(N * c.dv, NAN), lse(N, NAN);
-        kn::vq_attention_forward(out.data(), lse.data(), in.q.data(), c.dk, in.z.data(),
-                                 in.v.data(), c.dv, in.codebook.data(), in.rel.data(), in.u.data(),
-                                 in.vb.data(), c.B, c.T, shape(c), nullptr);
-        std::vector<float> dq(N * c.dk, NAN), dk(N * c.dk, NAN), dv(N * c.dv, NAN);
-        std::vector<float> du(c.dk, 0.5f), dvb(c.dk, 0.5f), drel((c.L + 1) * c.dk, 0.5f);
-        kn::vq_attention_backward(dq.data(), dk.data(), dv.data(), du.data(), dvb.data(),
-                                  drel.data(), in.dout.data(), out.data(), lse.data(), in.q.data(),
-                                  c.dk, in.z.data(), in.v.data(), c.dv, in.codebook.data(),
-                                  in.rel.data(), in.u.data(), in.vb.data(), c.B, c.T, shape(c),
-                                  nullptr);
-        std::vector<double> du_ref(c.dk, 0.5), dvb_ref(c.dk, 0.5), drel_ref(drel.size(), 0.5);
-        for (int b = 0; b < c.B; ++b) {
-            const Quadratic r = quadratic(in, b);
-            const std::size_t row = static_cast<std::size_t>(b) * c.T;
-            SCOPED_TRACE(::testing::Message()
-                         << "T " << c.T << " L " << c.L << " S " << c.S << " row " << b);
-            EXPECT_LT(rel_err(out.data() + row * c.dv, r.out, r.out.size()), 2e-6);
-            EXPECT_LT(rel_err(dq.data() + row * c.dk, r.dq, r.dq.size()), 2e-5);
-            EXPECT_LT(rel_err(dk.data() + row * c.dk, r.dk, r.dk.size()), 2e-5);
-            EXPECT_LT(rel_err(dv.data() + row * c.dv, r.dv, r.dv.size()), 2e-5);
-            for (int d = 0; d < c.dk; ++d) du_ref[d] += r.du[d], dvb_ref[d] += r.dvb[d];
-            for (std::size_t i = 0; i < drel.size(); ++i) drel_ref[i] += r.drel[i];
+    for (const kn::VqReduction red : kReductions)
+        for (const Case& c : kCases) {
+            SCOPED_TRACE(name(red));
+            const Inputs in = make(c, 100 + c.T);
+            const std::size_t N = static_cast<std::size_t>(c.B) * c.T;
+            std::vector<float> out(N * c.dv, NAN), lse(N, NAN);
+            kn::vq_attention_forward(out.data(), lse.data(), in.q.data(), c.dk, in.z.data(),
+                                     in.v.data(), c.dv, in.codebook.data(), in.rel.data(),
+                                     in.u.data(), in.vb.data(), c.B, c.T, shape(c, red), nullptr);
+            std::vector<float> dq(N * c.dk, NAN), dk(N * c.dk, NAN), dv(N * c.dv, NAN);
+            std::vector<float> du(c.dk, 0.5f), dvb(c.dk, 0.5f), drel((c.L + 1) * c.dk, 0.5f);
+            kn::vq_attention_backward(dq.data(), dk.data(), dv.data(), du.data(), dvb.data(),
+                                      drel.data(), in.dout.data(), out.data(), lse.data(),
+                                      in.q.data(), c.dk, in.z.data(), in.v.data(), c.dv,
+                                      in.codebook.data(), in.rel.data(), in.u.data(), in.vb.data(),
+                                      c.B, c.T, shape(c, red), nullptr);
+            std::vector<double> du_ref(c.dk, 0.5), dvb_ref(c.dk, 0.5), drel_ref(drel.size(), 0.5);
+            for (int b = 0; b < c.B; ++b) {
+                const Quadratic r = quadratic(in, b);
+                const std::size_t row = static_cast<std::size_t>(b) * c.T;
+                SCOPED_TRACE(::testing::Message()
+                             << "T " << c.T << " L " << c.L << " S " << c.S << " row " << b);
+                EXPECT_LT(rel_err(out.data() + row * c.dv, r.out, r.out.size()), 2e-6);
+                EXPECT_LT(rel_err(dq.data() + row * c.dk, r.dq, r.dq.size()), 2e-5);
+                EXPECT_LT(rel_err(dk.data() + row * c.dk, r.dk, r.dk.size()), 2e-5);
+                EXPECT_LT(rel_err(dv.data() + row * c.dv, r.dv, r.dv.size()), 2e-5);
+                for (int d = 0; d < c.dk; ++d) du_ref[d] += r.du[d], dvb_ref[d] += r.dvb[d];
+                for (std::size_t i = 0; i < drel.size(); ++i) drel_ref[i] += r.drel[i];
+            }
+            EXPECT_LT(rel_err(du.data(), du_ref, du.size()), 2e-5);
+            EXPECT_LT(rel_err(dvb.data(), dvb_ref, dvb.size()), 2e-5);
+            EXPECT_LT(rel_err(drel.data(), drel_ref, drel.size()), 2e-5);
         }
-        EXPECT_LT(rel_err(du.data(), du_ref, du.size()), 2e-5);
-        EXPECT_LT(rel_err(dvb.data(), dvb_ref, dvb.size()), 2e-5);
-        EXPECT_LT(rel_err(drel.data(), drel_ref, drel.size()), 2e-5);
-    }
 }
 
 // Feeds one sequence in pieces of the given lengths, carrying the state.
@@ -226,35 +234,44 @@ TEST(VqAttention, BackwardFromACarriedStateMatchesQuadraticOverTheWholeText) {
     // The first 13 tokens go in as state (no gradient); gradients of the last 20 through
     // queries that see everything.
     const Case c{1, 33, 4, 5, 8, 12, 5};
-    const Inputs in = make(c, 21);
-    const int first = 13, n = c.T - first;
-    kn::VqAttnState st;
-    std::vector<float> out0(static_cast<std::size_t>(first) * c.dv), lse0(first);
-    kn::vq_attention_forward(out0.data(), lse0.data(), in.q.data(), c.dk, in.z.data(), in.v.data(),
-                             c.dv, in.codebook.data(), in.rel.data(), in.u.data(), in.vb.data(), 1,
-                             first, shape(c), &st);
-    const kn::VqAttnState start = st;
-    const float* q = in.q.data() + static_cast<std::size_t>(first) * c.dk;
-    const float* v = in.v.data() + static_cast<std::size_t>(first) * c.dv;
-    const std::int32_t* z = in.z.data() + first;
-    std::vector<float> out(static_cast<std::size_t>(n) * c.dv), lse(n);
-    kn::vq_attention_forward(out.data(), lse.data(), q, c.dk, z, v, c.dv, in.codebook.data(),
-                             in.rel.data(), in.u.data(), in.vb.data(), 1, n, shape(c), &st);
-    std::vector<float> dq(static_cast<std::size_t>(n) * c.dk), dk(dq.size()),
-        dv(static_cast<std::size_t>(n) * c.dv), du(c.dk, 0.f), dvb(c.dk, 0.f),
-        drel((c.L + 1) * c.dk, 0.f);
-    kn::vq_attention_backward(dq.data(), dk.data(), dv.data(), du.data(), dvb.data(), drel.data(),
-                              in.dout.data() + static_cast<std::size_t>(first) * c.dv, out.data(),
-                              lse.data(), q, c.dk, z, v, c.dv, in.codebook.data(), in.rel.data(),
-                              in.u.data(), in.vb.data(), 1, n, shape(c), &start);
-    const Quadratic r = quadratic(in, 0, first, first);
-    EXPECT_LT(rel_err(out.data(), r.out, out.size(), static_cast<std::size_t>(first) * c.dv), 2e-6);
-    EXPECT_LT(rel_err(dq.data(), r.dq, dq.size(), static_cast<std::size_t>(first) * c.dk), 2e-5);
-    EXPECT_LT(rel_err(dk.data(), r.dk, dk.size(), static_cast<std::size_t>(first) * c.dk), 2e-5);
-    EXPECT_LT(rel_err(dv.data(), r.dv, dv.size(), static_cast<std::size_t>(first) * c.dv), 2e-5);
-    EXPECT_LT(rel_err(du.data(), r.du, du.size()), 2e-5);
-    EXPECT_LT(rel_err(dvb.data(), r.dvb, dvb.size()), 2e-5);
-    EXPECT_LT(rel_err(drel.data(), r.drel, drel.size()), 2e-5);
+    for (const kn::VqReduction red : kReductions) {
+        SCOPED_TRACE(name(red));
+        const Inputs in = make(c, 21);
+        const int first = 13, n = c.T - first;
+        kn::VqAttnState st;
+        std::vector<float> out0(static_cast<std::size_t>(first) * c.dv), lse0(first);
+        kn::vq_attention_forward(out0.data(), lse0.data(), in.q.data(), c.dk, in.z.data(),
+                                 in.v.data(), c.dv, in.codebook.data(), in.rel.data(), in.u.data(),
+                                 in.vb.data(), 1, first, shape(c), &st);
+        const kn::VqAttnState start = st;
+        const float* q = in.q.data() + static_cast<std::size_t>(first) * c.dk;
+        const float* v = in.v.data() + static_cast<std::size_t>(first) * c.dv;
+        const std::int32_t* z = in.z.data() + first;
+        std::vector<float> out(static_cast<std::size_t>(n) * c.dv), lse(n);
+        kn::vq_attention_forward(out.data(), lse.data(), q, c.dk, z, v, c.dv, in.codebook.data(),
+                                 in.rel.data(), in.u.data(), in.vb.data(), 1, n, shape(c, red),
+                                 &st);
+        std::vector<float> dq(static_cast<std::size_t>(n) * c.dk), dk(dq.size()),
+            dv(static_cast<std::size_t>(n) * c.dv), du(c.dk, 0.f), dvb(c.dk, 0.f),
+            drel((c.L + 1) * c.dk, 0.f);
+        kn::vq_attention_backward(
+            dq.data(), dk.data(), dv.data(), du.data(), dvb.data(), drel.data(),
+            in.dout.data() + static_cast<std::size_t>(first) * c.dv, out.data(), lse.data(), q,
+            c.dk, z, v, c.dv, in.codebook.data(), in.rel.data(), in.u.data(), in.vb.data(), 1, n,
+            shape(c, red), &start);
+        const Quadratic r = quadratic(in, 0, first, first);
+        EXPECT_LT(rel_err(out.data(), r.out, out.size(), static_cast<std::size_t>(first) * c.dv),
+                  2e-6);
+        EXPECT_LT(rel_err(dq.data(), r.dq, dq.size(), static_cast<std::size_t>(first) * c.dk),
+                  2e-5);
+        EXPECT_LT(rel_err(dk.data(), r.dk, dk.size(), static_cast<std::size_t>(first) * c.dk),
+                  2e-5);
+        EXPECT_LT(rel_err(dv.data(), r.dv, dv.size(), static_cast<std::size_t>(first) * c.dv),
+                  2e-5);
+        EXPECT_LT(rel_err(du.data(), r.du, du.size()), 2e-5);
+        EXPECT_LT(rel_err(dvb.data(), r.dvb, dvb.size()), 2e-5);
+        EXPECT_LT(rel_err(drel.data(), r.drel, drel.size()), 2e-5);
+    }
 }
 
 TEST(VqAttention, IsCausal) {

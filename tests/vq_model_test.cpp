@@ -7,12 +7,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/model_comm.h"
 #include "meshlm/core/rng.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/decoder.h"
+#include "meshlm/model/embedding.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/optim/optim_config.h"
@@ -21,19 +25,27 @@
 namespace meshlm {
 namespace {
 
-ModelConfig tiny_vq(const std::string& mlp = "none") {
+ModelConfig tiny_vq(const std::string& mlp = "none", const std::string& position = "none") {
     ModelConfig m;
     m.n_layer = 2, m.d_model = 32, m.n_head = 1, m.vocab_size = 61, m.max_seq_len = 16;
     m.attention = "vq", m.mlp = mlp, m.norm = "rmsnorm", m.norm_bias = false;
-    m.position = "none", m.init = "fan_in", m.tied_head = false;
+    m.position = position, m.init = "fan_in", m.tied_head = false;
+    m.vq_pe_lam = 64.f;  // scaled sinusoids: wavelengths a short text spans
     m.vq_block_len = 4, m.vq_codes = 8, m.vq_d_k = 8, m.vq_d_v = 32;
     return m;
+}
+
+// The scaled sinusoids' scale starts at 0 (no positions at all): set it where it exists.
+void set_pe_scale(const ModelConfig& m, float* params, float scale) {
+    const ParamLayout layout = transformer_layout(m);
+    if (const ParamSlice* s = layout.find("wpe.scale")) params[s->offset] = scale;
 }
 
 std::vector<float> random_params(const ModelConfig& m, std::uint64_t seed) {
     const ParamLayout layout = transformer_layout(m);
     std::vector<float> p(layout.total());
     init_params(m, layout, p.data(), seed);
+    set_pe_scale(m, p.data(), 0.8f);
     return p;
 }
 
@@ -54,9 +66,11 @@ double max_rel(const float* a, const float* b, int n) {
 
 TEST(VqModel, DecodingEqualsAFullForwardFarPastTheContextInConstantMemory) {
     kernels::set_threads(2);
-    for (const std::string mlp : {"none", "sqrelu"}) {
-        SCOPED_TRACE(mlp);
-        const ModelConfig m = tiny_vq(mlp);
+    const std::pair<const char*, const char*> kinds[] = {
+        {"none", "none"}, {"sqrelu", "none"}, {"none", "scaled_sin"}};
+    for (const auto& [mlp, position] : kinds) {
+        SCOPED_TRACE(std::string(mlp) + " " + position);
+        const ModelConfig m = tiny_vq(mlp, position);
         const std::vector<float> params = random_params(m, 3);
         const int T = 4 * m.max_seq_len, V = m.vocab_size, prompt = 5;
         const std::vector<std::int32_t> text = random_tokens(T, V, 9);
@@ -165,47 +179,126 @@ TEST(VqModel, TruncatedBackpropagationCarriesTheStateBetweenSteps) {
     // update (as in the seed), so the weights here barely move: a learning rate of 1e-12 and a
     // codebook decay of 1 - 1e-6.
     kernels::set_threads(2);
-    ModelConfig m = tiny_vq("sqrelu");
-    m.vq_c_gamma = 0.999999f;
-    const int B = 2, T = 16, U = 8, V = m.vocab_size;
-    const std::vector<std::int32_t> tokens = random_tokens(B * T, V, 21);
-    const std::vector<std::int32_t> targets = random_tokens(B * T, V, 22);
-    auto chunk = [&](const std::vector<std::int32_t>& x, int c) {
-        std::vector<std::int32_t> out;
-        for (int b = 0; b < B; ++b)
-            out.insert(out.end(), x.begin() + b * T + c * U, x.begin() + b * T + (c + 1) * U);
-        return out;
-    };
-    OptimConfig o;
-    o.lr = 1e-12f;
-    Learner learner(m, o, B, U, 10);
-    learner.init_params(4);
-    learner.set_vq_carry(true);
-    learner.train_step(chunk(tokens, 0).data(), chunk(targets, 0).data(), 1);
-    const ParamLayout& layout = learner.layout();
-    const std::vector<float> after1(learner.params(), learner.params() + layout.total());
-    const float carried =
-        learner.train_step(chunk(tokens, 1).data(), chunk(targets, 1).data(), 1).loss;
+    for (const char* position : {"none", "scaled_sin"}) {
+        SCOPED_TRACE(position);
+        ModelConfig m = tiny_vq("sqrelu", position);
+        m.vq_c_gamma = 0.999999f;
+        const int B = 2, T = 16, U = 8, V = m.vocab_size;
+        const std::vector<std::int32_t> tokens = random_tokens(B * T, V, 21);
+        const std::vector<std::int32_t> targets = random_tokens(B * T, V, 22);
+        auto chunk = [&](const std::vector<std::int32_t>& x, int c) {
+            std::vector<std::int32_t> out;
+            for (int b = 0; b < B; ++b)
+                out.insert(out.end(), x.begin() + b * T + c * U, x.begin() + b * T + (c + 1) * U);
+            return out;
+        };
+        OptimConfig o;
+        o.lr = 1e-12f;
+        Learner learner(m, o, B, U, 10);
+        learner.init_params(4);
+        set_pe_scale(m, learner.params(), 0.8f);  // the second chunk's positions start at U
+        learner.set_vq_carry(true);
+        learner.train_step(chunk(tokens, 0).data(), chunk(targets, 0).data(), 1);
+        const ParamLayout& layout = learner.layout();
+        const std::vector<float> after1(learner.params(), learner.params() + layout.total());
+        const float carried =
+            learner.train_step(chunk(tokens, 1).data(), chunk(targets, 1).data(), 1).loss;
 
-    std::vector<std::int32_t> second_half = targets;
-    for (int b = 0; b < B; ++b) std::fill_n(second_half.begin() + b * T, U, -1);
-    Transformer full(m, B, T);
-    const float whole = full.forward(after1.data(), tokens.data(), second_half.data(), B, T);
-    EXPECT_NEAR(carried, whole, 1e-5 * whole);
-    // Block recomputation reruns the linear-time pass from the states the forward started
-    // from: the same two steps, bitwise.
-    Learner again(m, o, B, U, 10, nullptr, 0, nullptr, Recompute::block);
-    again.init_params(4);
-    again.set_vq_carry(true);
-    again.train_step(chunk(tokens, 0).data(), chunk(targets, 0).data(), 1);
-    const float rerun = again.train_step(chunk(tokens, 1).data(), chunk(targets, 1).data(), 1).loss;
-    EXPECT_EQ(rerun, carried);
-    EXPECT_EQ(std::vector<float>(again.params(), again.params() + layout.total()),
-              std::vector<float>(learner.params(), learner.params() + layout.total()));
-    Transformer alone(m, B, U);
-    const float fresh =
-        alone.forward(after1.data(), chunk(tokens, 1).data(), chunk(targets, 1).data(), B, U);
-    EXPECT_GT(std::fabs(fresh - whole), 1e-3) << "the carried state changes nothing";
+        std::vector<std::int32_t> second_half = targets;
+        for (int b = 0; b < B; ++b) std::fill_n(second_half.begin() + b * T, U, -1);
+        Transformer full(m, B, T);
+        const float whole = full.forward(after1.data(), tokens.data(), second_half.data(), B, T);
+        EXPECT_NEAR(carried, whole, 1e-5 * whole);
+        // Block recomputation reruns the linear-time pass from the states the forward started
+        // from: the same two steps, bitwise.
+        Learner again(m, o, B, U, 10, nullptr, 0, nullptr, Recompute::block);
+        again.init_params(4);
+        set_pe_scale(m, again.params(), 0.8f);
+        again.set_vq_carry(true);
+        again.train_step(chunk(tokens, 0).data(), chunk(targets, 0).data(), 1);
+        const float rerun =
+            again.train_step(chunk(tokens, 1).data(), chunk(targets, 1).data(), 1).loss;
+        EXPECT_EQ(rerun, carried);
+        EXPECT_EQ(std::vector<float>(again.params(), again.params() + layout.total()),
+                  std::vector<float>(learner.params(), learner.params() + layout.total()));
+        Transformer alone(m, B, U);
+        const float fresh =
+            alone.forward(after1.data(), chunk(tokens, 1).data(), chunk(targets, 1).data(), B, U);
+        EXPECT_GT(std::fabs(fresh - whole), 1e-3) << "the carried state changes nothing";
+    }
+}
+
+// model.position scaled_sin: x[n] = wte[token] + scale sinusoid(p_n) with p_n = pos0[b] + t,
+// against the formula written out here in double; the scale's gradient against central
+// differences of a linear loss sum_n r[n].x[n] (exact for a linear map). (The model's own loss
+// cannot be differenced: its quantized keys take the straight-through gradient.)
+TEST(VqModel, ScaledSinusoidsAddTheScaledPositionAndTheirScaleGradient) {
+    ModelConfig m = tiny_vq("none", "scaled_sin");
+    m.vq_pe_lam = 1000.f;
+    const int B = 2, T = 5, N = B * T, C = m.d_model, V = m.vocab_size;
+    SingleRank one;
+    const Embedding emb(m, one);
+    std::vector<float> wte(static_cast<std::size_t>(V) * C);
+    for (std::size_t i = 0; i < wte.size(); ++i) wte[i] = 0.01f * static_cast<float>(i % 97);
+    const std::vector<std::int32_t> tok = random_tokens(N, V, 3);
+    // Row 1 continues past the table's end (max_seq_len 16): computed on the fly the same way.
+    const std::int64_t pos0[B] = {3, 40};
+    const float scale = 0.7f;
+    std::vector<float> x(static_cast<std::size_t>(N) * C);
+    emb.forward(x.data(), tok.data(), wte.data(), nullptr, &scale, N, T, pos0);
+    double err = 0;
+    for (int n = 0; n < N; ++n)
+        for (int c = 0; c < C; ++c) {
+            const int j = c % (C / 2);
+            const double p = static_cast<double>(pos0[n / T] + n % T),
+                         a = p / std::pow(1000.0, 2.0 * j / C),
+                         want = wte[static_cast<std::size_t>(tok[n]) * C + c] +
+                                scale * (c < C / 2 ? std::sin(a) : std::cos(a));
+            err = std::max(err, std::fabs(x[static_cast<std::size_t>(n) * C + c] - want));
+        }
+    EXPECT_LT(err, 1e-6);
+
+    std::vector<float> r(x.size());
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = std::sin(0.37f * static_cast<float>(i));
+    std::vector<float> dwte(wte.size(), 0.f);
+    float dscale = 0.25f;  // accumulates
+    emb.backward(dwte.data(), nullptr, &dscale, r.data(), tok.data(), N, T, pos0);
+    auto loss = [&](float s) {
+        std::vector<float> y(x.size());
+        emb.forward(y.data(), tok.data(), wte.data(), nullptr, &s, N, T, pos0);
+        double l = 0;
+        for (std::size_t i = 0; i < y.size(); ++i) l += static_cast<double>(r[i]) * y[i];
+        return l;
+    };
+    const double fd = (loss(scale + 0.5f) - loss(scale - 0.5f)) / 1.0;
+    EXPECT_GT(std::fabs(fd), 0.1);
+    EXPECT_NEAR(dscale - 0.25f, fd, 1e-5 * std::fabs(fd) + 1e-5);
+}
+
+// model.vq.reduction matmul makes every block's cache at once: the kernel gets it, and the
+// model's loss and gradients are serial's up to rounding.
+TEST(VqModel, MatmulReductionTrainsLikeSerial) {
+    kernels::set_threads(2);
+    ModelConfig m = tiny_vq("sqrelu");
+    m.vq_reduction = "matmul";
+    EXPECT_EQ(VqAttention(m).shape().reduction, kernels::VqReduction::matmul);
+    const std::vector<float> p = random_params(m, 8);
+    const int B = 3, T = 16;  // four blocks a row: three caches to make
+    const std::vector<std::int32_t> x = random_tokens(B * T, m.vocab_size, 9),
+                                    y = random_tokens(B * T, m.vocab_size, 10);
+    auto run = [&](const char* reduction, std::vector<float>& g) {
+        ModelConfig c = m;
+        c.vq_reduction = reduction;
+        Transformer model(c, B, T);
+        g.assign(p.size(), 0.f);
+        const float loss = model.forward(p.data(), x.data(), y.data(), B, T, 1.f);
+        model.backward(p.data(), g.data());
+        return loss;
+    };
+    std::vector<float> gs, gm;
+    const float serial = run("serial", gs), matmul = run("matmul", gm);
+    EXPECT_NEAR(matmul, serial, 1e-6 * serial);
+    EXPECT_LT(max_rel(gm.data(), gs.data(), static_cast<int>(gs.size())), 1e-4);
 }
 
 TEST(VqModel, RefusesWhatItCannotDoByName) {
@@ -231,6 +324,11 @@ TEST(VqModel, RefusesWhatItCannotDoByName) {
     ModelConfig plain;
     plain.mlp = "none", plain.block = "parallel";
     refused(plain, "model.mlp");
+    ModelConfig sin_full;  // scaled sinusoids are the VQ layer's option
+    sin_full.position = "scaled_sin";
+    refused(sin_full, "model.position");
+    m = tiny_vq(), m.vq_reduction = "scan";
+    refused(m, "model.vq.reduction");
 }
 
 }  // namespace

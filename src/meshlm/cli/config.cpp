@@ -343,8 +343,9 @@ OptionTable build_table() {
         .add("norm_eps", &ModelConfig::norm_eps, "norm epsilon", greater_than(0))
         .add("ln_eps", &ModelConfig::norm_eps, "older name of norm_eps", greater_than(0))
         .add("position", &ModelConfig::position,
-             "learned table (wpe), rotary (rope), ALiBi biases, or none",
-             one_of({"learned", "rope", "alibi", "none"}))
+             "learned table (wpe), rotary (rope), ALiBi biases, none, or (model.attention vq) "
+             "scaled_sin: a learned scale (init 0) times fixed sinusoids of the absolute position",
+             one_of({"learned", "rope", "alibi", "none", "scaled_sin"}))
         .add("rope_dim", &ModelConfig::rope_dim,
              "rotary dims per head (even); 0 = the whole head (GPT-J: 64 of 256)", at_least(0))
         .add("rope_style", &ModelConfig::rope_style,
@@ -427,6 +428,11 @@ OptionTable build_table() {
              "tokens, one optimizer step each, the attention state carried without gradient; 0 = "
              "train.seq_len",
              at_least(0))
+        .add("vq.reduction", &ModelConfig::vq_reduction,
+             "VQ: how each block's compressed cache is made: serial (carried block by block, a "
+             "running mean) or matmul (every block's at once from the blocks' own counts and "
+             "means, one GEMM per code; the same values up to rounding)",
+             one_of({"serial", "matmul"}))
         .add("vq.pe_lam", &ModelConfig::vq_pe_lam,
              "VQ: longest wavelength of the relative-position sinusoids", greater_than(1))
         .add("init_from_layers", &ModelConfig::init_from_layers,

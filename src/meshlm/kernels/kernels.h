@@ -209,8 +209,16 @@ void attention_paged(float* out, const float* q, int ldq, const float* k_pool, c
 //   s(i, j) = (q_i + u).k_j + [i - j <= L] (q_i + vb).rel[i - j]      (Transformer-XL biases)
 // with one max-subtracted softmax over the window and the cache: exactly softmax attention over
 // all keys with these scores (sum_j exp(q.k_j) v_j over the keys of code s = exp(q.c_s) N_s U_s).
+// How the cache each block reads is made from the blocks before it (seed 001's reduction_type):
+// serial -- folded in one block at a time as the blocks go by (a running mean); matmul -- from
+// every block's own counts and means at once: N_r is their running sum and U_r = sum over the
+// blocks g folded before r of (n_g / N_r) U_g, one (blocks x blocks) GEMM per code. The same
+// values up to rounding; matmul computes every block's cache up front (memory: blocks x S x dv
+// per sequence) so the blocks never wait for each other.
+enum class VqReduction { serial, matmul };
 struct VqAttnShape {
     int L, S, dk, dv;  // block length, codes, key width, value width
+    VqReduction reduction = VqReduction::serial;
 };
 // What a sequence carries from one call to the next: constant size (at most 2L - 1 window
 // tokens, S counts and means), however long the text.

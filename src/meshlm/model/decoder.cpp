@@ -33,7 +33,7 @@ Decoder::Decoder(const ModelConfig& cfg, int num_seqs, int max_seq, DecodePrecis
         if (cfg.position == "learned")
             MESHLM_INVALID(
                 "decoding a model.attention vq model with constant memory needs "
-                "model.position none (a learned table ends at max_seq_len)");
+                "model.position none or scaled_sin (a learned table ends at max_seq_len)");
         logits_ = Buffer<float>(static_cast<std::size_t>(S_) * cfg.vocab_size);
         return;
     }

@@ -4,6 +4,7 @@
 
 #include "meshlm/core/param_layout.h"
 #include "meshlm/kernels/vocab_parallel.h"
+#include "meshlm/model/positions.h"
 
 namespace meshlm {
 namespace k = kernels;
@@ -15,23 +16,62 @@ VocabShard vocab_shard(int V, int model, int rank) {
 }
 
 Embedding::Embedding(const ModelConfig& cfg, ModelComm& comm)
-    : C(cfg.d_model), learned(cfg.position == "learned"), mp(&comm) {
+    : C(cfg.d_model),
+      learned(cfg.position == "learned"),
+      scaled_sin(cfg.position == "scaled_sin"),
+      lam(cfg.vq_pe_lam),
+      mp(&comm) {
     const VocabShard s = vocab_shard(cfg.vocab_size, comm.size(), comm.rank());
     v0 = s.first;
     Vvalid = s.valid;
+    if (scaled_sin) {
+        table.resize(static_cast<std::size_t>(cfg.max_seq_len) * C);
+        for (int p = 0; p < cfg.max_seq_len; ++p)
+            sinusoid(table.data() + static_cast<std::size_t>(p) * C, p, C, lam);
+    }
+}
+
+const float* Embedding::sinusoid_at(std::int64_t p, float* row) const {
+    if (p < static_cast<std::int64_t>(table.size() / C))
+        return table.data() + static_cast<std::size_t>(p) * C;
+    sinusoid(row, p, C, lam);
+    return row;
 }
 
 void Embedding::forward(float* x, const std::int32_t* tokens, const float* wte, const float* wpe,
-                        int N, int T) const {
+                        const float* pe_scale, int N, int T, const std::int64_t* pos0) const {
     k::embedding_forward_vocab_range(x, tokens, wte, v0, Vvalid, N, C);
     mp->sum(x, static_cast<std::size_t>(N) * C);
     if (learned) k::position_embedding_forward(x, wpe, N, T, C);
+    if (scaled_sin) {
+        const float scale = *pe_scale;
+#pragma omp parallel for schedule(static)
+        for (int n = 0; n < N; ++n) {
+            thread_local std::vector<float> row;  // past the table only (decoding, long rows)
+            row.resize(C);
+            const float* s = sinusoid_at((pos0 ? pos0[n / T] : 0) + n % T, row.data());
+            float* o = x + static_cast<std::size_t>(n) * C;
+            for (int c = 0; c < C; ++c) o[c] += scale * s[c];
+        }
+    }
 }
 
-void Embedding::backward(float* dwte, float* dwpe, const float* dx, const std::int32_t* tokens,
-                         int N, int T) const {
+void Embedding::backward(float* dwte, float* dwpe, float* dpe_scale, const float* dx,
+                         const std::int32_t* tokens, int N, int T, const std::int64_t* pos0) const {
     k::embedding_backward_vocab_range(dwte, dx, tokens, v0, Vvalid, N, C);
     if (learned) k::position_embedding_backward(dwpe, dx, N, T, C);
+    if (scaled_sin) {
+        // In row order, in double: the same sum for any thread count.
+        thread_local std::vector<float> row;
+        row.resize(C);
+        double a = 0;
+        for (int n = 0; n < N; ++n) {
+            const float* s = sinusoid_at((pos0 ? pos0[n / T] : 0) + n % T, row.data());
+            const float* g = dx + static_cast<std::size_t>(n) * C;
+            for (int c = 0; c < C; ++c) a += static_cast<double>(g[c]) * s[c];
+        }
+        *dpe_scale += static_cast<float>(a);
+    }
 }
 
 }  // namespace meshlm

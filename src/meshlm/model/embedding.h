@@ -1,11 +1,18 @@
-// The input embedding: token rows of wte plus, with learned positions, rows of wpe.
-//   x[n] = wte[tokens[n]] + wpe[n % T]
+// The input embedding: token rows of wte plus the token's position, p_n = pos0[b] + t for row
+// n = b T + t (pos0 null: every row starts at 0; a row continuing a carried VQ state does not):
+//   learned     x[n] = wte[tokens[n]] + wpe[p_n]
+//   scaled_sin  x[n] = wte[tokens[n]] + scale sinusoid(p_n)      (seed 001's ScaledSin, Hua et
+//               al. 2022: one learned scalar, init 0, over fixed sinusoids with wavelengths up to
+//               model.vq.pe_lam; no table end, so any position works)
+// Backward: dwpe[p_n] += dx[n];  dscale += sum_n dx[n] . sinusoid(p_n).
 // Under tensor parallelism wte is split by vocabulary rows (padded to a multiple of the model
 // ranks): each rank looks up the tokens in its range, zeros elsewhere, and the rows are summed
-// over the ranks. Backward scatters dx into this rank's wte rows and into wpe (replicated).
+// over the ranks. Backward scatters dx into this rank's wte rows; the position tensors are
+// replicated.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "meshlm/core/model_comm.h"
 #include "meshlm/model/model_config.h"
@@ -14,15 +21,21 @@ namespace meshlm {
 
 struct Embedding {
     int C, v0, Vvalid;  // this rank's vocabulary rows [v0, v0 + Vvalid)
-    bool learned;
+    bool learned, scaled_sin;
+    float lam;
+    std::vector<float> table;  // scaled_sin: sinusoid(p) for p < max_seq_len
     ModelComm* mp;
 
     Embedding(const ModelConfig& cfg, ModelComm& comm);
-    // Row n is at position n % T.
-    void forward(float* x, const std::int32_t* tokens, const float* wte, const float* wpe, int N,
-                 int T) const;
-    void backward(float* dwte, float* dwpe, const float* dx, const std::int32_t* tokens, int N,
-                  int T) const;
+    void forward(float* x, const std::int32_t* tokens, const float* wte, const float* wpe,
+                 const float* pe_scale, int N, int T, const std::int64_t* pos0 = nullptr) const;
+    void backward(float* dwte, float* dwpe, float* dpe_scale, const float* dx,
+                  const std::int32_t* tokens, int N, int T,
+                  const std::int64_t* pos0 = nullptr) const;
+
+  private:
+    // sinusoid(p): the table's row, or computed into row (C floats) past its end.
+    const float* sinusoid_at(std::int64_t p, float* row) const;
 };
 
 // This rank's rows of a vocabulary of V split over `model` ranks: [first, first + valid) of a

@@ -25,8 +25,9 @@ void check_vq(const ModelConfig& c) {
                        "): the VQ layer has its own positions, normalization and heads");
     };
     if (c.block != "sequential") need("block", c.block, "sequential");
-    if (c.position != "none" && c.position != "learned")
-        need("position", c.position, "none or learned (its relative biases are built in)");
+    if (c.position != "none" && c.position != "learned" && c.position != "scaled_sin")
+        need("position", c.position,
+             "none, scaled_sin or learned (its relative biases are built in)");
     if (c.attn_act != "softmax") need("attn_act", c.attn_act, "softmax");
     if (c.qk_norm) need("qk_norm", "true", "false (queries and keys are always RMS-normalized)");
     if (c.dropout_attn > 0.f) need("dropout_attn", std::to_string(c.dropout_attn), "0");
@@ -41,6 +42,9 @@ void check_vq(const ModelConfig& c) {
                        c.vq_block_len, ", ", c.vq_codes, ", ", c.vq_d_k, ", ", c.vq_d_v, ")");
     if (!(c.vq_c_gamma >= 0.f && c.vq_c_gamma < 1.f))
         MESHLM_INVALID("model.vq.c_gamma must be in [0, 1) (got ", c.vq_c_gamma, ")");
+    if (c.vq_reduction != "serial" && c.vq_reduction != "matmul")
+        MESHLM_INVALID("model.vq.reduction must be serial or matmul (got \"", c.vq_reduction,
+                       "\")");
     if (!(c.vq_c_beta >= 0.f) || !(c.vq_pe_lam > 1.f))
         MESHLM_INVALID("model.vq.c_beta must be >= 0 and model.vq.pe_lam > 1 (got ", c.vq_c_beta,
                        ", ", c.vq_pe_lam, ")");
@@ -51,7 +55,11 @@ void check_vq(const ModelConfig& c) {
 void check_model_config(const ModelConfig& c) {
     one_of("block", c.block, {"sequential", "parallel"});
     one_of("norm", c.norm, {"layernorm", "rmsnorm"});
-    one_of("position", c.position, {"learned", "rope", "alibi", "none"});
+    one_of("position", c.position, {"learned", "rope", "alibi", "none", "scaled_sin"});
+    if (c.position == "scaled_sin" && !c.vq())
+        MESHLM_INVALID(
+            "model.position scaled_sin is Transformer-VQ's absolute position option and needs "
+            "model.attention vq; full attention has learned, rope, alibi or none");
     one_of("rope_style", c.rope_style, {"interleaved", "half"});
     one_of("rope_scaling", c.rope_scaling, {"none", "linear", "llama3"});
     one_of("mlp", c.mlp, {"gelu_tanh", "gelu", "relu", "sqrelu", "swiglu", "geglu", "none"});

@@ -18,7 +18,7 @@ struct ModelConfig {
     std::string norm = "layernorm";    // layernorm | rmsnorm
     bool norm_bias = true;
     float norm_eps = 1e-5f;
-    std::string position = "learned";  // learned | rope | alibi | none
+    std::string position = "learned";  // learned | rope | alibi | none | scaled_sin (VQ)
     int rope_dim = 0;                  // rotary dims per head; 0 = all
     std::string rope_style = "half";   // interleaved (GPT-J) | half (NeoX, Llama)
     float rope_base = 10000.f;
@@ -68,6 +68,9 @@ struct ModelConfig {
     float vq_c_beta = 1e-4f;   // commitment loss coefficient
     float vq_c_gamma = 0.99f;  // codebook EMA decay per optimizer step
     float vq_pe_lam = 1e5f;    // longest wavelength of the relative-position sinusoids
+    // How each block's compressed cache is made from the blocks before it: serial (a running
+    // mean, block by block) or matmul (every block's at once; kernels::VqReduction).
+    std::string vq_reduction = "serial";
     // Truncated backpropagation (seed 001's legacy): rows of train.seq_len tokens train in
     // chunks of vq_update_len, one optimizer step each, the attention state carried from chunk
     // to chunk without gradient. 0 = train.seq_len (one step per batch).

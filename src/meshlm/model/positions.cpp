@@ -50,15 +50,19 @@ std::vector<float> alibi_slopes(int n_head) {
     return {s.begin(), s.end()};
 }
 
-std::vector<float> xl_sinusoids(int C, int max_dist, float lam) {
+void sinusoid(float* out, std::int64_t p, int C, float lam) {
     const int h = C / 2;
+    for (int j = 0; j < h; ++j) {
+        const double a = static_cast<double>(p) * std::pow(static_cast<double>(lam), -2.0 * j / C);
+        out[j] = static_cast<float>(std::sin(a));
+        out[h + j] = static_cast<float>(std::cos(a));
+    }
+}
+
+std::vector<float> xl_sinusoids(int C, int max_dist, float lam) {
     std::vector<float> t(static_cast<std::size_t>(max_dist + 1) * C);
     for (int d = 0; d <= max_dist; ++d)
-        for (int j = 0; j < h; ++j) {
-            const double a = d * std::pow(static_cast<double>(lam), -2.0 * j / C);
-            t[static_cast<std::size_t>(d) * C + j] = static_cast<float>(std::sin(a));
-            t[static_cast<std::size_t>(d) * C + h + j] = static_cast<float>(std::cos(a));
-        }
+        sinusoid(t.data() + static_cast<std::size_t>(d) * C, d, C, lam);
     return t;
 }
 

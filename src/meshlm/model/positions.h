@@ -2,6 +2,7 @@
 // and ALiBi slopes.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "meshlm/model/model_config.h"
@@ -19,8 +20,12 @@ std::vector<float> rope_inv_freq(const ModelConfig& cfg);
 // the remaining n - p heads (Press et al.'s recipe).
 std::vector<float> alibi_slopes(int n_head);
 
+// The sinusoid of position p: [sin(p w_0) .. sin(p w_{C/2-1}) | cos(p w_0) .. cos(p w_{C/2-1})],
+// w_j = lam^(-2j/C), in double and rounded once (the same floats wherever it is computed).
+void sinusoid(float* out, std::int64_t p, int C, float lam);
+
 // Transformer-XL's relative-position sinusoids (Transformer-VQ): row d (d = 0..max_dist) is
-// [sin(d w_0) .. sin(d w_{C/2-1}) | cos(d w_0) .. cos(d w_{C/2-1})], w_j = lam^(-2j/C).
+// sinusoid(d).
 std::vector<float> xl_sinusoids(int C, int max_dist, float lam);
 
 }  // namespace meshlm

@@ -1,6 +1,7 @@
 // Pointers to the transformer's tensors inside a flat buffer (parameters or gradients) -- whole,
 // a tensor-parallel shard, or one unit at a time from a ParamStream. Absent tensors (a bias the
-// config leaves out, wpe without learned positions, the head when tied) are null.
+// config leaves out, wpe without learned positions, pe_scale without scaled sinusoids, the head
+// when tied) are null.
 #pragma once
 
 #include <vector>
@@ -26,6 +27,7 @@ struct BlockTensors {
 
 struct ModelTensors {
     float *wte = nullptr, *wpe = nullptr;
+    float* pe_scale = nullptr;  // (1) the sinusoids' scale (model.position scaled_sin)
     std::vector<BlockTensors> blocks;
     float *lnf_w = nullptr, *lnf_b = nullptr;
     float *head_w = nullptr, *head_b = nullptr;  // head_w: lm_head, or wte when tied

@@ -174,8 +174,6 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
       views_(layout_, cfg.n_layer) {
     MESHLM_CHECK(max_seq <= cfg.max_seq_len || cfg.position != "learned", "sequence length ",
                  max_seq, " exceeds max_seq_len ", cfg.max_seq_len);
-    if (vq_on_) {
-    }
     Planner p{&acts_};
     plan(p);
     MESHLM_CHECK(p.floats == acts_.capacity(), "activation plan of ", p.floats, " floats, counted ",
@@ -582,6 +580,12 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     MESHLM_CHECK(!vq_states_ || (B <= vq_state_stride_ && cfg_.position != "learned"),
                  "carried VQ states are for at most ", vq_state_stride_,
                  " rows without learned positions");
+    // Rows continuing carried states start past position 0 (scaled sinusoids read it).
+    if (vq_states_) {
+        if (row_pos_.size() < static_cast<std::size_t>(B)) row_pos_.resize(B);
+        for (int b = 0; b < B; ++b) row_pos_[b] = vq_states_[b].pos;
+    }
+    pos0_ = vq_states_ ? row_pos_.data() : nullptr;
     // Copied over the last step's copies: their vectors keep their capacity (no allocation).
     vq_carried_ = vq_states_ && train;
     if (vq_carried_) {
@@ -602,7 +606,7 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     views_.begin(params, nullptr, Pass::forward);
     const ModelTensors& w = views_.w;
 
-    embed_layer_.forward(embed_, tokens, w.wte, w.wpe, N, T);
+    embed_layer_.forward(embed_, tokens, w.wte, w.wpe, w.pe_scale, N, T, pos0_);
     if (train && cfg_.dropout_embd > 0.f)
         k::dropout(embed_, N, C, cfg_.dropout_embd, drop_seed_,
                    dropout_stream(drop_step_, -1, kEmbd), drop_row0_ * T);
@@ -655,7 +659,7 @@ void Transformer::backward(const float* params, float* grads) {
     if (dropped_ && cfg_.dropout_embd > 0.f)
         k::dropout(dres_, N, C, cfg_.dropout_embd, drop_seed_,
                    dropout_stream(drop_step_, -1, kEmbd), drop_row0_ * T);
-    embed_layer_.backward(g.wte, g.wpe, dres_, tokens_, N, T);
+    embed_layer_.backward(g.wte, g.wpe, g.pe_scale, dres_, tokens_, N, T, pos0_);
     views_.embeddings_done();
 }
 

@@ -184,6 +184,8 @@ class Transformer {
     kernels::VqAttnState* vq_states_ = nullptr;
     std::vector<kernels::VqAttnState> vq_start_;  // what the last training forward started from
     bool vq_carried_ = false;                     // ... when it had states (vq_start_ valid)
+    std::vector<std::int64_t> row_pos_;           // each row's first position (carried states)
+    const std::int64_t* pos0_ = nullptr;          // row_pos_ for the last forward, or null
     std::vector<kernels::VqAttnState> vq_rerun_;  // block recomputation's copies of them
     int vq_state_stride_ = 0;
     Head head_;

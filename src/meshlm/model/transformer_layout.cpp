@@ -110,6 +110,7 @@ ParamLayout transformer_layout(const ModelConfig& cfg, int model) {
     if (cfg.position == "learned")
         b.add("wpe.weight", {cfg.max_seq_len, C}, -1, 0, rep, normal,
               mup ? 1.f : b.matrix_std(cfg.max_seq_len, false), {}, "embedding");
+    if (cfg.position == "scaled_sin") b.add("wpe.scale", {1}, -1, 0, rep, zeros);
     // muP's optional zero inits: the residual output projections, the query rows.
     const bool r_zero = mup && cfg.mup_r_init == "zero";
     const auto resid_init = r_zero ? zeros : normal;

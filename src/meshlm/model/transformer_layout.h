@@ -2,7 +2,7 @@
 // with the facts sharding, the optimizer and checkpoints read (core/param_layout.h).
 //
 // Names are meshlm's (GPT-2's Hugging Face names where GPT-2 has the tensor), weights [out, in]:
-//   wte.weight [V, C]; wpe.weight [P, C] (learned positions)
+//   wte.weight [V, C]; wpe.weight [P, C] (learned positions); wpe.scale [1] (scaled sinusoids)
 //   h.l.ln_1.{weight,bias}; h.l.attn.c_attn.{weight,bias} [(H + 2K) D, C]: q heads | k | v
 //   h.l.attn.c_proj.{weight [C, H D], bias}; h.l.ln_2.* (sequential blocks only)
 //   h.l.mlp.c_fc.{weight [F or 2F (gate | up), C], bias}; h.l.mlp.c_proj.{weight [C, F], bias}

@@ -20,6 +20,8 @@ VqAttention::VqAttention(const ModelConfig& cfg, int model)
       dv(cfg.vq_value_width() / model),
       S(cfg.vq_codes),
       L(cfg.vq_block_len),
+      reduction(cfg.vq_reduction == "matmul" ? kernels::VqReduction::matmul
+                                             : kernels::VqReduction::serial),
       eps(cfg.norm_eps),
       scale(static_cast<float>(std::pow(static_cast<double>(cfg.vq_d_k), -0.25))),
       c_beta(cfg.vq_c_beta) {

@@ -32,7 +32,8 @@ namespace meshlm {
 // and probabilities. Backward sums the query / key gradients over the ranks (each rank's value
 // columns give a part of dP = dO V^T) and only rank 0 adds their input gradient.
 struct VqAttention {
-    int C, dk, dv, S, L;       // dv: this model rank's value / gate width
+    int C, dk, dv, S, L;  // dv: this model rank's value / gate width
+    kernels::VqReduction reduction;
     float eps, scale, c_beta;  // scale = dk^-1/4
     std::vector<float> table;  // (L + 1, C) the sinusoids of distances 0..L
     Bf16Scratch* bf16 = nullptr;
@@ -54,7 +55,7 @@ struct VqAttention {
     };
 
     explicit VqAttention(const ModelConfig& cfg, int model = 1);
-    kernels::VqAttnShape shape() const { return {L, S, dk, dv}; }
+    kernels::VqAttnShape shape() const { return {L, S, dk, dv, reduction}; }
     // Acts over N rows, in two parts: the attention core's output (o, lse), which recomputing
     // would rerun the linear-time pass for, and the rest (projections, codes), which
     // project_in() rebuilds. acts_at(one base) lays both out together.

@@ -8,7 +8,7 @@ namespace meshlm {
 namespace {
 
 // Outside the blocks: what each slice fills. Block tensors go through kBlock's members.
-enum Field { wte, wpe, lnf_w, lnf_b, head_w, head_b, block_field };
+enum Field { wte, wpe, pe_scale, lnf_w, lnf_b, head_w, head_b, block_field };
 
 using BlockMember = float* BlockTensors::*;
 const std::pair<const char*, BlockMember> kBlock[] = {{"ln_1.weight", &BlockTensors::ln1_w},
@@ -41,6 +41,7 @@ bool ends_with(const std::string& s, const char* suffix) {
 std::pair<Field, int> field_of(const std::string& n) {
     if (n == "wte.weight") return {wte, 0};
     if (n == "wpe.weight") return {wpe, 0};
+    if (n == "wpe.scale") return {pe_scale, 0};
     if (n == "ln_f.weight") return {lnf_w, 0};
     if (n == "ln_f.bias") return {lnf_b, 0};
     if (n == "lm_head.weight") return {head_w, 0};
@@ -78,6 +79,9 @@ void TensorBinder::bind_unit(int unit, float* base, ModelTensors& t) const {
                 break;
             case wpe:
                 t.wpe = p;
+                break;
+            case pe_scale:
+                t.pe_scale = p;
                 break;
             case lnf_w:
                 t.lnf_w = p;

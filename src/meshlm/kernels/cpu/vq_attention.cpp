@@ -1,5 +1,7 @@
-// Transformer-VQ's linear-time attention (kernels.h), per sequence serially over its blocks (the
-// seed's `serial` reduction); sequences run in parallel, so a result never depends on threads.
+// Transformer-VQ's linear-time attention (kernels.h), per sequence over its blocks, the cache
+// carried by the seed's `serial` reduction or made by its `matmul` one; sequences (or, with fewer
+// sequences than threads, a sequence's blocks) run in parallel, so a result never depends on
+// threads.
 //
 // Queries i of block r (positions t_i), window keys j (positions t_j from the start of block
 // r - 1 up to the last query), cache codes s:
@@ -200,16 +202,89 @@ Blocks blocks_of(const Walk& w, int T) {
     return {w.p0 / L, (stop + L - 1) / L, w.p0, stop, w.sh.L};
 }
 
-// Runs one sequence's blocks: serially with the walk's live cache, or -- `parallel` -- with a
-// snapshot of the cache per block taken in one serial pass (O(T dv)), then the blocks across the
-// threads (the seed's TP-branch layout: every block at once). body(block, r, cache) must write
-// only block r's results; apply(r) runs afterwards in block order, with the walk folded for
-// block r (its on_fold sees each folded position).
+// The cache every block of a call reads, by the matmul reduction (VqReduction): the walk's
+// starting cache and each block folded after it are units u with counts n_u and means M_u;
+// block i reads the units up to k_i: N = sum n_u, U = sum_u (n_u / N) M_u, one GEMM per code
+// over (blocks x units). snaps: per block, S counts then S x dv means (stride per).
+void matmul_caches(const Walk& w, const Blocks& bl, float* snaps, std::size_t per, char* empty) {
+    const VqAttnShape sh = w.sh;
+    const int S = sh.S, dv = sh.dv, L = sh.L;
+    const std::size_t R = static_cast<std::size_t>(bl.end - bl.first),
+                      unit = static_cast<std::size_t>(S) * dv;
+    auto last_unit = [&](std::size_t i) {  // units block i reads: [0, last_unit]
+        const std::int64_t ws = vq_window_start(bl.qa(bl.first + static_cast<std::int64_t>(i)), L);
+        return static_cast<std::size_t>(std::max<std::int64_t>(0, (ws - w.base) / L));
+    };
+    const std::size_t U = last_unit(R - 1) + 1;
+    thread_local std::vector<float> n_store, m_store, wt_store;
+    std::vector<float>& n = n_store;  // [U][S]
+    std::vector<float>& m = m_store;  // [U][S][dv]
+    std::vector<float>& wt = wt_store;
+    n.assign(U * S, 0.f), m.assign(U * unit, 0.f), wt.resize(R * U);
+    std::copy(w.count.begin(), w.count.end(), n.begin());
+    std::copy(w.mean.begin(), w.mean.end(), m.begin());
+    for (std::size_t u = 1; u < U; ++u) {
+        float* nu = n.data() + u * S;
+        float* mu = m.data() + u * unit;
+        for (std::int64_t t = w.base + static_cast<std::int64_t>(u - 1) * L, e = t + L; t < e;
+             ++t) {
+            const int s = w.code(t);
+            nu[s] += 1.f;
+            const float* v = w.value(t);
+            float* a = mu + static_cast<std::size_t>(s) * dv;
+            for (int c = 0; c < dv; ++c) a[c] += v[c];
+        }
+        for (int s = 0; s < S; ++s)
+            if (nu[s] > 1.f) {
+                const float inv = 1.f / nu[s];
+                float* a = mu + static_cast<std::size_t>(s) * dv;
+                for (int c = 0; c < dv; ++c) a[c] *= inv;
+            }
+    }
+    for (std::size_t i = 0; i < R; ++i) {
+        const std::size_t k = last_unit(i);
+        float* cnt = snaps + i * per;
+        for (int s = 0; s < S; ++s) {
+            float a = 0.f;
+            for (std::size_t u = 0; u <= k; ++u) a += n[u * S + s];
+            cnt[s] = a;
+        }
+        empty[i] = w.base == 0 && k == 0;
+    }
+    for (int s = 0; s < S; ++s) {
+        bool any = false;
+        for (std::size_t i = 0; i < R; ++i) {
+            const float N = snaps[i * per + s], k = static_cast<float>(last_unit(i));
+            for (std::size_t u = 0; u < U; ++u) {
+                const float x = static_cast<float>(u) <= k ? n[u * S + s] / std::max(N, 1.f) : 0.f;
+                wt[i * U + u] = x;
+                any = any || x != 0.f;
+            }
+        }
+        float* out = snaps + S + static_cast<std::size_t>(s) * dv;
+        if (!any) {
+            for (std::size_t i = 0; i < R; ++i) std::fill_n(out + i * per, dv, 0.f);
+            continue;
+        }
+        gemm(false, false, static_cast<int>(R), dv, static_cast<int>(U), 1.f, wt.data(),
+             static_cast<int>(U), m.data() + static_cast<std::size_t>(s) * dv,
+             static_cast<int>(unit), 0.f, out, static_cast<int>(per));
+    }
+}
+
+// Runs one sequence's blocks: serially with the walk's live cache (the serial reduction, one
+// thread), or with a cache per block made before any block runs -- by one serial pass (O(T dv))
+// or by the matmul reduction -- and then, when `parallel`, the blocks across the threads (the
+// seed's TP-branch layout: every block at once). body(block, r, cache) must write only block r's
+// results; apply(r) runs in block order, with the walk folded for block r (its on_fold sees each
+// folded position).
 template <typename Body, typename Apply, typename OnFold>
 void run_blocks(Walk& w, int T, bool parallel, Body&& body, Apply&& apply, OnFold&& on_fold) {
     const Blocks bl = blocks_of(w, T);
     const VqAttnShape sh = w.sh;
-    if (!parallel) {
+    // One block reads the starting cache as it is: nothing to reduce (a decode step).
+    const bool matmul = sh.reduction == VqReduction::matmul && bl.end - bl.first > 1;
+    if (!parallel && !matmul) {
         Block& b = t_block;
         b.shape(sh);
         for (std::int64_t r = bl.first; r < bl.end; ++r) {
@@ -228,7 +303,9 @@ void run_blocks(Walk& w, int T, bool parallel, Body&& body, Apply&& apply, OnFol
     std::vector<float>& snaps = snaps_store;
     std::vector<char>& empty = empty_store;
     snaps.resize(R * per), empty.resize(R);
-    {
+    if (matmul) {
+        matmul_caches(w, bl, snaps.data(), per, empty.data());
+    } else {
         Walk& scan = t_scan;  // the same folds, without on_fold: apply() replays them below
         scan = w;
         for (std::size_t i = 0; i < R; ++i) {
@@ -238,14 +315,27 @@ void run_blocks(Walk& w, int T, bool parallel, Body&& body, Apply&& apply, OnFol
             empty[i] = scan.cache_empty();
         }
     }
+    auto cache = [&](std::size_t i) {
+        return Cache{snaps.data() + i * per, snaps.data() + i * per + sh.S, empty[i] != 0};
+    };
+    if (!parallel) {  // one thread: each block's results applied before the next block runs
+        Block& b = t_block;
+        b.shape(sh);
+        for (std::size_t i = 0; i < R; ++i) {
+            const std::int64_t r = bl.first + static_cast<std::int64_t>(i);
+            w.fold_to(vq_window_start(bl.qa(r), sh.L), on_fold);
+            body(b, r, cache(i));
+            apply(r);
+        }
+        return;
+    }
 #pragma omp parallel
     {
         Block& b = t_block;
         b.shape(sh);
 #pragma omp for schedule(static, 1)
         for (std::size_t i = 0; i < R; ++i)
-            body(b, bl.first + static_cast<std::int64_t>(i),
-                 Cache{snaps.data() + i * per, snaps.data() + i * per + sh.S, empty[i] != 0});
+            body(b, bl.first + static_cast<std::int64_t>(i), cache(i));
     }
     for (std::int64_t r = bl.first; r < bl.end; ++r) {
         w.fold_to(vq_window_start(bl.qa(r), sh.L), on_fold);
