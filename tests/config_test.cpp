@@ -221,7 +221,14 @@ TEST(Config, RangeErrors) {
         "optim.schedule must be one of cosine, linear, inverse_sqrt, constant (got 'step')");
     EXPECT_CONTAINS(override_error({"optim.decay_mask=some"}), "matrices, all, none");
     EXPECT_CONTAINS(override_error({"optim.name=sgd"}),
-                    "optim.name must be one of adamw, lion (got 'sgd')");
+                    "optim.name must be one of adamw, lion, adafactor (got 'sgd')");
+    EXPECT_CONTAINS(override_error({"optim.adafactor_decay_rate=0"}),
+                    "optim.adafactor_decay_rate must be > 0 (got 0)");
+    EXPECT_CONTAINS(override_error({"optim.adafactor_min_dim_size_to_factor=0"}),
+                    "optim.adafactor_min_dim_size_to_factor must be >= 1 (got 0)");
+    EXPECT_CONTAINS(override_error({"optim.adafactor_clipping_threshold=-1"}),
+                    "optim.adafactor_clipping_threshold must be >= 0 (got -1)");
+    EXPECT_CONTAINS(override_error({"optim.adafactor_eps=0"}), "optim.adafactor_eps must be > 0");
     EXPECT_CONTAINS(override_error({"optim.clip_mode=global"}), "one of norm, value");
     EXPECT_CONTAINS(override_error({"optim.wd_mode=decoupled"}), "one of coupled, independent");
     EXPECT_CONTAINS(override_error({"optim.warmup_start=1"}), "optim.warmup_start");
@@ -311,6 +318,7 @@ TEST(Config, RoundTripThroughYaml) {
     const std::string defaults = config_to_yaml(Config{});
     EXPECT_EQ(config_to_yaml(load_config(write_file("defaults.yaml", defaults), {})), defaults);
     EXPECT_CONTAINS(defaults, "  lr: 0.003\n");
+    EXPECT_CONTAINS(defaults, "  adafactor_eps: 1e-30\n");
 }
 
 TEST(Config, KeysComeFromTheTable) {

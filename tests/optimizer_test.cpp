@@ -1,8 +1,10 @@
 // The optimizers, schedules, clipping modes and weight-decay modes, each against an independent
 // reference: Lion against tools/reference/optimizer_reference.py (torch, float64), the schedules
-// against their formulas evaluated by hand, clipping and decay against closed forms.
+// against their formulas evaluated by hand, clipping and decay against closed forms (Adafactor
+// against optax: adafactor_test.cpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -54,11 +56,14 @@ TEST(Lion, MatchesTheTorchReferenceStepByStep) {
 TEST(Optimizer, StateCountsAndUnknownNames) {
     EXPECT_EQ(optimizer_state_count("adamw"), 2);
     EXPECT_EQ(optimizer_state_count("lion"), 1);
+    EXPECT_EQ(optimizer_state_count("adafactor"), 1);
+    EXPECT_FALSE(optimizer_slots("adafactor").m);
     try {
         optimizer_state_count("sgd");
         FAIL() << "sgd accepted";
     } catch (const std::exception& e) {
-        EXPECT_NE(std::string(e.what()).find("adamw or lion"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("adamw, lion or adafactor"), std::string::npos)
+            << e.what();
     }
 }
 
@@ -66,20 +71,26 @@ TEST(Optimizer, StateCountsAndUnknownNames) {
 // coupled p *= 1 - lr_t wd; independent p *= 1 - (lr_t / lr) wd.
 TEST(Optimizer, WeightDecayModes) {
     const std::size_t n = 5;
-    const std::vector<float> g(n, 0.f), p0 = {1.f, -2.f, 0.5f, 3.f, -0.25f};
-    for (const char* name : {"adamw", "lion"})
+    const std::vector<float> p0 = {1.f, -2.f, 0.5f, 3.f, -0.25f};
+    for (const char* name : {"adamw", "lion", "adafactor"})
         for (const char* mode : {"coupled", "independent"}) {
             OptimConfig cfg;
             cfg.name = name, cfg.wd_mode = mode, cfg.lr = 0.02f, cfg.weight_decay = 0.1f;
             const float lr_t = 0.005f;  // a quarter of the peak: the schedule's factor is 0.25
             const double factor =
                 std::string(mode) == "coupled" ? 1.0 - 0.005 * 0.1 : 1.0 - 0.25 * 0.1;
-            Optimizer opt(cfg, {{0, 3, true}, {3, 2, false}}, n);
-            std::vector<float> p = p0;
+            ParamLayout layout;  // one tensor per group (Adafactor's pieces stay in one)
+            layout.add("a", Shape{3}, -1), layout.add("b", Shape{2}, -1);
+            const std::size_t b = layout.at("b").offset;
+            Optimizer opt(cfg, {{0, 3, true}, {b, 2, false}}, layout.total(),
+                          adafactor_plan(layout, 1, 0, 0, layout.total(), cfg));
+            std::vector<float> p(layout.total(), 0.f), g(layout.total(), 0.f);
+            std::copy_n(p0.begin(), 3, p.begin()), std::copy_n(p0.begin() + 3, 2, p.begin() + b);
             opt.step(p.data(), g.data(), lr_t);
             for (std::size_t i = 0; i < n; ++i) {
                 const double want = i < 3 ? p0[i] * factor : p0[i];
-                EXPECT_NEAR(p[i], want, 1e-6 * std::fabs(want)) << name << " " << mode << " " << i;
+                EXPECT_NEAR(p[i < 3 ? i : b + i - 3], want, 1e-6 * std::fabs(want))
+                    << name << " " << mode << " " << i;
             }
         }
 }

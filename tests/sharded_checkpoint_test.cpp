@@ -233,7 +233,7 @@ TEST(LearnerLocalChunk, RoundTripsAtEveryStage) {
         std::vector<float> m(c.count), v(c.count);
         for (std::size_t i = 0; i < c.count; ++i) m[i] = 0.5f * i, v[i] = 0.25f * i;
         Learner b(cfg, OptimConfig{}, 1, 8, 10, nullptr, stage);
-        b.load_local_chunk(c.params, m.data(), v.data(), 7);
+        b.load_local_chunk(c.params, m.data(), v.data(), nullptr, 7);
         EXPECT_EQ(b.step(), 7);
         auto cb = b.local_chunk();
         EXPECT_EQ(0, std::memcmp(cb.params, c.params, c.count * 4)) << stage;

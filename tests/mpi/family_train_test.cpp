@@ -229,6 +229,46 @@ TEST(FamilyTraining, LionShardsAndResumes) {
     EXPECT_EQ(dp.weights, resumed.weights);
 }
 
+// Adafactor's statistics are per whole tensor while ranks hold ZeRO chunks and tensor-parallel
+// shards: every rank's partial sums are added over the data ranks (chunks) and the model ranks
+// (shards), so every ZeRO stage on 2 data ranks, TP 2 and TP 2 x DP 2 train as one process does
+// (matrices factored from 32 up, so the tiny model's matrices keep row and column statistics
+// and its norm gains full second moments), and a ZeRO-3 run resumes bitwise from its shards.
+TEST(FamilyTraining, AdafactorShardsAndResumes) {
+    Family f = llama();
+    f.name = "adafactor";
+    f.flags +=
+        " --config.optim.name=adafactor --config.optim.lr=1e-2 --config.optim.grad_clip=0"
+        " --config.optim.adafactor_min_dim_size_to_factor=32";
+    const std::string dir = test::temp_dir("family_adafactor");
+    const test::TrainedRun ref =
+        test::train_run(1, dir + "/ref", flags(f, dir + "/ref", 4, 1, 1, 0), f.model);
+    ASSERT_EQ(ref.steps.size(), static_cast<std::size_t>(kSteps)) << ref.output;
+    test::TrainedRun dp3;
+    for (int stage : {1, 2, 3}) {
+        const std::string d = dir + "/dp" + std::to_string(stage);
+        test::TrainedRun dp =
+            test::train_run(2, d, flags(f, d, 2, 2, 1, stage, stage == 3 ? 6 : 0), f.model);
+        test::expect_same_training(ref, dp, kSteps,
+                                   "adafactor: DP 2, ZeRO " + std::to_string(stage));
+        if (stage == 3) dp3 = std::move(dp);
+    }
+    const test::TrainedRun tp =
+        test::train_run(2, dir + "/tp", flags(f, dir + "/tp", 4, 1, 2, 0), f.model);
+    test::expect_same_training(ref, tp, kSteps, "adafactor: TP 2");
+    const test::TrainedRun both =
+        test::train_run(4, dir + "/both", flags(f, dir + "/both", 2, 2, 2, 3), f.model);
+    test::expect_same_training(ref, both, kSteps, "adafactor: TP 2 x DP 2, ZeRO 3");
+    const std::string branch = dir + "/branch";
+    const test::TrainedRun resumed = test::train_run(
+        2, branch, " --resume " + dir + "/dp3/checkpoints/step_6 --config.log.dir=" + branch,
+        f.model);
+    ASSERT_EQ(resumed.steps.size(), static_cast<std::size_t>(kSteps - 6)) << resumed.output;
+    for (int s = 6; s < kSteps; ++s)
+        EXPECT_EQ(dp3.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
+    EXPECT_EQ(dp3.weights, resumed.weights);
+}
+
 // The coordinate check's numbers are sums over every rank's rows, heads and chunks: a muP model
 // gives the same mean |activation| per site and mean |update| / lr per tensor on DP 2 / ZeRO 3
 // and on TP 2 as on one process.

@@ -34,8 +34,14 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         const ZeroMemory zm =
             zero_memory(ZeroPlan(local.total(), N, 0, stage), local,
                         optimizer_state_count(cfg.optim.name), precision == Precision::bf16);
+        // The flat slots as ZeRO cuts them, and Adafactor's whole-tensor statistics.
+        const ZeroPlan zplan(local.total(), N, 0, stage);
+        const std::size_t optim_bytes = optimizer_state_bytes(
+            cfg.optim, stage >= 1 ? zplan.chunk : zplan.padded,
+            cfg.optim.name == "adafactor" ? adafactor_plan(local, M, 0, 0, 0, cfg.optim)
+                                          : AdafactorPlan{});
         const double params = static_cast<double>(zm.params), grads = static_cast<double>(zm.grads),
-                     optim = static_cast<double>(zm.optimizer),
+                     optim = static_cast<double>(optim_bytes),
                      working = static_cast<double>(zm.working);
         const Recompute recompute = parse_recompute(cfg.train.recompute);
         auto acts_of = [&](Recompute r, Precision p) {
@@ -78,7 +84,10 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
             std::printf("planned memory (%s, %s):\n", prec_label, cfg.optim.name.c_str());
         mem("parameters", params);
         mem("gradients", grads);
-        mem(cfg.optim.name == "lion" ? "optimizer state (m)" : "optimizer state (m, v)", optim);
+        mem(cfg.optim.name == "lion"        ? "optimizer state (m)"
+            : cfg.optim.name == "adafactor" ? "optimizer state (v, factored)"
+                                            : "optimizer state (m, v)",
+            optim);
         if (working > 0) mem(zero_working_label(ZeroPlan(local.total(), N, 0, stage)), working);
         char label[64];
         std::snprintf(label, sizeof label, "activations (B=%d, T=%d)", cfg.train.batch_size,
@@ -96,7 +105,7 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
             }
         if (N > 1 || stage > 0 || M > 1)
             std::printf("per-rank bytes: params %zu grads %zu optimizer %zu working %zu\n",
-                        zm.params, zm.grads, zm.optimizer, zm.working);
+                        zm.params, zm.grads, optim_bytes, zm.working);
         return 0;
     };
 }

@@ -21,7 +21,6 @@
 #include "meshlm/core/error.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/optim/optimizer.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/shard_format.h"
 #include "meshlm/train/sharded_checkpoint.h"
@@ -74,8 +73,7 @@ int reshard(const ReshardArgs& a, const std::string& ckpt) {
     cfg.checkpoint.resume = "none";
     st.config_yaml = config_to_yaml(cfg);
 
-    const FullTrainingState full =
-        read_full_state(ckpt, cfg.model, optimizer_state_count(cfg.optim.name) == 2);
+    const FullTrainingState full = read_full_state(ckpt, cfg.model, cfg.optim);
     if (full.step != st.step)
         MESHLM_INVALID(ckpt, ": optimizer step ", full.step, " differs from trainer.json's step ",
                        st.step);

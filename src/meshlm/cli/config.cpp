@@ -496,7 +496,7 @@ OptionTable build_table() {
              one_of({"fp32", "bf16", "auto"}));
 
     Section<OptimConfig>(t, "optim", &Config::optim)
-        .add("name", &OptimConfig::name, "optimizer", one_of({"adamw", "lion"}))
+        .add("name", &OptimConfig::name, "optimizer", one_of({"adamw", "lion", "adafactor"}))
         .add("lr", &OptimConfig::lr, "peak learning rate", greater_than(0))
         .add("end_lr", &OptimConfig::end_lr, "learning rate at the end of the decay", at_least(0))
         .add("warmup_steps", &OptimConfig::warmup_steps, "steps of linear warmup", at_least(0))
@@ -530,7 +530,24 @@ OptionTable build_table() {
              "abs_mup (matrices lr / fan_in)",
              one_of({"sp", "mup", "abs_mup"}))
         .add("mup_eps_scaling", &OptimConfig::mup_eps_scaling,
-             "scale Adam's eps like each tensor's learning rate");
+             "scale Adam's eps like each tensor's learning rate")
+        .add("adafactor_decay_rate", &OptimConfig::adafactor_decay_rate,
+             "Adafactor: the second moments decay by 1 - t^-decay_rate at step t", greater_than(0))
+        .add("adafactor_min_dim_size_to_factor", &OptimConfig::adafactor_min_dim_size_to_factor,
+             "Adafactor: a matrix whose dims are both at least this keeps row and column "
+             "statistics instead of a full second moment",
+             at_least(1))
+        .add("adafactor_factored", &OptimConfig::adafactor_factored,
+             "Adafactor: factor the second moments of large matrices (false: full everywhere)")
+        .add("adafactor_eps", &OptimConfig::adafactor_eps, "Adafactor: added to g^2",
+             greater_than(0))
+        .add("adafactor_clipping_threshold", &OptimConfig::adafactor_clipping_threshold,
+             "Adafactor: each tensor's update is scaled down to this RMS at most; 0 = off",
+             at_least(0))
+        .add("adafactor_multiply_by_parameter_scale",
+             &OptimConfig::adafactor_multiply_by_parameter_scale,
+             "Adafactor: steps relative to each tensor's RMS (at least 1e-3); false: lr is the "
+             "absolute step");
 
     Section<LogConfig>(t, "log", &Config::log)
         .add("dir", &LogConfig::dir, "run directory; empty = runs/<config name>")

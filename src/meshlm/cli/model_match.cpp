@@ -45,11 +45,21 @@ void require_same_model(const Config& source, const Config& wanted, const std::s
 }
 
 void require_same_optimizer(const Config& source, const Config& wanted, const std::string& what) {
-    if (source.optim.name == wanted.optim.name) return;
-    MESHLM_INVALID(what, " holds ", source.optim.name,
-                   "'s optimizer state; optim.name=", wanted.optim.name,
-                   " cannot continue it: keep optim.name=", source.optim.name,
-                   ", or start a new run from its weights with model.init_from");
+    const OptimConfig &a = source.optim, &b = wanted.optim;
+    if (a.name != b.name)
+        MESHLM_INVALID(what, " holds ", a.name, "'s optimizer state; optim.name=", b.name,
+                       " cannot continue it: keep optim.name=", a.name,
+                       ", or start a new run from its weights with model.init_from");
+    // Which of Adafactor's tensors keep factored statistics is part of its state's layout.
+    if (a.name == "adafactor" &&
+        (a.adafactor_factored != b.adafactor_factored ||
+         a.adafactor_min_dim_size_to_factor != b.adafactor_min_dim_size_to_factor))
+        MESHLM_INVALID(
+            what, " holds Adafactor state factored with optim.adafactor_factored=",
+            a.adafactor_factored ? "true" : "false",
+            " and optim.adafactor_min_dim_size_to_factor=", a.adafactor_min_dim_size_to_factor,
+            "; this run asks for other factoring and cannot continue it: keep those "
+            "two keys, or start a new run from its weights with model.init_from");
 }
 
 std::optional<Config> init_from_config(const std::string& path) {

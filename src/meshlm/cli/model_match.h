@@ -16,8 +16,10 @@ namespace meshlm {
 // the weights were trained with, described by `what`, e.g. "the checkpoint runs/a/...") and
 // `wanted` (this run's), with both values.
 void require_same_model(const Config& source, const Config& wanted, const std::string& what);
-// A checkpoint's optimizer state is its optim.name's (AdamW's moments, Lion's momentum): a resume
-// under another optimizer is refused (init_from starts a fresh optimizer from its weights).
+// A checkpoint's optimizer state is its optim.name's (AdamW's moments, Lion's momentum,
+// Adafactor's second moments, factored as its optim.adafactor_factored and
+// optim.adafactor_min_dim_size_to_factor say): a resume under another optimizer or factoring is
+// refused (init_from starts a fresh optimizer from its weights).
 void require_same_optimizer(const Config& source, const Config& wanted, const std::string& what);
 
 // The config of what model.init_from names: a run or checkpoint directory's config.yaml, or a

@@ -273,6 +273,29 @@ void adamw(float* p, const float* g, float* m, float* v, std::size_t n, float lr
 void lion(float* p, const float* g, float* m, std::size_t n, float lr, float beta1, float beta2,
           float weight_decay);
 
+// Adafactor's passes (cpu/adafactor.cpp has the whole algorithm; the optimizer adds the sums
+// over the ranks between them). A MatrixRun is n elements of a row-major block [*, width] of a
+// whole tensor from the block's element `first`; the block's (0, 0) is the tensor's (row0, col0).
+struct MatrixRun {
+    std::size_t n, first;
+    std::int64_t width, row0, col0;
+};
+// row_sums[i] += sum_j (g_ij^2 + eps), col_sums[j] += sum_i (g_ij^2 + eps) over the run, indexed
+// by whole row and column (float squares, double sums).
+void adafactor_factored_sums(const float* g, MatrixRun run, float eps, double* row_sums,
+                             double* col_sums);
+// The sum over the run of u_ij^2, u_ij = g_ij * row_scale[i] * col_scale[j].
+double adafactor_factored_sumsq(const float* g, MatrixRun run, const float* row_scale,
+                                const float* col_scale);
+// p_ij = p_ij * decay - step * u_ij over the run.
+void adafactor_factored_apply(float* p, const float* g, MatrixRun run, const float* row_scale,
+                              const float* col_scale, float step, float decay);
+// A full second moment: v = beta v + (1 - beta) (g^2 + eps); returns sum u^2, u = g / sqrt(v).
+double adafactor_moment(float* v, const float* g, std::size_t n, float beta, float eps);
+// p = p * decay - step * g / sqrt(v)
+void adafactor_apply(float* p, const float* g, const float* v, std::size_t n, float step,
+                     float decay);
+
 // Peak fp32 GFLOP/s of this machine on `threads` threads, measured by a short FMA loop.
 double measure_peak_gflops(int threads, double seconds = 0.2);
 // Peak bf16 GFLOP/s with the AVX512-BF16 dot product (vdpbf16ps; 0 where native_bf16() is false).

@@ -8,31 +8,70 @@
 
 namespace meshlm {
 
+OptimizerSlots optimizer_slots(const std::string& name) {
+    if (name == "adamw") return {true, true};
+    if (name == "lion") return {true, false};
+    if (name == "adafactor") return {false, true};
+    MESHLM_INVALID("optim.name must be adamw, lion or adafactor (got '", name, "')");
+}
+
 int optimizer_state_count(const std::string& name) {
-    if (name == "adamw") return 2;
-    if (name == "lion") return 1;
-    MESHLM_INVALID("optim.name must be adamw or lion (got '", name, "')");
+    return optimizer_slots(name).count();
 }
 
 Optimizer::Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups,
-                     std::size_t total_floats)
+                     std::size_t total_floats, AdafactorPlan plan)
     : cfg_(cfg),
-      lion_(optimizer_state_count(cfg.name) == 1),
+      slots_(optimizer_slots(cfg.name)),
       groups_(std::move(groups)),
-      m_(total_floats),
-      v_(lion_ ? 0 : total_floats) {}
+      m_(slots_.m ? total_floats : 0),
+      v_(slots_.v ? total_floats : 0) {
+    if (cfg_.name != "adafactor") return;
+    plan_ = std::move(plan);
+    const std::size_t tensors = plan_.tensors.size();
+    stats_ = Buffer<float>(plan_.stat_floats);
+    scales_ = Buffer<float>(plan_.stat_floats);
+    sums_ = Buffer<double>(plan_.stat_floats + 2 * tensors);
+    // A piece lies in one slice, so in one group (shard_groups cuts both at the same bounds).
+    for (const AdafactorPiece& p : plan_.pieces) {
+        std::size_t g = 0;
+        while (g < groups_.size() &&
+               !(groups_[g].offset <= p.offset && p.offset < groups_[g].offset + groups_[g].numel))
+            ++g;
+        MESHLM_CHECK(
+            g < groups_.size() && p.offset + p.numel <= groups_[g].offset + groups_[g].numel,
+            "an Adafactor piece at ", p.offset, " is not inside one parameter group");
+        piece_group_.push_back(g);
+    }
+}
+
+std::size_t optimizer_state_bytes(const OptimConfig& cfg, std::size_t flat_floats,
+                                  const AdafactorPlan& plan) {
+    std::size_t bytes = optimizer_state_count(cfg.name) * flat_floats * sizeof(float);
+    if (cfg.name == "adafactor")  // statistics and factors; sums of them and per tensor
+        bytes += 2 * plan.stat_floats * sizeof(float) +
+                 (plan.stat_floats + 2 * plan.tensors.size()) * sizeof(double);
+    return bytes;
+}
+
+std::size_t Optimizer::state_bytes() const {
+    return m_.bytes() + v_.bytes() + stats_.bytes() + scales_.bytes() + sums_.bytes();
+}
+
+float Optimizer::group_decay(const ParamGroup& g) const {
+    // The kernels decay by their lr * wd: coupled decay follows the group's learning rate
+    // (lr_g wd), independent decay only the schedule (lr_t / lr * wd, whatever lr_scale).
+    if (!g.decay) return 0.f;
+    const bool independent = cfg_.wd_mode == "independent";
+    return decay_per_lr(cfg_, cfg_.weight_decay) / (independent ? g.lr_scale : 1.f);
+}
 
 void Optimizer::step(float* params, const float* grads, float lr) {
     ++step_;
+    if (cfg_.name == "adafactor") return adafactor_step(params, grads, lr);
     for (const ParamGroup& g : groups_) {
-        // The kernels decay by their lr * wd: coupled decay follows the group's learning rate
-        // (lr_g wd), independent decay only the schedule (lr_t / lr * wd, whatever lr_scale).
-        const float lr_g = lr * g.lr_scale;
-        const bool independent = cfg_.wd_mode == "independent";
-        const float wd_g =
-            g.decay ? decay_per_lr(cfg_, cfg_.weight_decay) / (independent ? g.lr_scale : 1.f)
-                    : 0.f;
-        if (lion_)
+        const float lr_g = group_lr(g, lr), wd_g = group_decay(g);
+        if (!slots_.v)
             kernels::lion(params + g.offset, grads + g.offset, m_.data() + g.offset, g.numel, lr_g,
                           cfg_.beta1, cfg_.beta2, wd_g);
         else

@@ -1,13 +1,20 @@
-// The optimizer over a flat parameter buffer: AdamW or Lion (optim.name). Its state buffers have
-// the parameters' layout (AdamW: first and second moments; Lion: one momentum), so ZeRO shards
-// and checkpoints them alike. Weight decay applies per group (the trainer builds groups from
-// the parameter registry and optim.decay_mask) and per optim.wd_mode.
+// The optimizer over a flat parameter buffer: AdamW, Lion or Adafactor (optim.name). Its flat
+// state buffers have the parameters' layout (AdamW: first and second moments; Lion: one
+// momentum; Adafactor: the second moment of its unfactored tensors), so ZeRO shards and
+// checkpoints them alike. Adafactor also keeps per-tensor factored statistics, whole on every
+// rank (adafactor_plan.h), and needs sums over whole tensors: the caller that shards tensors
+// over ranks supplies the sum over the ranks (set_tensor_sum). Weight decay applies per group
+// (the trainer builds groups from the parameter registry and optim.decay_mask) and per
+// optim.wd_mode.
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "meshlm/core/buffer.h"
+#include "meshlm/optim/adafactor_plan.h"
 #include "meshlm/optim/optim_config.h"
 
 namespace meshlm {
@@ -19,29 +26,66 @@ struct ParamGroup {
     float eps_scale = 1.f;      // and Adam's eps * eps_scale (optim.mup_eps_scaling)
 };
 
-// State buffers per parameter for optimizer `name` (adamw 2, lion 1); throws on another name.
+// The flat per-parameter state buffers of optimizer `name`: AdamW exp_avg and exp_avg_sq, Lion
+// exp_avg, Adafactor exp_avg_sq. Throws naming optim.name's valid values on another name.
+struct OptimizerSlots {
+    bool m, v;
+    int count() const { return m + v; }
+};
+OptimizerSlots optimizer_slots(const std::string& name);
+// optimizer_slots(name).count(): adamw 2, lion 1, adafactor 1.
 int optimizer_state_count(const std::string& name);
+
+// What Optimizer(cfg, groups, flat_floats, plan) allocates, without allocating it: the flat
+// slots and Adafactor's statistics and scratch.
+std::size_t optimizer_state_bytes(const OptimConfig& cfg, std::size_t flat_floats,
+                                  const AdafactorPlan& plan);
+
+// Adds per-tensor partial sums (in place, n doubles) over the ranks that share the tensors.
+using TensorSum = std::function<void(double* sums, std::size_t n)>;
 
 class Optimizer {
   public:
-    Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups, std::size_t total_floats);
+    // `plan`: Adafactor's tensors and pieces of this range (adafactor_plan over the same range
+    // as the groups); ignored by the others.
+    Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups, std::size_t total_floats,
+              AdafactorPlan plan = {});
 
     // One update with learning rate lr; increments the step count (bias correction uses it).
+    // Adafactor calls the tensor sum twice, on every rank alike.
     void step(float* params, const float* grads, float lr);
 
     long steps_taken() const { return step_; }
-    // Resuming from a checkpoint: the state is restored through m() / v().
+    // Resuming from a checkpoint: the state is restored through m() / v() / stats().
     void set_steps_taken(long steps) { step_ = steps; }
-    float* m() { return m_.data(); }
-    float* v() { return v_.size() ? v_.data() : nullptr; }  // nullptr: no second moment (Lion)
-    std::size_t state_bytes() const { return m_.bytes() + v_.bytes(); }
+    float* m() { return m_.size() ? m_.data() : nullptr; }  // nullptr: none (Adafactor)
+    float* v() { return v_.size() ? v_.data() : nullptr; }  // nullptr: none (Lion)
+    // Adafactor's factored statistics (plan.stats names them); empty for the others.
+    float* stats() { return stats_.size() ? stats_.data() : nullptr; }
+    const std::vector<StateTensor>& stat_tensors() const { return plan_.stats; }
+    std::size_t stat_floats() const { return stats_.size(); }
+    // Adafactor over tensors that other ranks hold parts of: how their sums are added up
+    // (unset: this range holds whole tensors).
+    void set_tensor_sum(TensorSum sum) { tensor_sum_ = std::move(sum); }
+    std::size_t state_bytes() const;
 
   private:
+    void adafactor_step(float* params, const float* grads, float lr);
+    // The group's learning rate and weight decay (as the kernels take it) at lr.
+    float group_lr(const ParamGroup& g, float lr) const { return lr * g.lr_scale; }
+    float group_decay(const ParamGroup& g) const;
+
     OptimConfig cfg_;
-    bool lion_;
+    OptimizerSlots slots_;
     std::vector<ParamGroup> groups_;
     Buffer<float> m_, v_;
     long step_ = 0;
+    // Adafactor
+    AdafactorPlan plan_;
+    std::vector<std::size_t> piece_group_;  // the group of each piece
+    Buffer<float> stats_, scales_;          // statistics; per row and column the update's factor
+    Buffer<double> sums_;                   // [stat_floats | param squares | update squares]
+    TensorSum tensor_sum_;
 };
 
 // Clips grads by cfg.clip_mode at cfg.grad_clip (0 = off) given their global L2 norm `norm`:

@@ -18,6 +18,7 @@
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/shard_format.h"
+#include "meshlm/train/state_tensors.h"
 
 namespace fs = std::filesystem;
 
@@ -42,15 +43,17 @@ void fault_point(const char* point) {
 }
 
 void write_optimizer(const std::string& path, const ParamLayout& layout, const float* m,
-                     const float* v, long optim_step) {
+                     const float* v, long optim_step, const std::vector<StateTensor>& stat_tensors,
+                     const float* stats) {
     std::vector<SafetensorsTensor> tensors;
     const std::int32_t step = static_cast<std::int32_t>(optim_step);
     tensors.push_back({"step", DType::i32, Shape{1}, &step});
-    for (const auto& s : layout.slices())
-        tensors.push_back({"exp_avg." + s.name, DType::f32, s.shape, m + s.offset});
-    if (v)  // Lion keeps no second moment
-        for (const auto& s : layout.slices())
-            tensors.push_back({"exp_avg_sq." + s.name, DType::f32, s.shape, v + s.offset});
+    // Lion keeps no second moment, Adafactor no first.
+    for (const auto& [kind, slot] : {std::pair{"exp_avg.", m}, {"exp_avg_sq.", v}})
+        if (slot)
+            for (const auto& s : layout.slices())
+                tensors.push_back({kind + s.name, DType::f32, s.shape, slot + s.offset});
+    add_stat_tensors(tensors, stat_tensors, stats);
     write_safetensors(path, tensors, {{"format", kFormat}});
 }
 
@@ -166,7 +169,8 @@ std::string publish_checkpoint(const std::string& run_dir, const std::string& tm
 
 std::string write_checkpoint(const std::string& run_dir, const TrainerState& state,
                              const ParamLayout& layout, const float* params, const float* m,
-                             const float* v, long optim_step, const CheckpointConfig& cfg) {
+                             const float* v, long optim_step, const CheckpointConfig& cfg,
+                             const std::vector<StateTensor>& stat_tensors, const float* stats) {
     const std::string tmp = stage_checkpoint(run_dir, state.step);
     std::vector<SafetensorsTensor> weights;
     for (const auto& s : layout.slices())
@@ -175,7 +179,7 @@ std::string write_checkpoint(const std::string& run_dir, const TrainerState& sta
         tmp, "model", weights, {{"format", "meshlm"}, {"step", std::to_string(state.step)}},
         parse_byte_size(cfg.max_shard_size, "checkpoint.max_shard_size"));
     fault_point("checkpoint_files");
-    write_optimizer(tmp + "/optimizer.safetensors", layout, m, v, optim_step);
+    write_optimizer(tmp + "/optimizer.safetensors", layout, m, v, optim_step, stat_tensors, stats);
     nlohmann::json files = nlohmann::json::object();
     std::vector<std::string> names = model_files;
     names.push_back("optimizer.safetensors");
@@ -271,14 +275,15 @@ TrainerState read_checkpoint(const std::string& dir) {
 
 namespace {
 
-// Reads optimizer.safetensors of a single-file checkpoint into m and v (v null: no second
-// moment, as Lion); returns the step.
-long read_optimizer(const std::string& dir, const ParamLayout& layout, float* m, float* v) {
+// Reads optimizer.safetensors of a single-file checkpoint into m and v (null: not kept, as
+// Lion's second and Adafactor's first moment) and the statistics; returns the step.
+long read_optimizer(const std::string& dir, const ParamLayout& layout, float* m, float* v,
+                    const std::vector<StateTensor>& stat_tensors, float* stats) {
     const std::string path = dir + "/optimizer.safetensors";
     SafetensorsFile f(path);
     for (const auto& s : layout.slices())
-        for (const char* kind : {"exp_avg.", "exp_avg_sq."}) {
-            if (!v && std::string(kind) == "exp_avg_sq.") continue;
+        for (const auto& [kind, slot] : {std::pair{"exp_avg.", m}, {"exp_avg_sq.", v}}) {
+            if (!slot) continue;
             const std::string name = kind + s.name;
             if (!f.has(name)) MESHLM_INVALID(path, ": missing tensor '", name, "'");
             const auto& e = f.entry(name);
@@ -288,13 +293,13 @@ long read_optimizer(const std::string& dir, const ParamLayout& layout, float* m,
         }
     const auto step = f.i32("step");
     if (step.size() != 1 || step[0] < 0) MESHLM_INVALID(path, ": tensor 'step' is malformed");
-    for (const auto& s : layout.slices()) {
-        auto a = f.f32("exp_avg." + s.name);
-        std::copy(a.begin(), a.end(), m + s.offset);
-        if (!v) continue;
-        auto b = f.f32("exp_avg_sq." + s.name);
-        std::copy(b.begin(), b.end(), v + s.offset);
-    }
+    read_stat_tensors(f, stat_tensors, stats);
+    for (const auto& s : layout.slices())
+        for (const auto& [kind, slot] : {std::pair{"exp_avg.", m}, {"exp_avg_sq.", v}}) {
+            if (!slot) continue;
+            auto a = f.f32(kind + s.name);
+            std::copy(a.begin(), a.end(), slot + s.offset);
+        }
     return step[0];
 }
 
@@ -316,22 +321,35 @@ void load_checkpoint_model(const std::string& dir, const ModelConfig& model, flo
 }
 
 long load_checkpoint_state(const std::string& dir, const ModelConfig& model, float* params,
-                           float* m, float* v) {
+                           float* m, float* v, const std::vector<StateTensor>& stat_tensors,
+                           float* stats) {
     const ParamLayout layout = transformer_layout(model);
     if (const auto manifest = manifest_of(dir, model))
-        return assemble_shards(dir, *manifest, model, params, m, v);
+        return assemble_shards(dir, *manifest, model, params, m, v, stat_tensors, stats);
     load_weights(dir, layout, params);
-    return read_optimizer(dir, layout, m, v);
+    return read_optimizer(dir, layout, m, v, stat_tensors, stats);
+}
+
+std::vector<StateTensor> optimizer_stat_tensors(const ModelConfig& model,
+                                                const OptimConfig& optim) {
+    if (optim.name != "adafactor") return {};
+    return adafactor_plan(transformer_layout(model), 1, 0, 0, 0, optim).stats;
 }
 
 FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model,
-                                  bool second_moment) {
+                                  const OptimConfig& optim) {
     const std::size_t n = transformer_layout(model).total();
+    const OptimizerSlots slots = optimizer_slots(optim.name);
     FullTrainingState s;
-    s.params.assign(n, 0.f), s.m.assign(n, 0.f);
-    if (second_moment) s.v.assign(n, 0.f);
-    s.step = load_checkpoint_state(dir, model, s.params.data(), s.m.data(),
-                                   second_moment ? s.v.data() : nullptr);
+    s.params.assign(n, 0.f);
+    if (slots.m) s.m.assign(n, 0.f);
+    if (slots.v) s.v.assign(n, 0.f);
+    s.stat_tensors = optimizer_stat_tensors(model, optim);
+    for (const StateTensor& t : s.stat_tensors)
+        s.stats.resize(
+            std::max(s.stats.size(), t.offset + static_cast<std::size_t>(t.shape.numel())));
+    s.step = load_checkpoint_state(dir, model, s.params.data(), slots.m ? s.m.data() : nullptr,
+                                   slots.v ? s.v.data() : nullptr, s.stat_tensors, s.stats.data());
     return s;
 }
 

@@ -1,7 +1,10 @@
 // Checkpoints: RUN_DIR/checkpoints/step_<N>/ in one of two formats.
 // Single-file (version 1; what one process writes):
 //   model.safetensors      parameters by registry name (HF-style shards + index above a size)
-//   optimizer.safetensors  AdamW moments ("exp_avg.<name>", "exp_avg_sq.<name>") and "step"
+//   optimizer.safetensors  the optimizer's state per tensor and "step": AdamW "exp_avg.<name>"
+//                          and "exp_avg_sq.<name>", Lion "exp_avg.<name>", Adafactor
+//                          "exp_avg_sq.<name>" and, for its factored tensors,
+//                          "exp_avg_sq_row.<name>" and "exp_avg_sq_col.<name>"
 // Sharded (version 2; what a multi-rank run writes, see shard_format.h):
 //   shard-d<d>-m<m>.safetensors  each rank's chunk of its local flat buffers
 //   layout.json                  the manifest of the (data, model, ZeRO) layout and the files
@@ -52,20 +55,26 @@ struct TrainerState {
 // The whole training state in the single-process layout (transformer_layout): what a checkpoint of
 // any format holds, and what `meshlm reshard` moves between formats.
 struct FullTrainingState {
-    std::vector<float> params, m, v;  // transformer_layout(model).total() floats each
-    long step = 0;                    // optimizer steps taken
+    std::vector<float> params, m, v;  // transformer_layout(model).total() floats each; m and v
+                                      // empty where the optimizer keeps no such slot
+    std::vector<StateTensor> stat_tensors;  // whole-tensor optimizer statistics (Adafactor's
+    std::vector<float> stats;               // factored ones), in one buffer
+    long step = 0;                          // optimizer steps taken
 };
 
 // Writes step_<state.step> in the single-file format under run_dir/checkpoints, points `latest`
 // at it and applies the rotation of `cfg`. Returns the checkpoint directory.
+// m or v null: the optimizer keeps no such slot; `stats` holds `stat_tensors`.
 std::string write_checkpoint(const std::string& run_dir, const TrainerState& state,
                              const ParamLayout& layout, const float* params, const float* m,
-                             const float* v, long optim_step, const CheckpointConfig& cfg);
+                             const float* v, long optim_step, const CheckpointConfig& cfg,
+                             const std::vector<StateTensor>& stat_tensors = {},
+                             const float* stats = nullptr);
 inline std::string write_checkpoint(const std::string& run_dir, const TrainerState& state,
                                     const ParamLayout& layout, const float* params,
                                     Optimizer& optim, const CheckpointConfig& cfg) {
     return write_checkpoint(run_dir, state, layout, params, optim.m(), optim.v(),
-                            optim.steps_taken(), cfg);
+                            optim.steps_taken(), cfg, optim.stat_tensors(), optim.stats());
 }
 
 // The steps every checkpoint writer shares. stage_checkpoint removes leftovers of killed
@@ -107,12 +116,16 @@ std::string checkpoint_run_dir(const std::string& checkpoint_dir);
 // the single-process layout transformer_layout(model), checking names, shapes and sizes first.
 void load_checkpoint_model(const std::string& dir, const ModelConfig& model, float* params);
 // Loads the whole training state of a verified checkpoint of either format into buffers of
-// transformer_layout(model).total() floats; returns the optimizer step.
+// transformer_layout(model).total() floats (m or v null: not read) and `stats` (the tensors
+// `stat_tensors` lists); returns the optimizer step.
 long load_checkpoint_state(const std::string& dir, const ModelConfig& model, float* params,
-                           float* m, float* v);
-// `second_moment`: the checkpoint's optimizer keeps one (AdamW; Lion does not).
+                           float* m, float* v, const std::vector<StateTensor>& stat_tensors = {},
+                           float* stats = nullptr);
+// The state of optimizer `optim` (its slots and statistics; optimizer_slots, adafactor_plan).
 FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model,
-                                  bool second_moment = true);
+                                  const OptimConfig& optim = OptimConfig());
+// The statistics an optimizer over the whole layout of `model` keeps (Adafactor's; else none).
+std::vector<StateTensor> optimizer_stat_tensors(const ModelConfig& model, const OptimConfig& optim);
 
 // Checkpoint directories under run_dir/checkpoints, oldest first, as (step, path).
 // (Rotation considers only those whose trainer.json records the writer's run id.)

@@ -73,12 +73,25 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
       param_shard_(zero_stage >= 3 ? plan_.chunk : 0),
       grad_shard_(zero_stage >= 2 ? plan_.chunk : 0),
       // Decay groups from the local layout: it keeps the whole layout's tensors and facts.
-      optim_(optim,
-             zero_stage >= 1
-                 ? shard_groups(param_groups(layout_, optim, model), plan_.begin(), plan_.end())
-                 : param_groups(layout_, optim, model),
-             zero_stage >= 1 ? plan_.chunk : plan_.padded),
+      optim_(
+          optim,
+          zero_stage >= 1
+              ? shard_groups(param_groups(layout_, optim, model), plan_.begin(), plan_.end())
+              : param_groups(layout_, optim, model),
+          zero_stage >= 1 ? plan_.chunk : plan_.padded,
+          optim.name == "adafactor"
+              ? adafactor_plan(layout_, mp_.size(), mp_.rank(), zero_stage >= 1 ? plan_.begin() : 0,
+                               zero_stage >= 1 ? plan_.end() : plan_.padded, optim)
+              : AdafactorPlan{}),
       reducer_(dp_, kGradBucketFloats) {
+    // Adafactor's per-tensor sums: over the data ranks when ZeRO chunks the tensors, over the
+    // model ranks when tensor parallelism shards them (one all-reduce each).
+    const bool chunked = zero_stage >= 1 && dp_.size() > 1;
+    if (chunked || tensor_parallel())
+        optim_.set_tensor_sum([this, chunked](double* sums, std::size_t n) {
+            if (chunked) dp_.all_reduce_sum(sums, n);
+            if (tensor_parallel()) mp_.all_reduce_sum(sums, n);
+        });
     block_ranges_.assign(model.n_layer, {layout_.total(), 0});
     for (const ParamSlice& s : layout_.slices())
         if (s.layer >= 0) {
@@ -165,9 +178,11 @@ void Learner::sync_params() {
 }
 
 std::unique_ptr<Optimizer> Learner::make_full_optimizer() const {
-    return std::make_unique<Optimizer>(optim_cfg_,
-                                       param_groups(full_layout_, optim_cfg_, model_cfg_),
-                                       tensor_parallel() ? full_layout_.total() : plan_.padded);
+    const std::size_t n = tensor_parallel() ? full_layout_.total() : plan_.padded;
+    return std::make_unique<Optimizer>(
+        optim_cfg_, param_groups(full_layout_, optim_cfg_, model_cfg_), n,
+        optim_cfg_.name == "adafactor" ? adafactor_plan(full_layout_, 1, 0, 0, n, optim_cfg_)
+                                       : AdafactorPlan{});
 }
 
 std::unique_ptr<Optimizer> Learner::gather_optimizer() {
@@ -179,7 +194,7 @@ std::unique_ptr<Optimizer> Learner::gather_optimizer() {
     const std::size_t at = plan_.stage == 0 ? 0 : plan_.begin();
     const std::size_t n = plan_.stage == 0 ? plan_.padded : plan_.chunk;
     for (auto [mine, whole] : {std::pair{optim_.m(), full->m()}, {optim_.v(), full->v()}}) {
-        if (!mine) continue;  // Lion has no second moment
+        if (!mine) continue;  // Lion keeps no second moment, Adafactor no first
         Buffer<float> local;
         float* to = whole;
         if (tp) local = Buffer<float>(plan_.padded), to = local.data();
@@ -187,6 +202,8 @@ std::unique_ptr<Optimizer> Learner::gather_optimizer() {
         if (plan_.stage >= 1) dp_.all_gather(to, plan_.chunk);
         if (tp) tp_gather(full_layout_, layout_, mp_, to, whole);
     }
+    // Whole on every rank already (Adafactor's factored statistics).
+    std::copy_n(optim_.stats(), optim_.stat_floats(), full->stats());
     full->set_steps_taken(optim_.steps_taken());
     return full;
 }
@@ -206,6 +223,7 @@ void Learner::load_optimizer(Optimizer& full) {
             }
             std::memcpy(mine, from + at, n * sizeof(float));
         }
+        std::copy_n(full.stats(), optim_.stat_floats(), optim_.stats());
     }
     optim_.set_steps_taken(full.steps_taken());
 }
@@ -216,19 +234,29 @@ Learner::LocalChunk Learner::local_chunk() {
     // Stage 3 keeps the current parameters only in its shard; stage 0's moments are whole.
     const float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + begin;
     const std::size_t at = plan_.stage == 0 ? begin : 0;
-    return {p, optim_.m() + at, optim_.v() ? optim_.v() + at : nullptr, begin, count};
+    return {p,
+            optim_.m() ? optim_.m() + at : nullptr,
+            optim_.v() ? optim_.v() + at : nullptr,
+            begin,
+            count,
+            optim_.stats()};
 }
 
-void Learner::load_local_chunk(const float* params, const float* m, const float* v, long step) {
+void Learner::load_local_chunk(const float* params, const float* m, const float* v,
+                               const float* stats, long step) {
     const LocalChunk c = local_chunk();
     // Stage 3 keeps only its chunk (FSDP has no whole buffer to go through).
     float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + c.begin;
     const std::size_t at = plan_.stage == 0 ? c.begin : 0;
     const std::size_t pad = plan_.chunk - c.count;
     std::copy_n(params, c.count, p), std::fill_n(p + c.count, pad, 0.f);
+    MESHLM_CHECK(!optim_.m() || m, "the checkpoint has no first moments for ", optim_cfg_.name);
     MESHLM_CHECK(!optim_.v() || v, "the checkpoint has no second moments for ", optim_cfg_.name);
+    MESHLM_CHECK(!optim_.stats() || stats, "the checkpoint has no factored statistics for ",
+                 optim_cfg_.name);
+    std::copy_n(stats, optim_.stat_floats(), optim_.stats());
     for (auto [mine, from] : {std::pair{optim_.m(), m}, {optim_.v(), v}}) {
-        if (!mine) continue;  // Lion has no second moment
+        if (!mine) continue;  // Lion keeps no second moment, Adafactor no first
         std::copy_n(from, c.count, mine + at), std::fill_n(mine + at + c.count, pad, 0.f);
         if (dp_.size() > 1 && plan_.stage == 0) dp_.all_gather(mine, plan_.chunk);
     }

@@ -1,4 +1,4 @@
-// The training step: parameters, gradients and AdamW state as flat buffers with the model's
+// The training step: parameters, gradients and optimizer state as flat buffers with the model's
 // layout, and one optimizer step over gradient-accumulated micro-batches — on one process, or
 // data-parallel over a communicator with ZeRO stage 0-3 (parallel/zero_plan.h says what each
 // rank holds). Everything is allocated in the constructor; a single-process train_step()
@@ -93,7 +93,7 @@ class Learner {
     // for it, released by the next step). Others: nothing.
     void sync_params();
 
-    // The whole optimizer state as one AdamW over full_layout() (collective with stages 1-3,
+    // The whole optimizer state as one optimizer over full_layout() (collective with stages 1-3,
     // which all-gather the moments, and with TP) for a checkpoint, and back: each rank takes its
     // shard and chunk. nullptr = optimizer() is already whole (stage 0 without TP).
     std::unique_ptr<Optimizer> gather_optimizer();
@@ -101,15 +101,19 @@ class Learner {
     // This rank's part of a sharded checkpoint (train/shard_format.h): [begin, begin + count)
     // of its local buffer, i.e. its ZeRO chunk without the padding past layout().total(). The
     // parameters are current without sync_params() at every stage.
+    // m and v are null where the optimizer keeps no such slot; stats are the optimizer's
+    // statistics kept whole on every rank (Adafactor's factored ones; null for the others).
     struct LocalChunk {
         const float *params, *m, *v;  // count floats each
         std::size_t begin, count;
+        const float* stats;
     };
     LocalChunk local_chunk();
     // The inverse (resuming at the same mesh): writes the chunk, zeroes its padding, all-gathers
     // over the data comm what this stage keeps whole (collective), sets the optimizer step.
-    void load_local_chunk(const float* params, const float* m, const float* v, long step);
-    // An AdamW over the whole full_layout() buffer with this run's groups, for gather / load.
+    void load_local_chunk(const float* params, const float* m, const float* v, const float* stats,
+                          long step);
+    // An optimizer over the whole full_layout() buffer with this run's groups, for gather / load.
     std::unique_ptr<Optimizer> make_full_optimizer() const;
 
     // model.vq.update_len: each micro-batch's rows continue from the VQ attention states the

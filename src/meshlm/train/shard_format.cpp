@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
@@ -12,6 +13,7 @@
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/parallel/tp_shard.h"
 #include "meshlm/parallel/zero_plan.h"
+#include "meshlm/train/state_tensors.h"
 
 namespace fs = std::filesystem;
 
@@ -76,7 +78,8 @@ std::string shard_file_name(int data_index, int model_index) {
 }
 
 ShardFile write_shard_file(const std::string& dir, const ShardGeometry& g, int d, int m,
-                           const float* params, const float* mom1, const float* mom2, long step) {
+                           const float* params, const float* mom1, const float* mom2, long step,
+                           const std::vector<StateTensor>& stat_tensors, const float* stats) {
     ShardFile f;
     f.data_index = d, f.model_index = m;
     f.begin = g.begin(d), f.count = g.count(d);
@@ -84,9 +87,11 @@ ShardFile write_shard_file(const std::string& dir, const ShardGeometry& g, int d
     const Shape shape{static_cast<std::int64_t>(f.count)};
     const std::int32_t step32 = static_cast<std::int32_t>(step);
     const std::string path = dir + "/" + f.name;
-    std::vector<SafetensorsTensor> tensors = {{"params", DType::f32, shape, params},
-                                              {"exp_avg", DType::f32, shape, mom1}};
-    if (mom2) tensors.push_back({"exp_avg_sq", DType::f32, shape, mom2});  // none for Lion
+    std::vector<SafetensorsTensor> tensors = {{"params", DType::f32, shape, params}};
+    // Lion keeps no second moment, Adafactor no first.
+    if (mom1) tensors.push_back({"exp_avg", DType::f32, shape, mom1});
+    if (mom2) tensors.push_back({"exp_avg_sq", DType::f32, shape, mom2});
+    add_stat_tensors(tensors, stat_tensors, stats);
     tensors.push_back({"step", DType::i32, Shape{1}, &step32});
     write_safetensors(path, tensors,
                       {{"format", "meshlm-checkpoint-shard"},
@@ -223,7 +228,8 @@ ShardManifest read_shard_manifest(const std::string& dir, const ModelConfig& cfg
     }
 }
 
-ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest, int d, int m) {
+ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest, int d, int m,
+                           const std::vector<StateTensor>& stat_tensors) {
     const ShardFile& f = manifest.file(d, m);
     const std::string path = dir + "/" + f.name;
     if (!fs::exists(path)) MESHLM_INVALID("checkpoint file ", path, " is missing");
@@ -237,7 +243,8 @@ ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest
     SafetensorsFile st(path);
     const Shape shape{static_cast<std::int64_t>(f.count)};
     for (const char* name : {"params", "exp_avg", "exp_avg_sq"}) {
-        const bool optional = std::string(name) == "exp_avg_sq";  // Lion writes none
+        // The optimizer's slots: Lion writes no exp_avg_sq, Adafactor no exp_avg.
+        const bool optional = std::string(name) != "params";
         if (!st.has(name) && optional) continue;
         if (!st.has(name)) MESHLM_INVALID(path, ": missing tensor '", name, "'");
         const auto& e = st.entry(name);
@@ -256,14 +263,21 @@ ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest
     const auto step = st.has("step") ? st.i32("step") : std::vector<std::int32_t>{};
     if (step.size() != 1 || step[0] < 0) MESHLM_INVALID(path, ": tensor 'step' is malformed");
     ShardChunk c;
-    c.params = st.f32("params"), c.m = st.f32("exp_avg");
+    c.params = st.f32("params");
+    if (st.has("exp_avg")) c.m = st.f32("exp_avg");
     if (st.has("exp_avg_sq")) c.v = st.f32("exp_avg_sq");
+    std::size_t stat_floats = 0;
+    for (const StateTensor& t : stat_tensors)
+        stat_floats = std::max(stat_floats, t.offset + static_cast<std::size_t>(t.shape.numel()));
+    c.stats.assign(stat_floats, 0.f);
+    read_stat_tensors(st, stat_tensors, c.stats.data());
     c.step = step[0];
     return c;
 }
 
 long assemble_shards(const std::string& dir, const ShardManifest& manifest, const ModelConfig& cfg,
-                     float* params, float* m, float* v) {
+                     float* params, float* m, float* v,
+                     const std::vector<StateTensor>& stat_tensors, float* stats) {
     const ShardGeometry& g = manifest.geometry;
     const ParamLayout full_layout = transformer_layout(cfg);
     const std::size_t full_total = full_layout.total(), n = g.local.total();
@@ -277,15 +291,23 @@ long assemble_shards(const std::string& dir, const ShardManifest& manifest, cons
     long step = -1;
     for (int mi = 0; mi < g.model; ++mi) {
         for (int d = 0; d < g.data; ++d) {
-            ShardChunk c = read_shard_file(dir, manifest, d, mi);
+            const bool first = mi == 0 && d == 0;
+            ShardChunk c = read_shard_file(dir, manifest, d, mi,
+                                           first ? stat_tensors : std::vector<StateTensor>{});
+            if (first) std::copy(c.stats.begin(), c.stats.end(), stats);
             if (step >= 0 && c.step != step)
                 MESHLM_INVALID(dir, "/", manifest.file(d, mi).name, ": optimizer step ", c.step,
                                " differs from the other shards' ", step);
             step = c.step;
-            if (v && c.v.empty())
-                MESHLM_INVALID(dir, "/", manifest.file(d, mi).name,
-                               " has no second moments (exp_avg_sq): it was written by an "
-                               "optimizer without them (lion)");
+            for (const auto& [want, got, what] :
+                 {std::tuple{m, &c.m,
+                             "first moments (exp_avg): it was written by an optimizer "
+                             "without them (adafactor)"},
+                  {v, &c.v,
+                   "second moments (exp_avg_sq): it was written by an optimizer "
+                   "without them (lion)"}})
+                if (want && got->empty())
+                    MESHLM_INVALID(dir, "/", manifest.file(d, mi).name, " has no ", what);
             const std::size_t at = std::min(g.begin(d), n);  // an empty last chunk may start past n
             for (std::size_t k = 0; k < outs.size(); ++k)
                 std::copy((c.*parts[k]).begin(), (c.*parts[k]).end(), local[k].begin() + at);
@@ -304,23 +326,26 @@ nlohmann::json write_shards_from_full(const std::string& dir, const ModelConfig&
                                       const ShardGeometry& g, const FullTrainingState& full,
                                       nlohmann::json& files) {
     const std::size_t n = g.local.total();
-    const bool has_v = !full.v.empty();  // Lion: no second moment
-    std::vector<float> lp(n, 0.f), lm(n, 0.f), lv(has_v ? n : 0, 0.f);
+    // Lion keeps no second moment, Adafactor no first.
+    const bool has_m = !full.m.empty(), has_v = !full.v.empty();
+    std::vector<float> lp(n, 0.f), lm(has_m ? n : 0, 0.f), lv(has_v ? n : 0, 0.f);
     const ParamLayout full_layout = transformer_layout(cfg);
     std::vector<ShardFile> shards;
     for (int mi = 0; mi < g.model; ++mi) {
-        const float *p = full.params.data(), *m = full.m.data();
+        const float* p = full.params.data();
+        const float* m = has_m ? full.m.data() : nullptr;
         const float* v = has_v ? full.v.data() : nullptr;
         if (g.model > 1) {
             tp_scatter(full_layout, g.local, g.model, mi, full.params.data(), lp.data());
-            tp_scatter(full_layout, g.local, g.model, mi, full.m.data(), lm.data());
+            if (has_m) tp_scatter(full_layout, g.local, g.model, mi, full.m.data(), lm.data());
             if (has_v) tp_scatter(full_layout, g.local, g.model, mi, full.v.data(), lv.data());
-            p = lp.data(), m = lm.data(), v = has_v ? lv.data() : nullptr;
+            p = lp.data(), m = has_m ? lm.data() : nullptr, v = has_v ? lv.data() : nullptr;
         }
         for (int d = 0; d < g.data; ++d) {
             const std::size_t at = std::min(g.begin(d), n);
-            shards.push_back(
-                write_shard_file(dir, g, d, mi, p + at, m + at, v ? v + at : nullptr, full.step));
+            shards.push_back(write_shard_file(dir, g, d, mi, p + at, m ? m + at : nullptr,
+                                              v ? v + at : nullptr, full.step, full.stat_tensors,
+                                              full.stats.data()));
         }
     }
     return write_shard_manifest(dir, cfg, g, shards, files);

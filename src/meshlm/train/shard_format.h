@@ -4,11 +4,14 @@
 //
 // Rank (d, m) holds model rank m's local layout (transformer_layout(cfg, M)),
 // cut by ZeRO over the D data ranks into chunks of `chunk` floats (parallel/zero_plan.h): its
-// shard is [d * chunk, min((d + 1) * chunk, local total)) of the local parameters and AdamW
-// moments. The cut depends only on D and the local total, not on the ZeRO stage, so a
-// checkpoint resumes at the same (data, model) with any stage by reading one file per rank.
-//   shard-d<d>-m<m>.safetensors  f32 [count] `params`, `exp_avg`, `exp_avg_sq`; i32 [1] `step`;
-//                                metadata data_index, model_index, begin, count
+// shard is [d * chunk, min((d + 1) * chunk, local total)) of the local parameters and the
+// optimizer's flat slots. The cut depends only on D and the local total, not on the ZeRO stage,
+// so a checkpoint resumes at the same (data, model) with any stage by reading one file per rank.
+//   shard-d<d>-m<m>.safetensors  f32 [count] `params` and the optimizer's slots (AdamW
+//                                `exp_avg`, `exp_avg_sq`; Lion `exp_avg`; Adafactor
+//                                `exp_avg_sq`); Adafactor's factored statistics, the same in
+//                                every shard (`exp_avg_sq_row.<name>`, `exp_avg_sq_col.<name>`);
+//                                i32 [1] `step`; metadata data_index, model_index, begin, count
 //   layout.json                  data, model, zero_stage, chunk, local_total, the model shapes,
 //                                per model rank its local slices (name, shape, offset, split),
 //                                per file its indices, begin, count, bytes and CRC-32
@@ -48,10 +51,12 @@ struct ShardFile {
 
 std::string shard_file_name(int data_index, int model_index);
 
-// Writes (atomically, synced) rank (d, m)'s shard: `count` floats of each buffer.
+// Writes (atomically, synced) rank (d, m)'s shard: `count` floats of each buffer (m or v null:
+// the optimizer keeps no such slot) and the statistics `stats` laid out as `stat_tensors`.
 ShardFile write_shard_file(const std::string& dir, const ShardGeometry& g, int data_index,
                            int model_index, const float* params, const float* m, const float* v,
-                           long step);
+                           long step, const std::vector<StateTensor>& stat_tensors = {},
+                           const float* stats = nullptr);
 // Writes layout.json into dir; returns trainer.json's "layout" (a summary naming it) and, in
 // `files`, every file's record for trainer.json's "files" (layout.json included).
 nlohmann::json write_shard_manifest(const std::string& dir, const ModelConfig& cfg,
@@ -73,18 +78,22 @@ ShardManifest read_shard_manifest(const std::string& dir, const ModelConfig& cfg
                                   const nlohmann::json& trainer_files);
 
 struct ShardChunk {
-    std::vector<float> params, m, v;  // `count` floats each
+    std::vector<float> params, m, v;  // `count` floats each; m, v empty when not in the file
+    std::vector<float> stats;         // the statistics asked for
     long step = 0;
 };
 // Reads one shard after checking its size and CRC-32 against the manifest, then its tensors'
-// names, dtypes and shapes and its metadata.
+// names, dtypes and shapes and its metadata, and the statistics `stat_tensors`.
 ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest, int data_index,
-                           int model_index);
+                           int model_index, const std::vector<StateTensor>& stat_tensors = {});
 
 // Every shard into buffers of the single-process layout (transformer_layout(cfg).total() floats);
-// m and v may be nullptr (weights only). Returns the optimizer step (the same in every shard).
+// m and v may be nullptr (weights only, or a slot the optimizer does not keep), `stats` receives
+// `stat_tensors` (from the first shard: every shard holds them). Returns the optimizer step (the
+// same in every shard).
 long assemble_shards(const std::string& dir, const ShardManifest& manifest, const ModelConfig& cfg,
-                     float* params, float* m, float* v);
+                     float* params, float* m, float* v,
+                     const std::vector<StateTensor>& stat_tensors = {}, float* stats = nullptr);
 
 // Writes a full state as the shard files and layout.json of layout `g` into dir (the staging
 // directory of a checkpoint); returns trainer.json's "layout" and fills `files` as

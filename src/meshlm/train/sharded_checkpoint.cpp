@@ -43,7 +43,8 @@ std::string write_sharded_checkpoint(const DeviceMesh& mesh, Learner& learner,
         MESHLM_CHECK(c.begin == g.begin(d) && c.count == g.count(d), "rank (", d, ", ", m,
                      ") holds [", c.begin, ", +", c.count, ") but the layout says [", g.begin(d),
                      ", +", g.count(d), ")");
-        mine = write_shard_file(tmp, g, d, m, c.params, c.m, c.v, learner.step());
+        mine = write_shard_file(tmp, g, d, m, c.params, c.m, c.v, learner.step(),
+                                learner.optimizer().stat_tensors(), c.stats);
     });
     throw_if_any_failed(world, err, what, remove_staging);
 
@@ -87,18 +88,19 @@ bool load_learner_checkpoint(const std::string& dir, const TrainerState& state,
             MESHLM_CHECK(man.geometry.local.total() == learner.layout().total() &&
                              man.geometry.chunk == learner.plan().chunk,
                          "the manifest's layout differs from the learner's");
-            c = read_shard_file(dir, man, mesh.data_index(), mesh.model_index());
+            c = read_shard_file(dir, man, mesh.data_index(), mesh.model_index(),
+                                learner.optimizer().stat_tensors());
         });
         throw_if_any_failed(mesh.world(), err, "");
-        learner.load_local_chunk(c.params.data(), c.m.data(), c.v.empty() ? nullptr : c.v.data(),
-                                 c.step);
+        auto data = [](std::vector<float>& x) { return x.empty() ? nullptr : x.data(); };
+        learner.load_local_chunk(c.params.data(), data(c.m), data(c.v), data(c.stats), c.step);
         return true;
     }
     // Another layout or the single-file format: the single-process layout, of which each rank
     // keeps its shard and chunk.
     auto full = learner.make_full_optimizer();
-    const long step =
-        load_checkpoint_state(dir, model, learner.full_params_buffer(), full->m(), full->v());
+    const long step = load_checkpoint_state(dir, model, learner.full_params_buffer(), full->m(),
+                                            full->v(), full->stat_tensors(), full->stats());
     learner.full_params_written();
     full->set_steps_taken(step);
     learner.load_optimizer(*full);
@@ -112,8 +114,9 @@ std::string write_checkpoint_for_layout(const std::string& run_dir, const Traine
     const ShardGeometry g(model, data, model_ranks, zero_stage);  // validates the layout
     if (data * model_ranks == 1)
         return write_checkpoint(run_dir, state, transformer_layout(model), full.params.data(),
-                                full.m.data(), full.v.empty() ? nullptr : full.v.data(), full.step,
-                                cfg);
+                                full.m.empty() ? nullptr : full.m.data(),
+                                full.v.empty() ? nullptr : full.v.data(), full.step, cfg,
+                                full.stat_tensors, full.stats.data());
     const std::string tmp = stage_checkpoint(run_dir, state.step);
     nlohmann::json files = nlohmann::json::object();
     const nlohmann::json layout = write_shards_from_full(tmp, model, g, full, files);
