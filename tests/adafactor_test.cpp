@@ -118,11 +118,19 @@ TEST(Adafactor, MatchesOptaxStepByStep) {
         Optimizer opt(cfg, {{0, total, false}}, total,
                       adafactor_plan(fx.layout, 1, 0, 0, total, cfg));
         EXPECT_EQ(opt.m(), nullptr);
+        EXPECT_EQ(opt.v(), nullptr);  // packed: the small matrix's and the vector's elements
+        // Full second moments for S and v only (96 + 33), rows and columns of A and B twice
+        // (statistics, factors: 536 each), double sums of those and two per tensor.
+        EXPECT_EQ(opt.state_bytes(), (96 + 33 + 2 * 536) * 4 + (536 + 2 * 4) * 8);
+        EXPECT_EQ(optimizer_state_bytes(cfg, total, adafactor_plan(fx.layout, 1, 0, 0, total, cfg)),
+                  opt.state_bytes());
+        std::vector<float> v(total);
         ASSERT_EQ(opt.stat_tensors().size(), 4u);  // rows and columns of A and B
         std::vector<float> p = fx.start();
         double worst_p = 0, worst_v = 0;
         for (int t = 0; t < fx.steps; ++t) {
             opt.step(p.data(), fx.grads(t).data(), cfg.lr);
+            opt.export_v(v.data());
             for (std::size_t i = 0; i < fx.tensors.size(); ++i) {
                 const FixtureTensor& x = fx.tensors[i];
                 const ParamSlice& s = fx.layout.slices()[i];
@@ -135,9 +143,9 @@ TEST(Adafactor, MatchesOptaxStepByStep) {
                 EXPECT_LT(ep, 2e-6) << "case " << k << " step " << t + 1 << " " << x.name;
                 worst_p = std::max(worst_p, ep);
                 if (!fx.f.has("vr_" + K)) {  // a full second moment
-                    const auto v = fx.f.f32("v_" + K);
+                    const auto want = fx.f.f32("v_" + K);
                     const double ev =
-                        max_rel(opt.v() + s.offset, stride, v.data() + t * n, n, 1e-30);
+                        max_rel(v.data() + s.offset, stride, want.data() + t * n, n, 1e-30);
                     EXPECT_LT(ev, 1e-5) << "case " << k << " step " << t + 1 << " v " << x.name;
                     worst_v = std::max(worst_v, ev);
                     continue;

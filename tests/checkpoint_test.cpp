@@ -126,6 +126,54 @@ TEST_F(Checkpoint, LionResumesBitwiseAndOnlyUnderLion) {
     EXPECT_FALSE(fs::exists(dir_ + "/d"));
 }
 
+// Adafactor's state: full second moments of the vectors (exp_avg_sq), row and column statistics
+// of the matrices (factored from 32 up here), no first moment. A resume continues bitwise; another
+// optimizer or other factoring is refused.
+TEST_F(Checkpoint, AdafactorResumesBitwiseAndOnlyAsFactored) {
+    const std::string a = dir_ + "/a", b = dir_ + "/b";
+    const std::string af =
+        " --config.optim.name=adafactor --config.optim.lr=1e-2"
+        " --config.optim.adafactor_min_dim_size_to_factor=32";
+    auto full =
+        train("--config.train.steps=12 --config.checkpoint.interval=6 --config.log.dir=" + a + af);
+    ASSERT_EQ(full.exit_code, 0) << full.output;
+    SafetensorsFile opt(a + "/checkpoints/step_6/optimizer.safetensors");
+    EXPECT_FALSE(opt.has("exp_avg.wte.weight"));
+    EXPECT_FALSE(opt.has("exp_avg_sq.wte.weight"));
+    SafetensorsFile weights(a + "/checkpoints/step_6/model.safetensors");
+    const Shape wte = weights.entry("wte.weight").shape;
+    EXPECT_EQ(opt.entry("exp_avg_sq_row.wte.weight").shape, Shape{wte[0]});
+    EXPECT_EQ(opt.entry("exp_avg_sq_col.wte.weight").shape, Shape{32});
+    EXPECT_TRUE(opt.has("exp_avg_sq.ln_f.weight"));
+    auto resumed = test::run_command(test::meshlm_binary() + " train --resume " + a +
+                                     "/checkpoints/step_6 --config.log.dir=" + b);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    auto la = losses(a + "/metrics.jsonl"), lb = losses(b + "/metrics.jsonl");
+    ASSERT_EQ(lb.size(), 6u);
+    for (long s = 7; s <= 12; ++s) EXPECT_EQ(la[s], lb[s]) << "step " << s;
+    EXPECT_EQ(test::read_file(a + "/model.safetensors"), test::read_file(b + "/model.safetensors"));
+
+    const std::string resume =
+        test::meshlm_binary() + " train --resume " + a + "/checkpoints/step_6";
+    auto other =
+        test::run_command(resume + " --config.optim.name=lion --config.log.dir=" + dir_ + "/c");
+    EXPECT_EQ(other.exit_code, 2) << other.output;
+    EXPECT_NE(
+        other.output.find("holds adafactor's optimizer state; optim.name=lion cannot continue"),
+        std::string::npos)
+        << other.output;
+    auto refactored = test::run_command(
+        resume + " --config.optim.adafactor_min_dim_size_to_factor=64 --config.log.dir=" + dir_ +
+        "/d");
+    EXPECT_EQ(refactored.exit_code, 2) << refactored.output;
+    EXPECT_NE(refactored.output.find("optim.adafactor_min_dim_size_to_factor=32; this run asks for "
+                                     "other factoring"),
+              std::string::npos)
+        << refactored.output;
+    EXPECT_FALSE(fs::exists(dir_ + "/c"));
+    EXPECT_FALSE(fs::exists(dir_ + "/d"));
+}
+
 TEST_F(Checkpoint, ResumeInPlaceDropsMetricsLoggedAfterTheCheckpoint) {
     const std::string a = dir_ + "/a";
     ASSERT_EQ(train("--config.train.steps=12 --config.checkpoint.interval=5 --config.log.dir=" + a)

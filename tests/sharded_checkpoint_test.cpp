@@ -4,6 +4,7 @@
 // damaged, missing and foreign files are refused naming the file; the learner's local chunk.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -218,6 +219,51 @@ TEST(ShardGeometry, ChunksCoverTheLocalBufferAndMayBeEmpty) {
     ModelConfig odd = cfg;
     odd.n_head = 1;  // does not split over 2 model ranks
     EXPECT_THROW(ShardGeometry(odd, 1, 2, 0), InvalidInput);
+}
+
+// Adafactor's state through the same chain: no first moment, full second moments of the
+// unfactored tensors (zero elsewhere in the slot) and the factored statistics, which every shard
+// holds whole. Read as AdamW's, the missing first moments are named.
+TEST_F(ShardedCheckpoint, AdafactorStateReshardsBitwise) {
+    OptimConfig af;
+    af.name = "adafactor", af.adafactor_min_dim_size_to_factor = 32;
+    FullTrainingState s = random_state(cfg_, 2);
+    s.m.clear();
+    s.stat_tensors = optimizer_stat_tensors(cfg_, af);
+    ASSERT_FALSE(s.stat_tensors.empty());
+    for (const ParamSlice& sl : transformer_layout(cfg_).slices())
+        if (sl.shape.ndim == 2) std::fill_n(s.v.begin() + sl.offset, sl.numel, 0.f);
+    std::mt19937 rng(3);
+    for (const StateTensor& t : s.stat_tensors) {
+        s.stats.resize(std::max(s.stats.size(), t.offset + t.shape.numel()));
+        for (std::int64_t i = 0; i < t.shape.numel(); ++i)
+            s.stats[t.offset + i] = 1e-4f * std::generate_canonical<float, 24>(rng);
+    }
+    const std::string a = write("a", s, 2, 2, 3);
+    SafetensorsFile d1m1(a + "/shard-d1-m1.safetensors");
+    EXPECT_FALSE(d1m1.has("exp_avg"));
+    EXPECT_EQ(d1m1.f32("exp_avg_sq_row.wte.weight"),
+              std::vector<float>(s.stats.begin(), s.stats.begin() + 300));
+    auto same = [&](const FullTrainingState& x, const std::string& what) {
+        expect_same_state(x, s, what);
+        EXPECT_TRUE(bitwise_equal(x.stats, s.stats)) << what << ": factored statistics";
+    };
+    same(read_full_state(a, cfg_, af), "2 x 2");
+    const std::string c = write("c", read_full_state(a, cfg_, af), 1, 1, 0);
+    SafetensorsFile opt(c + "/optimizer.safetensors");
+    EXPECT_FALSE(opt.has("exp_avg_sq.wte.weight"));  // factored: its statistics only
+    EXPECT_TRUE(opt.has("exp_avg_sq.ln_f.weight"));
+    same(read_full_state(c, cfg_, af), "1 x 1");
+    const std::string d = write("d", read_full_state(c, cfg_, af), 2, 2, 3);
+    for (const char* f : {"shard-d0-m0.safetensors", "shard-d1-m1.safetensors", "layout.json"})
+        EXPECT_EQ(test::read_file(a + "/" + f), test::read_file(d + "/" + f)) << f;
+    try {
+        read_full_state(a, cfg_);
+        FAIL() << "AdamW read Adafactor's state";
+    } catch (const InvalidInput& e) {
+        EXPECT_NE(std::string(e.what()).find("has no first moments (exp_avg)"), std::string::npos)
+            << e.what();
+    }
 }
 
 // One rank holds the whole buffer as its chunk; stage 3 keeps parameters only in its shard,

@@ -233,7 +233,8 @@ TEST(FamilyTraining, LionShardsAndResumes) {
 // shards: every rank's partial sums are added over the data ranks (chunks) and the model ranks
 // (shards), so every ZeRO stage on 2 data ranks, TP 2 and TP 2 x DP 2 train as one process does
 // (matrices factored from 32 up, so the tiny model's matrices keep row and column statistics
-// and its norm gains full second moments), and a ZeRO-3 run resumes bitwise from its shards.
+// and its norm gains full second moments), and a ZeRO-3 run resumes bitwise from its shards
+// (and on TP 2, through the single-process layout).
 TEST(FamilyTraining, AdafactorShardsAndResumes) {
     Family f = llama();
     f.name = "adafactor";
@@ -267,6 +268,15 @@ TEST(FamilyTraining, AdafactorShardsAndResumes) {
     for (int s = 6; s < kSteps; ++s)
         EXPECT_EQ(dp3.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
     EXPECT_EQ(dp3.weights, resumed.weights);
+    // Another layout reads the shards through the single-process layout: TP 2 continues the
+    // ZeRO-3 run as it would have gone on.
+    const std::string moved = dir + "/moved";
+    const test::TrainedRun tp_resumed =
+        test::train_run(2, moved,
+                        " --resume " + dir + "/dp3/checkpoints/step_6 --config.log.dir=" + moved +
+                            test::mesh_flags(1, 2, 0) + " --config.train.batch_size=4",
+                        f.model);
+    test::expect_same_training(dp3, tp_resumed, kSteps - 6, "adafactor: ZeRO 3 resumed on TP 2");
 }
 
 // The coordinate check's numbers are sums over every rank's rows, heads and chunks: a muP model

@@ -1,5 +1,6 @@
 // meshlm info [--config FILE]: parameter count, training FLOPs per token and the planned
 // memory of a config, without allocating it.
+#include <algorithm>
 #include <cstdio>
 
 #include "meshlm/cli/commands.h"
@@ -34,12 +35,20 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         const ZeroMemory zm =
             zero_memory(ZeroPlan(local.total(), N, 0, stage), local,
                         optimizer_state_count(cfg.optim.name), precision == Precision::bf16);
-        // The flat slots as ZeRO cuts them, and Adafactor's whole-tensor statistics.
+        // The flat slots as ZeRO cuts them; Adafactor's full second moments of the unfactored
+        // tensors in a rank's chunk (the largest of the data ranks') and its statistics.
         const ZeroPlan zplan(local.total(), N, 0, stage);
-        const std::size_t optim_bytes = optimizer_state_bytes(
-            cfg.optim, stage >= 1 ? zplan.chunk : zplan.padded,
-            cfg.optim.name == "adafactor" ? adafactor_plan(local, M, 0, 0, 0, cfg.optim)
-                                          : AdafactorPlan{});
+        std::size_t optim_bytes = 0;
+        for (int d = 0; d < (cfg.optim.name == "adafactor" && stage >= 1 ? N : 1); ++d) {
+            const std::size_t lo = stage >= 1 ? zplan.chunk * d : 0;
+            const std::size_t n = stage >= 1 ? zplan.chunk : zplan.padded;
+            optim_bytes = std::max(
+                optim_bytes,
+                optimizer_state_bytes(cfg.optim, n,
+                                      cfg.optim.name == "adafactor"
+                                          ? adafactor_plan(local, M, 0, lo, lo + n, cfg.optim)
+                                          : AdafactorPlan{}));
+        }
         const double params = static_cast<double>(zm.params), grads = static_cast<double>(zm.grads),
                      optim = static_cast<double>(optim_bytes),
                      working = static_cast<double>(zm.working);

@@ -70,13 +70,14 @@ void Optimizer::adafactor_step(float* params, const float* grads, float lr) {
     }
 
     // 2. full second moments, update squares
-    for (const AdafactorPiece& p : plan_.pieces) {
+    for (std::size_t k = 0; k < plan_.pieces.size(); ++k) {
+        const AdafactorPiece& p = plan_.pieces[k];
         const AdafactorTensor& t = plan_.tensors[p.tensor];
         const double s = t.factored
                              ? kernels::adafactor_factored_sumsq(grads + p.offset, run_of(p),
                                                                  scales_.data() + t.stat,
                                                                  scales_.data() + t.stat + t.rows)
-                             : kernels::adafactor_moment(v_.data() + p.offset, grads + p.offset,
+                             : kernels::adafactor_moment(v_.data() + piece_v_[k], grads + p.offset,
                                                          p.numel, beta, eps);
         if (p.counts) u_sq[p.tensor] += s;
     }
@@ -102,7 +103,7 @@ void Optimizer::adafactor_step(float* params, const float* grads, float lr) {
                                               scales_.data() + t.stat,
                                               scales_.data() + t.stat + t.rows, step, decay);
         else
-            kernels::adafactor_apply(params + p.offset, grads + p.offset, v_.data() + p.offset,
+            kernels::adafactor_apply(params + p.offset, grads + p.offset, v_.data() + piece_v_[k],
                                      p.numel, step, decay);
     }
 }

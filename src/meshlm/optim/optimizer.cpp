@@ -1,5 +1,6 @@
 #include "meshlm/optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "meshlm/core/error.h"
@@ -19,15 +20,34 @@ int optimizer_state_count(const std::string& name) {
     return optimizer_slots(name).count();
 }
 
+namespace {
+
+// The elements of unfactored tensors in a plan's pieces: Adafactor's packed second moments.
+std::size_t unfactored_floats(const AdafactorPlan& plan) {
+    std::size_t n = 0;
+    for (const AdafactorPiece& p : plan.pieces)
+        if (!plan.tensors[p.tensor].factored) n += p.numel;
+    return n;
+}
+
+}  // namespace
+
 Optimizer::Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups,
-                     std::size_t total_floats, AdafactorPlan plan)
+                     std::size_t total_floats, AdafactorPlan plan, bool flat)
     : cfg_(cfg),
       slots_(optimizer_slots(cfg.name)),
+      total_floats_(total_floats),
+      packed_(cfg.name == "adafactor" && !flat),
       groups_(std::move(groups)),
       m_(slots_.m ? total_floats : 0),
-      v_(slots_.v ? total_floats : 0) {
+      v_(slots_.v ? (packed_ ? unfactored_floats(plan) : total_floats) : 0) {
     if (cfg_.name != "adafactor") return;
     plan_ = std::move(plan);
+    std::size_t packed = 0;
+    for (const AdafactorPiece& p : plan_.pieces) {
+        piece_v_.push_back(packed_ ? packed : p.offset);
+        if (!plan_.tensors[p.tensor].factored) packed += p.numel;
+    }
     const std::size_t tensors = plan_.tensors.size();
     stats_ = Buffer<float>(plan_.stat_floats);
     scales_ = Buffer<float>(plan_.stat_floats);
@@ -47,11 +67,28 @@ Optimizer::Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups,
 
 std::size_t optimizer_state_bytes(const OptimConfig& cfg, std::size_t flat_floats,
                                   const AdafactorPlan& plan) {
-    std::size_t bytes = optimizer_state_count(cfg.name) * flat_floats * sizeof(float);
-    if (cfg.name == "adafactor")  // statistics and factors; sums of them and per tensor
-        bytes += 2 * plan.stat_floats * sizeof(float) +
-                 (plan.stat_floats + 2 * plan.tensors.size()) * sizeof(double);
-    return bytes;
+    if (cfg.name != "adafactor")
+        return optimizer_state_count(cfg.name) * flat_floats * sizeof(float);
+    // packed second moments, statistics and factors; sums of them and per tensor
+    return (unfactored_floats(plan) + 2 * plan.stat_floats) * sizeof(float) +
+           (plan.stat_floats + 2 * plan.tensors.size()) * sizeof(double);
+}
+
+void Optimizer::export_v(float* flat) const {
+    std::fill_n(flat, total_floats_, 0.f);
+    for (std::size_t k = 0; k < plan_.pieces.size(); ++k) {
+        const AdafactorPiece& p = plan_.pieces[k];
+        if (!plan_.tensors[p.tensor].factored)
+            std::copy_n(v_.data() + piece_v_[k], p.numel, flat + p.offset);
+    }
+}
+
+void Optimizer::import_v(const float* flat) {
+    for (std::size_t k = 0; k < plan_.pieces.size(); ++k) {
+        const AdafactorPiece& p = plan_.pieces[k];
+        if (!plan_.tensors[p.tensor].factored)
+            std::copy_n(flat + p.offset, p.numel, v_.data() + piece_v_[k]);
+    }
 }
 
 std::size_t Optimizer::state_bytes() const {

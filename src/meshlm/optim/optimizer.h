@@ -1,11 +1,12 @@
 // The optimizer over a flat parameter buffer: AdamW, Lion or Adafactor (optim.name). Its flat
 // state buffers have the parameters' layout (AdamW: first and second moments; Lion: one
-// momentum; Adafactor: the second moment of its unfactored tensors), so ZeRO shards and
-// checkpoints them alike. Adafactor also keeps per-tensor factored statistics, whole on every
-// rank (adafactor_plan.h), and needs sums over whole tensors: the caller that shards tensors
-// over ranks supplies the sum over the ranks (set_tensor_sum). Weight decay applies per group
-// (the trainer builds groups from the parameter registry and optim.decay_mask) and per
-// optim.wd_mode.
+// momentum), so ZeRO shards and checkpoints them alike. Adafactor keeps per-tensor factored
+// statistics, whole on every rank (adafactor_plan.h), and full second moments only for the
+// elements of its unfactored tensors in its range, packed (checkpoints store them as a flat
+// slot, exp_avg_sq, zero at the factored tensors: export_v / import_v). It needs sums over
+// whole tensors: the caller that shards tensors over ranks supplies the sum over the ranks
+// (set_tensor_sum). Weight decay applies per group (the trainer builds groups from the
+// parameter registry and optim.decay_mask) and per optim.wd_mode.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +38,7 @@ OptimizerSlots optimizer_slots(const std::string& name);
 int optimizer_state_count(const std::string& name);
 
 // What Optimizer(cfg, groups, flat_floats, plan) allocates, without allocating it: the flat
-// slots and Adafactor's statistics and scratch.
+// slots, Adafactor's packed second moments, statistics and scratch.
 std::size_t optimizer_state_bytes(const OptimConfig& cfg, std::size_t flat_floats,
                                   const AdafactorPlan& plan);
 
@@ -47,9 +48,10 @@ using TensorSum = std::function<void(double* sums, std::size_t n)>;
 class Optimizer {
   public:
     // `plan`: Adafactor's tensors and pieces of this range (adafactor_plan over the same range
-    // as the groups); ignored by the others.
+    // as the groups); ignored by the others. `flat`: Adafactor keeps its second moments as a
+    // flat slot, v() (an optimizer that only carries state for checkpoints).
     Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups, std::size_t total_floats,
-              AdafactorPlan plan = {});
+              AdafactorPlan plan = {}, bool flat = false);
 
     // One update with learning rate lr; increments the step count (bias correction uses it).
     // Adafactor calls the tensor sum twice, on every rank alike.
@@ -59,7 +61,13 @@ class Optimizer {
     // Resuming from a checkpoint: the state is restored through m() / v() / stats().
     void set_steps_taken(long steps) { step_ = steps; }
     float* m() { return m_.size() ? m_.data() : nullptr; }  // nullptr: none (Adafactor)
-    float* v() { return v_.size() ? v_.data() : nullptr; }  // nullptr: none (Lion)
+    // nullptr: none (Lion), or packed (Adafactor, unless flat: see export_v)
+    float* v() { return v_.size() && !packed_ ? v_.data() : nullptr; }
+    // Adafactor's packed second moments to and from the flat slot of the range (total_floats
+    // floats, zero outside the unfactored tensors' pieces).
+    bool packed_v() const { return packed_; }
+    void export_v(float* flat) const;
+    void import_v(const float* flat);
     // Adafactor's factored statistics (plan.stats names them); empty for the others.
     float* stats() { return stats_.size() ? stats_.data() : nullptr; }
     const std::vector<StateTensor>& stat_tensors() const { return plan_.stats; }
@@ -77,12 +85,15 @@ class Optimizer {
 
     OptimConfig cfg_;
     OptimizerSlots slots_;
+    std::size_t total_floats_;
+    bool packed_;  // Adafactor's v_ holds the unfactored pieces only
     std::vector<ParamGroup> groups_;
     Buffer<float> m_, v_;
     long step_ = 0;
     // Adafactor
     AdafactorPlan plan_;
     std::vector<std::size_t> piece_group_;  // the group of each piece
+    std::vector<std::size_t> piece_v_;      // where each unfactored piece's v starts in v_
     Buffer<float> stats_, scales_;          // statistics; per row and column the update's factor
     Buffer<double> sums_;                   // [stat_floats | param squares | update squares]
     TensorSum tensor_sum_;

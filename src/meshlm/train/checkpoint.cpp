@@ -48,11 +48,12 @@ void write_optimizer(const std::string& path, const ParamLayout& layout, const f
     std::vector<SafetensorsTensor> tensors;
     const std::int32_t step = static_cast<std::int32_t>(optim_step);
     tensors.push_back({"step", DType::i32, Shape{1}, &step});
-    // Lion keeps no second moment, Adafactor no first.
+    // Lion keeps no second moment, Adafactor no first, nor second moments where it factors.
     for (const auto& [kind, slot] : {std::pair{"exp_avg.", m}, {"exp_avg_sq.", v}})
         if (slot)
             for (const auto& s : layout.slices())
-                tensors.push_back({kind + s.name, DType::f32, s.shape, slot + s.offset});
+                if (!(slot == v && has_factored_stats(stat_tensors, s.name)))
+                    tensors.push_back({kind + s.name, DType::f32, s.shape, slot + s.offset});
     add_stat_tensors(tensors, stat_tensors, stats);
     write_safetensors(path, tensors, {{"format", kFormat}});
 }
@@ -281,9 +282,13 @@ long read_optimizer(const std::string& dir, const ParamLayout& layout, float* m,
                     const std::vector<StateTensor>& stat_tensors, float* stats) {
     const std::string path = dir + "/optimizer.safetensors";
     SafetensorsFile f(path);
+    // (Adafactor's factored tensors: zero in the slot, as the caller's buffers start.)
+    auto stored = [&](const float* slot, const std::string& name) {
+        return slot && !(slot == v && has_factored_stats(stat_tensors, name));
+    };
     for (const auto& s : layout.slices())
         for (const auto& [kind, slot] : {std::pair{"exp_avg.", m}, {"exp_avg_sq.", v}}) {
-            if (!slot) continue;
+            if (!stored(slot, s.name)) continue;
             const std::string name = kind + s.name;
             if (!f.has(name)) MESHLM_INVALID(path, ": missing tensor '", name, "'");
             const auto& e = f.entry(name);
@@ -296,7 +301,7 @@ long read_optimizer(const std::string& dir, const ParamLayout& layout, float* m,
     read_stat_tensors(f, stat_tensors, stats);
     for (const auto& s : layout.slices())
         for (const auto& [kind, slot] : {std::pair{"exp_avg.", m}, {"exp_avg_sq.", v}}) {
-            if (!slot) continue;
+            if (!stored(slot, s.name)) continue;
             auto a = f.f32(kind + s.name);
             std::copy(a.begin(), a.end(), slot + s.offset);
         }

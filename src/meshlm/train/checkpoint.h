@@ -3,8 +3,9 @@
 //   model.safetensors      parameters by registry name (HF-style shards + index above a size)
 //   optimizer.safetensors  the optimizer's state per tensor and "step": AdamW "exp_avg.<name>"
 //                          and "exp_avg_sq.<name>", Lion "exp_avg.<name>", Adafactor
-//                          "exp_avg_sq.<name>" and, for its factored tensors,
-//                          "exp_avg_sq_row.<name>" and "exp_avg_sq_col.<name>"
+//                          "exp_avg_sq.<name>" of its unfactored tensors and
+//                          "exp_avg_sq_row.<name>" [rows], "exp_avg_sq_col.<name>" [cols]
+//                          of its factored ones
 // Sharded (version 2; what a multi-rank run writes, see shard_format.h):
 //   shard-d<d>-m<m>.safetensors  each rank's chunk of its local flat buffers
 //   layout.json                  the manifest of the (data, model, ZeRO) layout and the files

@@ -179,21 +179,31 @@ void Learner::sync_params() {
 
 std::unique_ptr<Optimizer> Learner::make_full_optimizer() const {
     const std::size_t n = tensor_parallel() ? full_layout_.total() : plan_.padded;
+    // Flat: Adafactor's second moments as the checkpoints' slot.
     return std::make_unique<Optimizer>(
         optim_cfg_, param_groups(full_layout_, optim_cfg_, model_cfg_), n,
         optim_cfg_.name == "adafactor" ? adafactor_plan(full_layout_, 1, 0, 0, n, optim_cfg_)
-                                       : AdafactorPlan{});
+                                       : AdafactorPlan{},
+        true);
 }
 
 std::unique_ptr<Optimizer> Learner::gather_optimizer() {
     const bool tp = tensor_parallel();
-    if (plan_.stage == 0 && !tp) return nullptr;
+    if (plan_.stage == 0 && !tp && !optim_.packed_v()) return nullptr;
     auto full = make_full_optimizer();
     // First this model rank's whole local moments (every data rank's chunk), then with TP
     // every model rank's shard placed into the full layout.
     const std::size_t at = plan_.stage == 0 ? 0 : plan_.begin();
     const std::size_t n = plan_.stage == 0 ? plan_.padded : plan_.chunk;
-    for (auto [mine, whole] : {std::pair{optim_.m(), full->m()}, {optim_.v(), full->v()}}) {
+    Buffer<float> unpacked;  // Adafactor's packed second moments as the flat slot of the range
+    const float* v = optim_.v();
+    if (optim_.packed_v()) {
+        unpacked = Buffer<float>(n);
+        optim_.export_v(unpacked.data());
+        v = unpacked.data();
+    }
+    for (auto [mine, whole] :
+         {std::pair<const float*, float*>{optim_.m(), full->m()}, {v, full->v()}}) {
         if (!mine) continue;  // Lion keeps no second moment, Adafactor no first
         Buffer<float> local;
         float* to = whole;
@@ -212,7 +222,9 @@ void Learner::load_optimizer(Optimizer& full) {
     const std::size_t at = plan_.stage == 0 ? 0 : plan_.begin();
     const std::size_t n = plan_.stage == 0 ? plan_.padded : plan_.chunk;
     if (&full != &optim_) {
-        for (auto [mine, whole] : {std::pair{optim_.m(), full.m()}, {optim_.v(), full.v()}}) {
+        Buffer<float> unpacked(optim_.packed_v() ? n : 0);  // Adafactor's, see gather_optimizer
+        float* v = optim_.packed_v() ? unpacked.data() : optim_.v();
+        for (auto [mine, whole] : {std::pair{optim_.m(), full.m()}, {v, full.v()}}) {
             if (!mine) continue;
             const float* from = whole;
             Buffer<float> local;
@@ -223,20 +235,31 @@ void Learner::load_optimizer(Optimizer& full) {
             }
             std::memcpy(mine, from + at, n * sizeof(float));
         }
+        if (optim_.packed_v()) optim_.import_v(unpacked.data());
         std::copy_n(full.stats(), optim_.stat_floats(), optim_.stats());
     }
     optim_.set_steps_taken(full.steps_taken());
 }
 
-Learner::LocalChunk Learner::local_chunk() {
+std::pair<std::size_t, std::size_t> Learner::chunk_span() const {
     const std::size_t begin = plan_.begin(), total = layout_.total();
-    const std::size_t count = begin < total ? std::min(plan_.end(), total) - begin : 0;
+    return {begin, begin < total ? std::min(plan_.end(), total) - begin : 0};
+}
+
+Learner::LocalChunk Learner::local_chunk() {
+    const auto [begin, count] = chunk_span();
     // Stage 3 keeps the current parameters only in its shard; stage 0's moments are whole.
     const float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + begin;
     const std::size_t at = plan_.stage == 0 ? begin : 0;
+    const float* v = optim_.v();
+    if (optim_.packed_v()) {  // Adafactor's packed second moments, as the flat slot
+        v_export_ = Buffer<float>(plan_.stage == 0 ? plan_.padded : plan_.chunk);
+        optim_.export_v(v_export_.data());
+        v = v_export_.data();
+    }
     return {p,
             optim_.m() ? optim_.m() + at : nullptr,
-            optim_.v() ? optim_.v() + at : nullptr,
+            v ? v + at : nullptr,
             begin,
             count,
             optim_.stats()};
@@ -244,22 +267,28 @@ Learner::LocalChunk Learner::local_chunk() {
 
 void Learner::load_local_chunk(const float* params, const float* m, const float* v,
                                const float* stats, long step) {
-    const LocalChunk c = local_chunk();
+    const auto [begin, count] = chunk_span();
     // Stage 3 keeps only its chunk (FSDP has no whole buffer to go through).
-    float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + c.begin;
-    const std::size_t at = plan_.stage == 0 ? c.begin : 0;
-    const std::size_t pad = plan_.chunk - c.count;
-    std::copy_n(params, c.count, p), std::fill_n(p + c.count, pad, 0.f);
+    float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + begin;
+    const std::size_t at = plan_.stage == 0 ? begin : 0;
+    const std::size_t pad = plan_.chunk - count;
+    std::copy_n(params, count, p), std::fill_n(p + count, pad, 0.f);
     MESHLM_CHECK(!optim_.m() || m, "the checkpoint has no first moments for ", optim_cfg_.name);
-    MESHLM_CHECK(!optim_.v() || v, "the checkpoint has no second moments for ", optim_cfg_.name);
+    const bool packed = optim_.packed_v();
+    MESHLM_CHECK(!(optim_.v() || packed) || v, "the checkpoint has no second moments for ",
+                 optim_cfg_.name);
     MESHLM_CHECK(!optim_.stats() || stats, "the checkpoint has no factored statistics for ",
                  optim_cfg_.name);
     std::copy_n(stats, optim_.stat_floats(), optim_.stats());
-    for (auto [mine, from] : {std::pair{optim_.m(), m}, {optim_.v(), v}}) {
+    // Adafactor's packed second moments go through the flat slot of the range.
+    Buffer<float> unpacked(packed ? (plan_.stage == 0 ? plan_.padded : plan_.chunk) : 0);
+    for (auto [mine, from] :
+         {std::pair{optim_.m(), m}, {packed ? unpacked.data() : optim_.v(), v}}) {
         if (!mine) continue;  // Lion keeps no second moment, Adafactor no first
-        std::copy_n(from, c.count, mine + at), std::fill_n(mine + at + c.count, pad, 0.f);
+        std::copy_n(from, count, mine + at), std::fill_n(mine + at + count, pad, 0.f);
         if (dp_.size() > 1 && plan_.stage == 0) dp_.all_gather(mine, plan_.chunk);
     }
+    if (packed) optim_.import_v(unpacked.data());
     if (dp_.size() > 1 && plan_.stage < 3) dp_.all_gather(params_.data(), plan_.chunk);
     if (plan_.stage >= 3) params_current_ = false;  // sync_params() gathers from the chunks
     optim_.set_steps_taken(step);
@@ -278,6 +307,7 @@ std::size_t Learner::working_bytes() const {
 
 StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* targets, int micro,
                               int B, int T) {
+    v_export_ = Buffer<float>();  // a checkpoint's copy of Adafactor's second moments
     if (fsdp_) {
         params_ = Buffer<float>();  // a whole copy gathered for a checkpoint or the final weights
         params_current_ = false;

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "meshlm/core/buffer.h"
@@ -108,6 +109,8 @@ class Learner {
         std::size_t begin, count;
         const float* stats;
     };
+    // (Adafactor's packed second moments are unpacked into a buffer that lives until the next
+    // train_step.)
     LocalChunk local_chunk();
     // The inverse (resuming at the same mesh): writes the chunk, zeroes its padding, all-gathers
     // over the data comm what this stage keeps whole (collective), sets the optimizer step.
@@ -168,6 +171,8 @@ class Learner {
     }
 
   private:
+    // [begin, begin + count) of this rank's chunk without the padding past layout().total().
+    std::pair<std::size_t, std::size_t> chunk_span() const;
     void reduce_gradients();
     // The running statistics of the layout (ParamSlice::ema_decay) take this step's sums.
     void fold_moving_averages();
@@ -202,6 +207,7 @@ class Learner {
     Buffer<float> params_, grads_;            // whole buffers (FSDP: none, params_ on demand)
     Buffer<float> param_shard_, grad_shard_;  // stage 3 / stages 2-3
     Optimizer optim_;
+    Buffer<float> v_export_;  // local_chunk(): Adafactor's second moments as the flat slot
     std::unique_ptr<FsdpStream> stream_;
     Buffer<float> full_;          // TP: the full_layout() staging buffer (allocated on first use)
     bool params_current_ = true;  // stage 3: params_ holds the gathered current parameters

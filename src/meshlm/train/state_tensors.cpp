@@ -12,6 +12,11 @@ void add_stat_tensors(std::vector<SafetensorsTensor>& out, const std::vector<Sta
         out.push_back({t.name, DType::f32, t.shape, stats + t.offset});
 }
 
+bool has_factored_stats(const std::vector<StateTensor>& tensors, const std::string& name) {
+    return std::any_of(tensors.begin(), tensors.end(),
+                       [&](const StateTensor& t) { return t.name == "exp_avg_sq_row." + name; });
+}
+
 void read_stat_tensors(const SafetensorsFile& f, const std::vector<StateTensor>& tensors,
                        float* stats) {
     for (const StateTensor& t : tensors) {
