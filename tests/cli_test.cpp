@@ -136,6 +136,20 @@ TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {
                                "/configs/gpt2-small.yaml");
     ASSERT_EQ(g.exit_code, 0) << g.output;
     EXPECT_NE(g.output.find("parameters: 124439808"), std::string::npos) << g.output;
+
+    // Adafactor (every matrix of the default model is at least 128 x 128, so factored): full
+    // second moments for the vectors only, 4 * (2C + 3C + C + 2C + 4C + C) per block + 2C for
+    // ln_f = 6912 floats; row and column statistics and the update's factors, 2 * (V + C + P + C
+    // + L * (3C + C + C + C + 4C + C + C + 4C)) = 2 * 8833 floats; double sums of those and
+    // two per tensor (4 * 12 + 4 tensors).
+    auto a =
+        test::run_command(test::meshlm_binary() +
+                          " info --config.optim.name=adafactor --config.parallel.zero_stage=1");
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_NE(a.output.find("optimizer state (v, factored)"), std::string::npos) << a.output;
+    const long adafactor = 4 * (6912 + 2 * 8833) + 8 * (8833 + 2 * 52);
+    EXPECT_NE(a.output.find(" optimizer " + std::to_string(adafactor) + " "), std::string::npos)
+        << a.output;
 }
 
 TEST(CliErrors, BadConfigsExitNonZeroWithAMessageAndWriteNothing) {
