@@ -138,10 +138,10 @@ TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {
     EXPECT_NE(g.output.find("parameters: 124439808"), std::string::npos) << g.output;
 
     // Adafactor (every matrix of the default model is at least 128 x 128, so factored): full
-    // second moments for the vectors only, 4 * (2C + 3C + C + 2C + 4C + C) per block + 2C for
-    // ln_f = 6912 floats; row and column statistics and the update's factors, 2 * (V + C + P + C
-    // + L * (3C + C + C + C + 4C + C + C + 4C)) = 2 * 8833 floats; double sums of those and
-    // two per tensor (4 * 12 + 4 tensors).
+    // second moments for the vectors only, L * (2C + 3C + C + 2C + 4C + C) + 2C (ln_f) = 6912
+    // floats; row and column statistics and the update's factors, 2 * (V + C + P + C +
+    // L * (3C + C + C + C + 4C + C + C + 4C)) = 2 * 8833 floats; double sums of those and two
+    // per tensor (12 per block + 4).
     auto a =
         test::run_command(test::meshlm_binary() +
                           " info --config.optim.name=adafactor --config.parallel.zero_stage=1");
