@@ -46,6 +46,8 @@ TEST_P(StepAllocations, TrainStepAndEvalAllocateNothing) {
         m.mlp = "sqrelu", m.vq_block_len = 4, m.vq_codes = 8, m.vq_d_k = 8, m.vq_d_v = 32;
     }
     OptimConfig o;
+    if (GetParam() == "adafactor")  // its matrices factored: per-tensor sums, packed moments
+        o.name = "adafactor", o.adafactor_min_dim_size_to_factor = 32;
     const int B = 3, T = 24, accum = 2;
     Learner learner(m, o, B, T, 10);
     learner.init_params(1);
@@ -72,7 +74,7 @@ TEST_P(StepAllocations, TrainStepAndEvalAllocateNothing) {
     EXPECT_GE(g_allocations.load(), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, StepAllocations, ::testing::Values("gpt2", "vq"));
+INSTANTIATE_TEST_SUITE_P(Models, StepAllocations, ::testing::Values("gpt2", "vq", "adafactor"));
 
 }  // namespace
 }  // namespace meshlm
