@@ -9,6 +9,9 @@ cmake --build build -j "$(nproc)"
 if [ $# -gt 0 ]; then
   exec ctest --test-dir build --output-on-failure "$@"
 fi
+# The CUDA build compiles too (build-cuda/; skipped without nvcc), its op tests skipping without
+# a GPU.
+bash scripts/cuda_build.sh
 # Tests that run side by side each use both cores: idle OpenMP threads sleep instead of spinning.
 OMP_WAIT_POLICY=PASSIVE ctest --test-dir build --output-on-failure -j 2 -LE slow
 ctest --test-dir build --output-on-failure -L slow

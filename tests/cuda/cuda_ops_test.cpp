@@ -202,7 +202,7 @@ TEST_F(CudaOps, ActivationsAndGlu) {
                                {"glu", download(o)},
                                {"glu'", download(dh)}};
             },
-            {1e-6, 1e-5});
+            {2e-6, 2e-5});
 }
 
 // --- Loss and optimizer -------------------------------------------------------------------------

@@ -1,0 +1,242 @@
+// kernels/cuda/ run under the host emulation (shim/) against the CPU kernels, op by op, on small
+// awkward shapes: the same comparisons as tests/cuda/cuda_ops_test.cpp, without a GPU. A pass
+// says the kernels' indexing, tiling, barriers, shuffles and reductions compute what the CPU
+// computes; it says nothing of speed or of anything the emulation does not model (shim/
+// cuda_runtime.h). Built and run by run.sh.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "meshlm/kernels/cuda/cuda_kernels.h"
+#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/vocab_parallel.h"
+
+namespace k = meshlm::kernels;
+namespace kc = meshlm::kernels::cuda;
+
+namespace {
+
+int g_failures = 0;
+
+std::vector<float> randn(std::size_t n, unsigned seed, float sd = 1.f, float mean = 0.f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(mean, sd);
+    std::vector<float> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
+
+// The known values "+=" outputs start from.
+std::vector<float> pattern(std::size_t n) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = 0.25f * float(int(i % 9) - 4) + 0.125f;
+    return v;
+}
+
+// |got - want| <= abs + rel |want| everywhere; prints the worst element.
+void compare(const char* what, const std::vector<float>& got, const std::vector<float>& want,
+             double abs, double rel) {
+    double worst = 0, max_err = 0;
+    std::size_t at = 0;
+    bool ok = got.size() == want.size();
+    for (std::size_t i = 0; ok && i < want.size(); ++i) {
+        const double err = std::fabs(double(got[i]) - want[i]);
+        const double allowed = abs + rel * std::fabs(want[i]);
+        if (!(err <= allowed)) ok = false;  // also NaN
+        if (err > max_err || err != err) max_err = err, at = i;
+        if (allowed > 0) worst = std::max(worst, err / allowed);
+    }
+    if (!ok) ++g_failures;
+    std::printf("%-4s %-24s %7zu values  max |err| %.2e  max err/allowed %.3f  (at %zu)\n",
+                ok ? "ok" : "FAIL", what, want.size(), max_err, worst, at);
+}
+
+void gemms() {
+    const int M = 13, N = 9, K = 21;
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            const auto A = randn(M * K, 1), B = randn(K * N, 2);
+            const int lda = ta ? M : K, ldb = tb ? K : N;
+            auto c1 = randn(M * N, 3), c2 = c1;
+            k::gemm(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 0.25f, c1.data(), N);
+            kc::gemm(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 0.25f, c2.data(), N);
+            compare("gemm f32", c2, c1, 1e-5, 1e-5);
+            std::vector<std::uint16_t> a16(A.size()), b16(B.size());
+            k::to_bf16(a16.data(), A.data(), A.size());
+            k::to_bf16(b16.data(), B.data(), B.size());
+            std::vector<float> d1(M * N), d2(M * N);
+            k::gemm_bf16(ta, tb, M, N, K, 1.f, a16.data(), lda, b16.data(), ldb, 0.f, d1.data(), N);
+            kc::gemm_bf16(ta, tb, M, N, K, 1.f, a16.data(), lda, b16.data(), ldb, 0.f, d2.data(),
+                          N);
+            compare("gemm bf16", d2, d1, 1e-5, 1e-5);
+        }
+}
+
+void norms() {
+    const int N = 5, C = 300;
+    const auto x = randn(N * C, 4, 2.f, 0.5f), w = randn(C, 5, 0.5f, 1.f), b = randn(C, 6);
+    const auto dout = randn(N * C, 7);
+    std::vector<float> o1(N * C), o2(N * C), m1(N), m2(N), r1(N), r2(N);
+    k::layernorm_forward(o1.data(), m1.data(), r1.data(), x.data(), w.data(), b.data(), N, C,
+                         1e-5f);
+    kc::layernorm_forward(o2.data(), m2.data(), r2.data(), x.data(), w.data(), b.data(), N, C,
+                          1e-5f);
+    compare("layernorm out", o2, o1, 1e-5, 1e-5);
+    compare("layernorm mean", m2, m1, 1e-6, 1e-5);
+    compare("layernorm rstd", r2, r1, 1e-6, 1e-5);
+    auto dx1 = pattern(N * C), dx2 = dx1, dw1 = pattern(C), dw2 = dw1, db1 = dw1, db2 = dw1;
+    k::layernorm_backward(dx1.data(), dw1.data(), db1.data(), dout.data(), x.data(), w.data(),
+                          m1.data(), r1.data(), N, C);
+    kc::layernorm_backward(dx2.data(), dw2.data(), db2.data(), dout.data(), x.data(), w.data(),
+                           m1.data(), r1.data(), N, C);
+    compare("layernorm dx", dx2, dx1, 1e-5, 1e-5);
+    compare("layernorm dw", dw2, dw1, 1e-5, 1e-5);
+    compare("layernorm db", db2, db1, 1e-5, 1e-5);
+
+    k::rmsnorm_forward(o1.data(), r1.data(), x.data(), w.data(), nullptr, N, C, 1e-6f);
+    kc::rmsnorm_forward(o2.data(), r2.data(), x.data(), w.data(), nullptr, N, C, 1e-6f);
+    compare("rmsnorm out", o2, o1, 1e-5, 1e-5);
+    compare("rmsnorm rstd", r2, r1, 1e-6, 1e-5);
+    dx1 = pattern(N * C), dx2 = dx1, dw1 = pattern(C), dw2 = dw1;
+    k::rmsnorm_backward(dx1.data(), dw1.data(), nullptr, dout.data(), x.data(), w.data(), r1.data(),
+                        N, C);
+    kc::rmsnorm_backward(dx2.data(), dw2.data(), nullptr, dout.data(), x.data(), w.data(),
+                         r1.data(), N, C);
+    compare("rmsnorm dx", dx2, dx1, 1e-5, 1e-5);
+    compare("rmsnorm dw", dw2, dw1, 1e-5, 1e-5);
+}
+
+void activations() {
+    const int N = 3, F = 77;
+    const auto h = randn(N * 2 * F, 8, 3.f), g2 = randn(N * 2 * F, 9), g1 = randn(N * F, 10);
+    for (auto act : {k::Act::gelu_tanh, k::Act::gelu, k::Act::relu, k::Act::sqrelu, k::Act::silu}) {
+        std::vector<float> a(h.size()), b(h.size()), o1(N * F), o2(N * F);
+        k::activation_forward(act, a.data(), h.data(), h.size());
+        kc::activation_forward(act, b.data(), h.data(), h.size());
+        compare("activation", b, a, 1e-6, 1e-5);
+        k::activation_backward(act, a.data(), h.data(), g2.data(), h.size());
+        kc::activation_backward(act, b.data(), h.data(), g2.data(), h.size());
+        compare("activation'", b, a, 1e-6, 1e-5);
+        k::glu_forward(act, o1.data(), h.data(), N, F);
+        kc::glu_forward(act, o2.data(), h.data(), N, F);
+        compare("glu", o2, o1, 1e-6, 1e-5);
+        k::glu_backward(act, a.data(), h.data(), g1.data(), N, F);
+        kc::glu_backward(act, b.data(), h.data(), g1.data(), N, F);
+        compare("glu'", b, a, 1e-6, 1e-5);
+    }
+}
+
+void cross_entropy() {
+    const int N = 4, V = 1003;
+    const std::vector<std::int32_t> t = {5, -1, 1002, 0};
+    for (float z : {0.f, 1e-3f})
+        for (float scale : {0.25f, 0.f}) {
+            auto l1 = randn(N * V, 11, 4.f), l2 = l1;
+            std::vector<float> s1(N), s2(N);
+            k::softmax_cross_entropy(l1.data(), s1.data(), t.data(), N, V, V, scale, z);
+            kc::softmax_cross_entropy(l2.data(), s2.data(), t.data(), N, V, scale, z);
+            compare("cross_entropy loss", s2, s1, 1e-6, 1e-5);
+            compare("cross_entropy dlogits", l2, l1, 1e-7, 1e-4);
+        }
+}
+
+void adamw() {
+    const int n = 3000;
+    auto p1 = randn(n, 12), m1 = randn(n, 14, 0.1f), v1 = randn(n, 15, 0.1f);
+    const auto g = randn(n, 13);
+    for (auto& v : v1) v = std::fabs(v);
+    auto p2 = p1, m2 = m1, v2 = v1;
+    for (long s = 1; s <= 3; ++s) {
+        k::adamw(p1.data(), g.data(), m1.data(), v1.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s);
+        kc::adamw(p2.data(), g.data(), m2.data(), v2.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s);
+    }
+    compare("adamw p", p2, p1, 1e-7, 1e-6);
+    compare("adamw m", m2, m1, 1e-7, 1e-6);
+    compare("adamw v", v2, v1, 1e-7, 1e-6);
+}
+
+void rope() {
+    const int N = 6, T = 3, H = 3, D = 16, W = 5 * D;
+    for (bool interleaved : {false, true})
+        for (int rd : {16, 6}) {
+            std::vector<float> inv(rd / 2);
+            for (int i = 0; i < rd / 2; ++i) inv[i] = std::pow(10000.f, -2.f * i / rd);
+            std::vector<std::int32_t> pos(N);
+            for (int n = 0; n < N; ++n) pos[n] = 1000 + 7 * n;
+            auto a = randn(N * W, 16), b = a;
+            k::rope_forward(a.data() + D, W, nullptr, N, T, H, D, rd, interleaved, inv.data());
+            kc::rope_forward(b.data() + D, W, nullptr, N, T, H, D, rd, interleaved, inv.data());
+            compare("rope forward", b, a, 1e-6, 1e-5);
+            k::rope_backward(a.data() + D, W, pos.data(), N, T, H, D, rd, interleaved, inv.data());
+            kc::rope_backward(b.data() + D, W, pos.data(), N, T, H, D, rd, interleaved, inv.data());
+            compare("rope backward", b, a, 1e-6, 1e-5);
+        }
+}
+
+void embeddings() {
+    const int N = 20, T = 5, C = 70, v0 = 10, Vl = 20, P = 8;
+    std::vector<std::int32_t> tok(N);
+    for (int n = 0; n < N; ++n) tok[n] = (n * n + 3) % 40;  // repeats, some outside the range
+    const auto wte = randn(Vl * C, 17), wpe = randn(P * C, 18), dout = randn(N * C, 19);
+    std::vector<float> o1(N * C), o2(N * C);
+    k::embedding_forward_vocab_range(o1.data(), tok.data(), wte.data(), v0, Vl, N, C);
+    k::position_embedding_forward(o1.data(), wpe.data(), N, T, C);
+    kc::embedding_forward_vocab_range(o2.data(), tok.data(), wte.data(), v0, Vl, N, C);
+    kc::position_embedding_forward(o2.data(), wpe.data(), N, T, C);
+    compare("embedding forward", o2, o1, 0, 0);
+    auto d1 = pattern(Vl * C), d2 = d1, p1 = pattern(P * C), p2 = p1;
+    k::embedding_backward_vocab_range(d1.data(), dout.data(), tok.data(), v0, Vl, N, C);
+    k::position_embedding_backward(p1.data(), dout.data(), N, T, C);
+    kc::embedding_backward_vocab_range(d2.data(), dout.data(), tok.data(), v0, Vl, N, C);
+    kc::position_embedding_backward(p2.data(), dout.data(), N, T, C);
+    compare("embedding dwte", d2, d1, 0, 0);  // both sum in token order
+    compare("embedding dwpe", p2, p1, 0, 0);
+}
+
+void attention() {
+    struct Case {
+        int B, T, H, Hkv, D;
+        bool alibi;
+        float scale;
+    };
+    for (const Case c : {Case{1, 45, 2, 1, 16, false, 0.f}, Case{2, 9, 4, 2, 40, true, 0.f},
+                         Case{1, 33, 2, 2, 64, true, 0.3f}, Case{1, 3, 1, 1, 256, false, 0.f}}) {
+        const int W = (c.H + 2 * c.Hkv) * c.D;
+        const std::size_t rows = std::size_t(c.B) * c.T;
+        const auto qkv = randn(rows * W, 20), dout = randn(rows * c.H * c.D, 21);
+        std::vector<float> slopes(c.H);
+        for (int h = 0; h < c.H; ++h) slopes[h] = std::pow(2.f, -8.f * (h + 1) / c.H);
+        const float* s = c.alibi ? slopes.data() : nullptr;
+        std::vector<float> o1(rows * c.H * c.D), o2 = o1, l1(std::size_t(c.B) * c.H * c.T), l2 = l1;
+        k::attention_forward(o1.data(), l1.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s,
+                             nullptr, c.scale);
+        kc::attention_forward(o2.data(), l2.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s,
+                              c.scale);
+        compare("attention out", o2, o1, 1e-5, 1e-4);
+        compare("attention lse", l2, l1, 1e-5, 1e-5);
+        std::vector<float> d1(qkv.size()), d2(qkv.size(), NAN);  // every element must be written
+        k::attention_backward(d1.data(), dout.data(), o1.data(), l1.data(), qkv.data(), c.B, c.T,
+                              c.H, c.Hkv, c.D, s, nullptr, c.scale);
+        kc::attention_backward(d2.data(), dout.data(), o1.data(), l1.data(), qkv.data(), c.B, c.T,
+                               c.H, c.Hkv, c.D, s, c.scale);
+        compare("attention dqkv", d2, d1, 1e-5, 1e-4);
+    }
+}
+
+}  // namespace
+
+int main() {
+    k::set_threads(2);
+    gemms();
+    norms();
+    activations();
+    cross_entropy();
+    adamw();
+    rope();
+    embeddings();
+    attention();
+    std::printf("%d failed\n", g_failures);
+    return g_failures == 0 ? 0 : 1;
+}

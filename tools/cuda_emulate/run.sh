@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs kernels/cuda/ on this CPU under the host emulation in shim/ and compares every op with
+# the CPU kernels (check.cpp). Needs the CPU build (build/libmeshlm_kernels.a), no GPU and no
+# CUDA toolkit. A development check of the kernels' logic, not a GPU test: see README.md.
+#   tools/cuda_emulate/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ -f build/libmeshlm_kernels.a ] || cmake --build build --target meshlm_kernels
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/inc/meshlm/kernels/cuda"
+# k<<<grid, block[, smem]>>>(args) -> ::emu::Launch{grid, block[, smem]}(k, args); the
+# templated launch in norm_columns.cuh needs its template argument spelled out.
+rewrite() {
+  sed -E -e 's/([^ ]+)<<<(.*)>>>\(/::emu::Launch{\2}(\1, /' \
+         -e 's/extern __shared__ float smem\[\];/float* smem = ::emu::dynamic_smem();/' \
+         -e 's/\(norm_column_grads, /(norm_column_grads<Xhat>, /' "$1" > "$2"
+}
+for f in src/meshlm/kernels/cuda/*.cuh; do rewrite "$f" "$work/inc/meshlm/kernels/cuda/$(basename "$f")"; done
+sources=()
+for f in src/meshlm/kernels/cuda/*.cu src/meshlm/kernels/cuda/gemm.cpp; do
+  out="$work/$(basename "${f%.*}").cpp"
+  rewrite "$f" "$out"
+  sources+=("$out")
+done
+g++ -std=c++20 -O1 -Itools/cuda_emulate/shim -I"$work/inc" -Isrc tools/cuda_emulate/check.cpp \
+  "${sources[@]}" build/libmeshlm_kernels.a -fopenmp -ldnnl -lpthread -o "$work/check"
+"$work/check"
