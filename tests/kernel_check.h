@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "meshlm/core/error.h"
 #include "meshlm/kernels/kernels.h"
 
 namespace meshlm::test {
@@ -137,6 +138,16 @@ inline void check_gradient(const std::string& what, std::vector<float>& x,
     EXPECT_EQ(failures, 0) << what << ": " << failures << " of " << indices.size()
                            << " elements out of tolerance";
     report(what, indices.size(), max_err, max_ratio);
+}
+
+// Runs fn, which must throw meshlm::Error with `part` in its message.
+inline void expect_error(const std::function<void()>& fn, const std::string& part) {
+    try {
+        fn();
+        ADD_FAILURE() << "no error; expected one containing \"" << part << "\"";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
 }
 
 // Step sizes: kLinearStep for inputs an output depends on linearly (exact differences),

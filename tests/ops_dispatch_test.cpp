@@ -31,6 +31,7 @@ namespace {
 
 using test::accumulate_pattern;
 using test::bitwise_equal;
+using test::expect_error;
 using test::randn;
 
 Tensor view(std::vector<float>& v, Shape s) {
@@ -41,16 +42,6 @@ Tensor view(std::vector<std::int32_t>& v, Shape s) {
 }
 Tensor view(std::vector<std::uint16_t>& v, Shape s) {
     return Tensor{v.data(), DType::bf16, s, Device::cpu};
-}
-
-// Runs fn, which must throw meshlm::Error with `part` in its message.
-void expect_error(const std::function<void()>& fn, const std::string& part) {
-    try {
-        fn();
-        ADD_FAILURE() << "no error; expected one containing \"" << part << "\"";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
 }
 
 TEST(OpsDispatch, GemmF32AndBf16) {

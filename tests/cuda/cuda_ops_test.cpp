@@ -34,6 +34,7 @@ namespace {
 
 using kernels::DeviceBuffer;
 using test::randn;
+using test::expect_error;
 using test::Tolerance;
 
 // --- Moving data -------------------------------------------------------------------------------
@@ -387,15 +388,6 @@ TEST_F(CudaOps, BufferRoundTrip) {
 }
 
 // --- Without a GPU ------------------------------------------------------------------------------
-
-void expect_error(const std::function<void()>& fn, const std::string& part) {
-    try {
-        fn();
-        ADD_FAILURE() << "no error; expected one containing \"" << part << "\"";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-}
 
 TEST(CudaBuild, NoDeviceFailsCleanly) {
     ASSERT_TRUE(kernels::cuda_built());

@@ -51,12 +51,7 @@ __global__ void __launch_bounds__(kRows * 32)
     for (int r = 0; r < kChunks; ++r) acc[r] = 0.f;
     for (int j0 = 0; j0 <= last; j0 += kTile) {
         __syncthreads();
-        for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
-            const int jj = e / D, d = e % D, j = j0 + jj;
-            const bool ok = j < g.T;
-            Ks[jj * ld + d] = ok ? g.k(qkv, b, j, kvh)[d] : 0.f;
-            Vs[jj * ld + d] = ok ? g.v(qkv, b, j, kvh)[d] : 0.f;
-        }
+        load_kv_tile(Ks, ld, Vs, ld, qkv, g, b, kvh, j0);
         __syncthreads();
         if (!active || j0 > i) continue;
         const int j = j0 + lane;
@@ -70,15 +65,7 @@ __global__ void __launch_bounds__(kRows * 32)
             const float p = expf(g.scale * qk + g.bias(h, i, j) - L);
             ds = p * (dp - Di);
         }
-        const int n_keys = min(kTile, i - j0 + 1);
-        for (int jj = 0; jj < n_keys; ++jj) {
-            const float dsj = __shfl_sync(kFullMask, ds, jj);
-#pragma unroll
-            for (int r = 0; r < kChunks; ++r) {
-                const int d = lane + 32 * r;
-                if (d < D) acc[r] += dsj * Ks[jj * ld + d];
-            }
-        }
+        accumulate_rows(acc, ds, Ks, ld, min(kTile, i - j0 + 1), D);
     }
     if (!active) return;
     float* dq = dqkv + (g.q(qkv, b, i, h) - qkv);
@@ -154,18 +141,8 @@ __global__ void __launch_bounds__(kRows * 32)
                 ds = p * (dp - Dvs[lane]);
             }
             const int n_queries = min(kTile, g.T - i0);
-            for (int ii = 0; ii < n_queries; ++ii) {
-                const float pi = __shfl_sync(kFullMask, p, ii);
-                const float dsi = __shfl_sync(kFullMask, ds, ii);
-#pragma unroll
-                for (int r = 0; r < kChunks; ++r) {
-                    const int d = lane + 32 * r;
-                    if (d < D) {
-                        dv[r] += pi * dOs[ii * ld + d];
-                        dk[r] += dsi * Qs[ii * ld + d];
-                    }
-                }
-            }
+            accumulate_rows(dv, p, dOs, ld, n_queries, D);
+            accumulate_rows(dk, ds, Qs, ld, n_queries, D);
         }
     }
     if (!active) return;

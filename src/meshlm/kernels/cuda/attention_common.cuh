@@ -54,6 +54,34 @@ struct AttnGeom {
     }
 };
 
+// Rows j0 .. j0 + kTile - 1 of key/value head kvh into Ks and Vs (row strides ldk, ldv), zeros
+// past T. Every thread of the block takes part.
+__device__ inline void load_kv_tile(float* Ks, int ldk, float* Vs, int ldv, const float* qkv,
+                                    const AttnGeom& g, int b, int kvh, int j0) {
+    for (int e = threadIdx.x; e < kTile * g.D; e += blockDim.x) {
+        const int jj = e / g.D, d = e % g.D, j = j0 + jj;
+        const bool ok = j < g.T;
+        Ks[jj * ldk + d] = ok ? g.k(qkv, b, j, kvh)[d] : 0.f;
+        Vs[jj * ldv + d] = ok ? g.v(qkv, b, j, kvh)[d] : 0.f;
+    }
+}
+
+// acc += sum over rows jj < n of w_jj * rows[jj], where w_jj is lane jj's w: each lane adds its
+// dims d = lane + 32 r. The whole warp takes part.
+template <int kChunks>
+__device__ inline void accumulate_rows(float (&acc)[kChunks], float w, const float* rows, int ld,
+                                       int n, int D) {
+    const int lane = threadIdx.x % 32;
+    for (int jj = 0; jj < n; ++jj) {
+        const float wj = __shfl_sync(kFullMask, w, jj);
+#pragma unroll
+        for (int r = 0; r < kChunks; ++r) {
+            const int d = lane + 32 * r;
+            if (d < D) acc[r] += wj * rows[jj * ld + d];
+        }
+    }
+}
+
 inline AttnGeom make_geom(int T, int H, int Hkv, int D, const float* slopes, float scale) {
     return AttnGeom{T,
                     H,

@@ -34,12 +34,7 @@ __global__ void __launch_bounds__(kRows * 32)
     float m = -INFINITY, l = 0.f;
     for (int j0 = 0; j0 <= last; j0 += kTile) {
         __syncthreads();  // the previous tile is used up (and q is written)
-        for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
-            const int jj = e / D, d = e % D, j = j0 + jj;
-            const bool ok = j < g.T;
-            Ks[jj * ldk + d] = ok ? g.k(qkv, b, j, kvh)[d] : 0.f;
-            Vs[jj * D + d] = ok ? g.v(qkv, b, j, kvh)[d] : 0.f;
-        }
+        load_kv_tile(Ks, ldk, Vs, D, qkv, g, b, kvh, j0);
         __syncthreads();
         if (!active || j0 > i) continue;
         const int j = j0 + lane;
@@ -56,15 +51,7 @@ __global__ void __launch_bounds__(kRows * 32)
         m = m_new;
 #pragma unroll
         for (int r = 0; r < kChunks; ++r) acc[r] *= corr;
-        const int n_keys = min(kTile, i - j0 + 1);
-        for (int jj = 0; jj < n_keys; ++jj) {
-            const float pj = __shfl_sync(kFullMask, p, jj);
-#pragma unroll
-            for (int r = 0; r < kChunks; ++r) {
-                const int d = lane + 32 * r;
-                if (d < D) acc[r] += pj * Vs[jj * D + d];
-            }
-        }
+        accumulate_rows(acc, p, Vs, D, min(kTile, i - j0 + 1), D);
     }
     if (!active) return;
     float* o = out + g.out_at(b, i, h);
