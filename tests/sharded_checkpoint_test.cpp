@@ -231,7 +231,8 @@ TEST_F(ShardedCheckpoint, AdafactorStateReshardsBitwise) {
     s.m.clear();
     s.stat_tensors = optimizer_stat_tensors(cfg_, af);
     ASSERT_FALSE(s.stat_tensors.empty());
-    for (const ParamSlice& sl : transformer_layout(cfg_).slices())
+    const ParamLayout layout = transformer_layout(cfg_);
+    for (const ParamSlice& sl : layout.slices())
         if (sl.shape.ndim == 2) std::fill_n(s.v.begin() + sl.offset, sl.numel, 0.f);
     std::mt19937 rng(3);
     for (const StateTensor& t : s.stat_tensors) {

@@ -61,6 +61,9 @@ class Learner {
     Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
             long total_steps, Comm* dp = nullptr, int zero_stage = 0, Comm* mp = nullptr,
             Recompute recompute = Recompute::none, Precision precision = Precision::fp32);
+    // Not copied or moved: the optimizer's tensor sum and FSDP's stream point into it.
+    Learner(const Learner&) = delete;
+    Learner& operator=(const Learner&) = delete;
 
     bool tensor_parallel() const { return mp_.size() > 1; }
     // This rank's model (with tensor parallelism, its shard).
