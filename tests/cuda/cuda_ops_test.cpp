@@ -33,8 +33,8 @@ namespace meshlm {
 namespace {
 
 using kernels::DeviceBuffer;
-using test::randn;
 using test::expect_error;
+using test::randn;
 using test::Tolerance;
 
 // --- Moving data -------------------------------------------------------------------------------
