@@ -28,6 +28,20 @@ struct Family {
     ModelConfig model;
 };
 
+// Resumes `run` (trained in dir/from, with a checkpoint at step 6) on np ranks into
+// dir/branch: the remaining steps' losses and the final weights are bitwise the run's.
+void expect_resumes_bitwise(const test::TrainedRun& run, const std::string& dir,
+                            const std::string& from, int np, const ModelConfig& model) {
+    const std::string branch = dir + "/branch";
+    const test::TrainedRun resumed = test::train_run(
+        np, branch,
+        " --resume " + dir + "/" + from + "/checkpoints/step_6 --config.log.dir=" + branch, model);
+    ASSERT_EQ(resumed.steps.size(), static_cast<std::size_t>(kSteps - 6)) << resumed.output;
+    for (int s = 6; s < kSteps; ++s)
+        EXPECT_EQ(run.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
+    EXPECT_EQ(run.weights, resumed.weights) << dir;
+}
+
 Family gptj() {
     Family f{"gptj",
              " --config.model.block=parallel --config.model.position=rope"
@@ -170,14 +184,7 @@ TEST(FamilyTraining, VqShardsAndResumes) {
         test::tiny_flags(dir + "/accum", kSteps, 2, 2, 0) + f.flags + test::mesh_flags(1, 1, 0),
         f.model);
     test::expect_same_training(ref, accum, kSteps, "vq: 2 micro-batches");
-    const std::string branch = dir + "/branch";
-    const test::TrainedRun resumed = test::train_run(
-        2, branch, " --resume " + dir + "/dp3/checkpoints/step_6 --config.log.dir=" + branch,
-        f.model);
-    ASSERT_EQ(resumed.steps.size(), static_cast<std::size_t>(kSteps - 6)) << resumed.output;
-    for (int s = 6; s < kSteps; ++s)
-        EXPECT_EQ(dp3.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
-    EXPECT_EQ(dp3.weights, resumed.weights);
+    expect_resumes_bitwise(dp3, dir, "dp3", 2, f.model);
 }
 
 // Dropout masks come from the counter-based RNG: a resumed run draws the masks the
@@ -188,14 +195,7 @@ TEST(FamilyTraining, DropoutResumesBitwise) {
     const test::TrainedRun whole =
         test::train_run(1, dir + "/whole", flags(f, dir + "/whole", 4, 1, 1, 0, 6), f.model);
     ASSERT_EQ(whole.steps.size(), static_cast<std::size_t>(kSteps)) << whole.output;
-    const std::string branch = dir + "/branch";
-    const test::TrainedRun resumed = test::train_run(
-        1, branch, " --resume " + dir + "/whole/checkpoints/step_6 --config.log.dir=" + branch,
-        f.model);
-    ASSERT_EQ(resumed.steps.size(), static_cast<std::size_t>(kSteps - 6)) << resumed.output;
-    for (int s = 6; s < kSteps; ++s)
-        EXPECT_EQ(whole.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
-    EXPECT_EQ(whole.weights, resumed.weights);
+    expect_resumes_bitwise(whole, dir, "whole", 1, f.model);
     // Dropout is on: the same run without it trains differently.
     EXPECT_NE(whole.steps[kSteps - 1]["loss"],
               test::train_run(1, dir + "/plain", test::tiny_flags(dir + "/plain", kSteps, 4, 1, 0),
@@ -219,14 +219,7 @@ TEST(FamilyTraining, LionShardsAndResumes) {
     const test::TrainedRun tp =
         test::train_run(2, dir + "/tp", flags(f, dir + "/tp", 4, 1, 2, 0), f.model);
     test::expect_same_training(ref, tp, kSteps, "lion: TP 2");
-    const std::string branch = dir + "/branch";
-    const test::TrainedRun resumed = test::train_run(
-        2, branch, " --resume " + dir + "/dp/checkpoints/step_6 --config.log.dir=" + branch,
-        f.model);
-    ASSERT_EQ(resumed.steps.size(), static_cast<std::size_t>(kSteps - 6)) << resumed.output;
-    for (int s = 6; s < kSteps; ++s)
-        EXPECT_EQ(dp.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
-    EXPECT_EQ(dp.weights, resumed.weights);
+    expect_resumes_bitwise(dp, dir, "dp", 2, f.model);
 }
 
 // Adafactor's statistics are per whole tensor while ranks hold ZeRO chunks and tensor-parallel
@@ -260,14 +253,7 @@ TEST(FamilyTraining, AdafactorShardsAndResumes) {
     const test::TrainedRun both =
         test::train_run(4, dir + "/both", flags(f, dir + "/both", 2, 2, 2, 3), f.model);
     test::expect_same_training(ref, both, kSteps, "adafactor: TP 2 x DP 2, ZeRO 3");
-    const std::string branch = dir + "/branch";
-    const test::TrainedRun resumed = test::train_run(
-        2, branch, " --resume " + dir + "/dp3/checkpoints/step_6 --config.log.dir=" + branch,
-        f.model);
-    ASSERT_EQ(resumed.steps.size(), static_cast<std::size_t>(kSteps - 6)) << resumed.output;
-    for (int s = 6; s < kSteps; ++s)
-        EXPECT_EQ(dp3.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
-    EXPECT_EQ(dp3.weights, resumed.weights);
+    expect_resumes_bitwise(dp3, dir, "dp3", 2, f.model);
     // Another layout reads the shards through the single-process layout: TP 2 continues the
     // ZeRO-3 run as it would have gone on.
     const std::string moved = dir + "/moved";
@@ -412,14 +398,7 @@ TEST(FamilyTraining, Bf16ShardsAndResumes) {
                 EXPECT_EQ(trained[1], planned[1]) << info.output;
             }
         }
-        const std::string branch = dir + "/branch";
-        const test::TrainedRun resumed = test::train_run(
-            1, branch, " --resume " + dir + "/ref/checkpoints/step_6 --config.log.dir=" + branch,
-            f.model);
-        ASSERT_EQ(resumed.steps.size(), static_cast<std::size_t>(kSteps - 6)) << resumed.output;
-        for (int s = 6; s < kSteps; ++s)
-            EXPECT_EQ(ref.steps[s]["loss"], resumed.steps[s - 6]["loss"]) << "step " << s + 1;
-        EXPECT_EQ(ref.weights, resumed.weights) << f.name;
+        expect_resumes_bitwise(ref, dir, "ref", 1, f.model);
     }
 }
 
