@@ -182,11 +182,19 @@ void init_params(const ModelConfig& cfg, const ParamLayout& layout, int model, i
                 std::fill_n(p, count, s.init == InitRule::ones ? 1.f : 0.f);
                 return;
             }
-            // Element j of the whole tensor is draw j of its stream: a piece starts drawing
-            // at its first element.
-            Philox rng(seed, 0x1000 + static_cast<std::uint64_t>(s.index));
-            rng.set_counter(fo + (a - at));
-            for (std::size_t k = 0; k < count; ++k) p[k] = s.init_std * rng.normal();
+            // Element j of the whole tensor is draw j of its stream, so any piece, and any
+            // chunk of one, draws on its own: threads split the draws, bitwise as one thread.
+            const std::uint64_t first_draw = fo + (a - at);
+            constexpr std::size_t kChunk = 1 << 16;
+            const auto chunks = static_cast<std::int64_t>((count + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(dynamic, 1) if (chunks > 1)
+            for (std::int64_t c = 0; c < chunks; ++c) {
+                const std::size_t k0 = static_cast<std::size_t>(c) * kChunk;
+                const std::size_t k1 = std::min(count, k0 + kChunk);
+                Philox rng(seed, 0x1000 + static_cast<std::uint64_t>(s.index));
+                rng.set_counter(first_draw + k0);
+                for (std::size_t k = k0; k < k1; ++k) p[k] = s.init_std * rng.normal();
+            }
             if (s.init_zero_rows > 0) {  // whole-tensor element index / columns = its row
                 const std::size_t cols = static_cast<std::size_t>(s.full_shape.dims[1]);
                 const std::size_t first = fo + (a - at);
