@@ -8,8 +8,11 @@
 #   bench/train_gpt2_small.sh [--arch gpt2|llama] [--steps 6] [--batch 4] [--seq 256]
 #                             [--threads 2] [--skip-meshlm] [--skip-pytorch] [--precision bf16]
 #                             [--layers 12] [--width 768] [--heads 12] [--vocab 50257]
-#                             [--kv-heads 3] [--ff 1536]   (llama only)
+#                             [--kv-heads 3] [--ff 1536]   (llama only) [--rounds 1]
 #
+# --rounds R: the whole measurement R times back to back (meshlm, PyTorch, meshlm, ...), then
+#   every round's ratios and their median. On a shared VM one round's ratio can move by 20 %
+#   (bench/README.md): read the median and the spread, not one round.
 # --precision bf16 (gpt2): three runs: meshlm fp32, meshlm with train.precision=bf16 and the
 #   PyTorch peer under torch.autocast(bf16) (PyPI PyTorch 2.x: PYTHON defaults to .venv/bin/python
 #   and OMP_WAIT_POLICY_TORCH to unset, its fastest there), with the bf16/fp32 and meshlm/PyTorch
@@ -58,9 +61,17 @@ VOCAB=""
 KV_HEADS=""
 FF=""
 MODEL_OVERRIDES=()
+ROUNDS=1
+FORWARD_ARGS=()  # what each round is given: everything but --rounds
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --rounds) ;;
+    --skip-meshlm|--skip-pytorch|-h|--help) FORWARD_ARGS+=("$1") ;;
+    *) FORWARD_ARGS+=("$1" "${2:-}") ;;
+  esac
+  case "$1" in
+    --rounds) ROUNDS="$2"; shift 2 ;;
     --arch) ARCH="$2"; shift 2 ;;
     --kv-heads) KV_HEADS="$2"; MODEL_OVERRIDES+=(--config.model.n_kv_head="$2"); shift 2 ;;
     --ff) FF="$2"; MODEL_OVERRIDES+=(--config.model.d_ff="$2"); shift 2 ;;
@@ -75,10 +86,46 @@ while [[ $# -gt 0 ]]; do
     --skip-meshlm) RUN_MESHLM=0; shift ;;
     --skip-pytorch) RUN_TORCH=0; shift ;;
     --precision) PRECISION="$2"; shift 2 ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
+if ! [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "--rounds must be a positive integer, got '$ROUNDS'" >&2; exit 2
+fi
+if (( ROUNDS > 1 )); then
+  LOGS=()
+  for ((r = 1; r <= ROUNDS; r++)); do
+    echo "== round $r of $ROUNDS" >&2
+    LOG="$(mktemp)"
+    "$0" "${FORWARD_ARGS[@]}" | tee "$LOG"
+    LOGS+=("$LOG")
+  done
+  echo
+  echo "== $ROUNDS rounds"
+  python3 - "${LOGS[@]}" <<'ROUNDS_EOF'
+import re, statistics, sys
+ratios = {}
+for r, path in enumerate(sys.argv[1:], 1):
+    for line in open(path):
+        m = re.match(r"(\S.* / \S.*): tokens/s ([0-9.]+)x(?:, peak RSS ([0-9.]+)x)?", line)
+        if m:
+            ratios.setdefault(m.group(1), []).append((float(m.group(2)), m.group(3)))
+        if line.startswith("NOTE: other processes"):
+            print(f"round {r}: {line.strip()}")
+for label, rs in ratios.items():
+    tps = [x for x, _ in rs]
+    rss = [float(y) for _, y in rs if y]
+    line = (f"{label}: tokens/s median {statistics.median(tps):.2f}x over {len(tps)} rounds "
+            f"(min {min(tps):.2f}x, max {max(tps):.2f}x; each: "
+            + ", ".join(f"{x:.2f}x" for x in tps) + ")")
+    if rss:
+        line += f", peak RSS median {statistics.median(rss):.2f}x"
+    print(line)
+ROUNDS_EOF
+  rm -f "${LOGS[@]}"
+  exit 0
+fi
 if (( STEPS < 2 )); then echo "--steps must be >= 2 (the first step is warmup)" >&2; exit 2; fi
 case "$PRECISION" in
   fp32) ;;
