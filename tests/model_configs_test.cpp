@@ -48,5 +48,38 @@ TEST(ModelConfigs, EveryFamilyConfigLoadsAndTrainsAStep) {
     }
 }
 
+// model.vq.update_len plans activations for a chunk; training's evaluation and `meshlm eval`
+// score the whole rows through the chunks (their equality with whole-row forwards is checked in
+// vq_model_test): the CLI wiring, the same loss from both, and a row length that is not a
+// multiple refused with the valid ones named.
+TEST(ModelConfigs, VqUpdateLenPlansAChunkAndEvaluatesWholeRows) {
+    const std::string config = " --config " + test::source_dir() + "/configs/tiny-vq.yaml" +
+                               " --config.model.vq.update_len=32";
+    auto info = test::run_command(test::meshlm_binary() + " info" + config);
+    ASSERT_EQ(info.exit_code, 0) << info.output;
+    EXPECT_NE(info.output.find("activations (B=16, T=32)"), std::string::npos) << info.output;
+
+    const std::string dir = test::temp_dir("vq_update_len") + "/run";
+    auto train = test::run_command(test::meshlm_binary() + " train" + config +
+                                   " --config.train.steps=4 --config.log.eval_interval=4"
+                                   " --config.log.sample_tokens=0 --config.log.dir=" +
+                                   dir);
+    ASSERT_EQ(train.exit_code, 0) << train.output;
+    const auto at = train.output.rfind("val_loss ");
+    ASSERT_NE(at, std::string::npos) << train.output;
+    const double logged = std::stod(train.output.substr(at + 9));
+
+    auto eval = test::run_command(test::meshlm_binary() + " eval --checkpoint " + dir);
+    ASSERT_EQ(eval.exit_code, 0) << eval.output;
+    const auto l = eval.output.find("loss ");
+    ASSERT_NE(l, std::string::npos) << eval.output;
+    EXPECT_NEAR(std::stod(eval.output.substr(l + 5)), logged, 1e-4) << eval.output;
+
+    auto bad =
+        test::run_command(test::meshlm_binary() + " eval --checkpoint " + dir + " --seq-len 100");
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.output.find("multiple of it (96 or 128)"), std::string::npos) << bad.output;
+}
+
 }  // namespace
 }  // namespace meshlm

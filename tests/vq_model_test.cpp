@@ -20,6 +20,7 @@
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/optim/optim_config.h"
+#include "meshlm/train/chunked_losses.h"
 #include "meshlm/train/learner.h"
 
 namespace meshlm {
@@ -225,6 +226,65 @@ TEST(VqModel, TruncatedBackpropagationCarriesTheStateBetweenSteps) {
         const float fresh =
             alone.forward(after1.data(), chunk(tokens, 1).data(), chunk(targets, 1).data(), B, U);
         EXPECT_GT(std::fabs(fresh - whole), 1e-3) << "the carried state changes nothing";
+    }
+}
+
+// Evaluation of rows longer than the model was planned for (model.vq.update_len): the rows run
+// in chunks carrying the attention state, so every token's loss is the one a model planned for
+// the whole rows gives it -- for ChunkedLosses over a bare Transformer (meshlm eval) and for a
+// Learner planned for the chunk (evaluation during training).
+TEST(VqModel, LongRowsEvaluateInChunksAsWholeRows) {
+    kernels::set_threads(2);
+    for (const char* position : {"none", "scaled_sin"}) {
+        SCOPED_TRACE(position);
+        const ModelConfig m = tiny_vq("sqrelu", position);
+        const int B = 2, T = 16, U = 4, V = m.vocab_size;
+        const std::vector<float> params = random_params(m, 8);
+        const std::vector<std::int32_t> tokens = random_tokens(B * T, V, 31);
+        std::vector<std::int32_t> targets = random_tokens(B * T, V, 32);
+        targets[5] = -1;  // masked targets stay masked
+        Transformer whole(m, B, T);
+        whole.forward(params.data(), tokens.data(), targets.data(), B, T);
+        const std::vector<float> want(whole.losses(), whole.losses() + B * T);
+
+        Transformer small(m, B, U);
+        int calls = 0;
+        ChunkedLosses chunked(
+            small, U,
+            [&](const std::int32_t* tk, const std::int32_t* tg, int rows, int t) -> const float* {
+                ++calls;
+                if (rows == 0) return nullptr;
+                EXPECT_EQ(t, U);
+                small.forward(params.data(), tk, tg, rows, t);
+                return small.losses();
+            });
+        for (int pass = 0; pass < 2; ++pass) {  // the second starts every row afresh again
+            const float* got = chunked(tokens.data(), targets.data(), B, T);
+            for (int n = 0; n < B * T; ++n)
+                ASSERT_NEAR(got[n], want[n], 1e-5f * (1.f + std::fabs(want[n])))
+                    << "token " << n << " pass " << pass;
+        }
+        EXPECT_EQ(calls, 2 * T / U);
+        EXPECT_EQ(chunked(nullptr, nullptr, 0, T), nullptr);  // a rank without rows: collectives
+        EXPECT_EQ(calls, 3 * T / U);
+        EXPECT_THROW(chunked(tokens.data(), targets.data(), B, 10), InvalidInput);
+        // Without the carried state the later chunks' losses differ: the check can fail.
+        small.forward(params.data(), tokens.data() + U, targets.data() + U, 1, U);
+        double moved = 0;
+        for (int t = 0; t < U; ++t)
+            moved = std::max(moved, double(std::fabs(small.losses()[t] - want[U + t])));
+        EXPECT_GT(moved, 1e-3);
+
+        OptimConfig o;
+        Learner learner(m, o, B, U, 10);
+        learner.init_params(1);  // allocates; then overwritten
+        std::copy(params.begin(), params.end(), learner.params());
+        learner.params_written();
+        const float* got = learner.eval_losses(tokens.data(), targets.data(), B, T);
+        for (int n = 0; n < B * T; ++n)
+            ASSERT_NEAR(got[n], want[n], 1e-5f * (1.f + std::fabs(want[n])))
+                << "learner, token " << n;
+        EXPECT_LE(learner.activation_bytes(), Transformer(m, B, T).activation_bytes() / 2);
     }
 }
 

@@ -18,6 +18,7 @@
 #include "meshlm/infer/task_eval.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer_layout.h"
+#include "meshlm/train/chunked_losses.h"
 #include "meshlm/train/evaluate.h"
 #include "meshlm/train/trainer.h"
 
@@ -168,11 +169,20 @@ CommandRunner add_eval_command(CLI::App& app) {
         opt.seq_len = T;
         opt.shuffle = false;
         auto loader = DataLoader::open_split(dir, a->split, opt);
-        Transformer model(cfg.model, B, T);
+        // Transformer-VQ with model.vq.update_len: activations for a chunk, the rest of the row
+        // carried in the attention state (as it trained).
+        const int U = cfg.model.chunk_len(T);
+        Transformer model(cfg.model, B, U);
         Buffer<float> params(model.layout().total());
         load_run_weights(run, model.layout(), params.data());
         std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
-        EvalResult r = evaluate(model, params.data(), *loader, B, T, 0,
+        BatchLosses losses = [&](const std::int32_t* tk, const std::int32_t* tg, int rows, int t) {
+            if (rows == 0) return static_cast<const float*>(nullptr);
+            model.forward(params.data(), tk, tg, rows, t);
+            return model.losses();
+        };
+        if (U < T) losses = ChunkedLosses(model, U, losses);
+        EvalResult r = evaluate(losses, *loader, B, T, 0,
                                 token_byte_lengths(*run.tokenizer, cfg.model.vocab_size),
                                 tokens.data(), targets.data());
         std::printf(

@@ -53,10 +53,11 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
                      optim = static_cast<double>(optim_bytes),
                      working = static_cast<double>(zm.working);
         const Recompute recompute = parse_recompute(cfg.train.recompute);
+        // model.vq.update_len: each row trains in chunks, one optimizer step each, and the
+        // activations are those of a chunk.
+        const int U = m.chunk_len(cfg.train.seq_len);
         auto acts_of = [&](Recompute r, Precision p) {
-            return transformer_activation_floats(m, cfg.train.batch_size, cfg.train.seq_len, M, r,
-                                                 p) *
-                   4.0;
+            return transformer_activation_floats(m, cfg.train.batch_size, U, M, r, p) * 4.0;
         };
         const double acts = acts_of(recompute, precision);
         const char* prec_label =
@@ -78,8 +79,6 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
             "training FLOPs per token (T=%d): %.4g  (6*N_nonemb + 6*V*d + %s)\n", cfg.train.seq_len,
             train_flops_per_token(m, layout, cfg.train.seq_len),
             m.vq() ? "6*L*((2*block+codes)*(d_k+d_v) + (block+1)*d_k): VQ attention" : "12*L*T*d");
-        // model.vq.update_len: each row trains in chunks, one optimizer step each.
-        const int U = m.vq() && m.vq_update_len > 0 ? m.vq_update_len : cfg.train.seq_len;
         std::printf("tokens per step: %d (batch %d x seq %d x accum %d x data-parallel %d)%s\n",
                     cfg.train.batch_size * U * cfg.train.grad_accum * N, cfg.train.batch_size, U,
                     cfg.train.grad_accum, N,
@@ -99,8 +98,7 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
             optim);
         if (working > 0) mem(zero_working_label(ZeroPlan(local.total(), N, 0, stage)), working);
         char label[64];
-        std::snprintf(label, sizeof label, "activations (B=%d, T=%d)", cfg.train.batch_size,
-                      cfg.train.seq_len);
+        std::snprintf(label, sizeof label, "activations (B=%d, T=%d)", cfg.train.batch_size, U);
         mem(label, acts);
         mem("runtime (binary, libraries)", runtime);
         mem("total", total);

@@ -88,6 +88,12 @@ struct ModelConfig {
     bool has_mlp() const { return mlp != "none"; }
     bool vq() const { return attention == "vq"; }
     int vq_value_width() const { return vq_d_v > 0 ? vq_d_v : 2 * d_model; }
+    // Tokens per forward for rows of seq_len: model.vq.update_len's chunks where it cuts the rows
+    // (the VQ state carries the rest of the row), else the whole row. Activations are planned
+    // for this many tokens per row.
+    int chunk_len(int seq_len) const {
+        return vq() && vq_update_len > 0 && vq_update_len < seq_len ? vq_update_len : seq_len;
+    }
     bool gated_mlp() const { return mlp == "swiglu" || mlp == "geglu"; }
     int rotary_dims() const { return rope_dim > 0 ? rope_dim : head_dim(); }
     float attention_scale() const;  // qk_scale resolved

@@ -508,6 +508,15 @@ float Learner::eval_loss(const std::int32_t* tokens, const std::int32_t* targets
 
 const float* Learner::eval_losses(const std::int32_t* tokens, const std::int32_t* targets, int B,
                                   int T) {
+    if (T > seq_ && model_cfg_.vq()) {  // rows of several model.vq.update_len chunks
+        if (!eval_chunks_)
+            eval_chunks_ = std::make_unique<ChunkedLosses>(
+                *model_, seq_,
+                [this](const std::int32_t* tk, const std::int32_t* tg, int b, int u) {
+                    return eval_losses(tk, tg, b, u);
+                });
+        return (*eval_chunks_)(tokens, targets, B, T);
+    }
     if (B == 0) {
         if (fsdp_) eval_forward(masked_row_.data(), masked_row_.data() + seq_, 1, T);
         return nullptr;

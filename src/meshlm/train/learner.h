@@ -41,6 +41,7 @@
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/tp_shard.h"
 #include "meshlm/parallel/zero_plan.h"
+#include "meshlm/train/chunked_losses.h"
 
 namespace meshlm {
 
@@ -144,7 +145,8 @@ class Learner {
     float eval_loss(const std::int32_t* tokens, const std::int32_t* targets);
     // Per-token losses of (B, T) rows, B <= the planned batch (collective with stage 3). B = 0
     // (none of an evaluation batch's rows are this rank's) returns nullptr; FSDP still runs
-    // its collective forward, on one fully masked row.
+    // its collective forward, on one fully masked row. Transformer-VQ rows longer than planned
+    // (model.vq.update_len) run in chunks of the planned length, carrying the attention state.
     const float* eval_losses(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
 
     // Bytes allocated per rank, by kind (for `info` and memory reports); working = the buffers
@@ -202,7 +204,8 @@ class Learner {
     std::unique_ptr<CommModelGroup> mp_group_;  // tensor parallelism: the layers' collectives
     std::unique_ptr<Transformer> model_;        // the whole model, or this rank's shard
     bool carry_on_ = false;
-    std::vector<kernels::VqAttnState> carry_;  // [micro][layer][row]
+    std::vector<kernels::VqAttnState> carry_;     // [micro][layer][row]
+    std::unique_ptr<ChunkedLosses> eval_chunks_;  // rows longer than planned (VQ)
     ParamLayout layout_, full_layout_;
     ZeroPlan plan_;
     bool fsdp_;      // stage 3 over more than one data rank: parameters and gradients streamed

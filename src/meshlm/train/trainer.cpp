@@ -243,8 +243,10 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const auto token_bytes = token_byte_lengths(*tokenizer, job.model.vocab_size);
 
     const Precision precision = parse_precision(tc.precision);
-    Learner learner(job.model, job.optim, B, T, tc.steps, &dp, job.parallel.zero_stage,
-                    &mesh.model_comm(), parse_recompute(tc.recompute), precision);
+    // Activations for the rows' model.vq.update_len chunks, not whole rows.
+    Learner learner(job.model, job.optim, B, job.model.chunk_len(T), tc.steps, &dp,
+                    job.parallel.zero_stage, &mesh.model_comm(), parse_recompute(tc.recompute),
+                    precision);
     long start_step = 0;
     std::uint64_t tokens_seen = 0;
     std::optional<double> best_val;
@@ -377,7 +379,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     // model.vq.update_len: a batch of T-token rows trains as n_update chunks of U tokens, one
     // optimizer step each, the VQ attention state carried from chunk to chunk (the seed's
     // truncated backpropagation); the batch is read at its first chunk into batch_tokens.
-    const int U = job.model.vq() && job.model.vq_update_len > 0 ? job.model.vq_update_len : T;
+    const int U = job.model.chunk_len(T);
     const long n_update = T / U;
     std::vector<std::int32_t> batch_tokens, batch_targets;
     if (n_update > 1) {
