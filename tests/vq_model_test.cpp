@@ -275,6 +275,17 @@ TEST(VqModel, LongRowsEvaluateInChunksAsWholeRows) {
             moved = std::max(moved, double(std::fabs(small.losses()[t] - want[U + t])));
         EXPECT_GT(moved, 1e-3);
 
+        // What `meshlm info` plans for the carried state is what a chunk boundary holds.
+        std::vector<kernels::VqAttnState> states(static_cast<std::size_t>(m.n_layer) * B);
+        small.set_vq_states(states.data(), B);
+        for (int c = 0; c < 2; ++c)
+            small.forward(params.data(), tokens.data() + c * U, targets.data() + c * U, B, U);
+        small.set_vq_states(nullptr, 0);
+        std::size_t held = 0;
+        for (const auto& st : states)
+            held += st.z.size() + st.v.size() + st.count.size() + st.mean.size();
+        EXPECT_EQ(held, vq_carried_state_floats(m, B));
+
         OptimConfig o;
         Learner learner(m, o, B, U, 10);
         learner.init_params(1);  // allocates; then overwritten

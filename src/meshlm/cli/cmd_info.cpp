@@ -60,9 +60,18 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
             return transformer_activation_floats(m, cfg.train.batch_size, U, M, r, p) * 4.0;
         };
         const double acts = acts_of(recompute, precision);
+        // Rows trained in chunks carry their attention state to the next step: every
+        // micro-batch's rows, plus the copy a training forward keeps for its backward.
+        const double carried = U < cfg.train.seq_len
+                                   ? 4.0 * static_cast<double>(vq_carried_state_floats(
+                                               m,
+                                               static_cast<std::size_t>(cfg.train.batch_size) *
+                                                   (cfg.train.grad_accum + 1),
+                                               M))
+                                   : 0.0;
         const char* prec_label =
             precision == Precision::bf16 ? "bf16 GEMMs, fp32 weights and state" : "fp32";
-        const double total = params + grads + optim + working + acts + runtime;
+        const double total = params + grads + optim + working + acts + carried + runtime;
         auto mem = [&](const char* what, double b) {
             std::printf("  %-26s %10.1f MiB  (%.3f GiB)\n", what, b / MiB, b / GiB);
         };
@@ -100,6 +109,11 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         char label[64];
         std::snprintf(label, sizeof label, "activations (B=%d, T=%d)", cfg.train.batch_size, U);
         mem(label, acts);
+        if (carried > 0) {
+            std::snprintf(label, sizeof label, "VQ state, %d rows",
+                          cfg.train.batch_size * (cfg.train.grad_accum + 1));
+            mem(label, carried);
+        }
         mem("runtime (binary, libraries)", runtime);
         mem("total", total);
         std::printf("activations by train.recompute and train.precision (total with each):\n");

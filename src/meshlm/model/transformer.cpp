@@ -95,6 +95,14 @@ std::size_t block_vector_floats(const Attention& attn, const Mlp& mlp, const VqA
     return 6 * C + v + mlp.h_width();
 }
 
+std::size_t vq_carried_state_floats(const ModelConfig& cfg, std::size_t rows, int model) {
+    const std::size_t dv = static_cast<std::size_t>(cfg.vq_value_width() / model);
+    const std::size_t per_layer =
+        (static_cast<std::size_t>(cfg.vq_block_len) + static_cast<std::size_t>(cfg.vq_codes)) *
+        (1 + dv);  // codes | counts, and values | means
+    return rows * static_cast<std::size_t>(cfg.n_layer) * per_layer;
+}
+
 std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, int model,
                                           Recompute recompute, Precision precision) {
     // Transformer::plan() takes the same buffers; its constructor checks the two agree.

@@ -57,6 +57,12 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
                                           Recompute recompute = Recompute::none,
                                           Precision precision = Precision::fp32);
 
+// Floats of the Transformer-VQ attention state (kernels::VqAttnState) that `rows` rows carry
+// between model.vq.update_len's chunks, every layer, on one of `model` ranks (the values are
+// split): at a chunk boundary, the previous block's codes and values and the compressed
+// cache's counts and means.
+std::size_t vq_carried_state_floats(const ModelConfig& cfg, std::size_t rows, int model = 1);
+
 class Transformer {
   public:
     // `mp` (outliving the model) is the model-parallel group; nullptr = one rank.
