@@ -7,9 +7,15 @@
 // Backward (recomputing s, a and z from qkv): dp_ij = dout_i.v_j, dv_j += p_ij dout_i;
 //   da_ij = dp_ij / t_norm, or (dp_ij - sum_k dp_ik p_ik) / (eps + z_i) when normalized;
 //   ds = a'(s) da;  dq_i = scale sum_j ds_ij k_j;  dk_j += scale ds_ij q_i.
-// One thread per (batch row, key/value head): the query heads sharing a key/value head add
-// into its dk and dv in a fixed order, so the result is deterministic for any thread count.
-// Memory: one row of T scores per thread.
+// Tiled: blocks of kBlk queries against blocks of kBlk keys, each product a GEMM (single-threaded
+// inside the parallel region). Without softmax's running maximum the sums need no rescaling:
+// the forward adds A V and z over the key blocks and divides once. The backward keeps one query
+// block's scores and probabilities for the whole row (2 kBlk T floats a thread); normalized
+// variants need c_i = sum_j dp_ij p_ij = dout_i . out_i, from the block's recomputed output.
+// One thread per (batch row, key/value head) in the backward: the query heads sharing a
+// key/value head add into its dk and dv in a fixed order, so the result is deterministic for any
+// thread count.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -26,35 +32,39 @@ using cpu::attn_act_value;
 using cpu::attn_normalized;
 using cpu::attn_sqrelu;
 
-float dot(const float* a, const float* b, int D) {
-    float s = 0.f;
-#pragma omp simd reduction(+ : s)
-    for (int d = 0; d < D; ++d) s += a[d] * b[d];
-    return s;
-}
+constexpr int kBlk = 64;
 
 struct Geometry {
     int T, H, Hkv, D, W;  // W: row width of qkv
-    const float* q(const float* qkv, int b, int i, int h) const {
-        return qkv + (static_cast<std::size_t>(b) * T + i) * W + static_cast<std::size_t>(h) * D;
-    }
+    std::size_t row(int b, int i) const { return (static_cast<std::size_t>(b) * T + i) * W; }
+    std::size_t q_col(int h) const { return static_cast<std::size_t>(h) * D; }
     std::size_t k_col(int g) const { return static_cast<std::size_t>(H + g) * D; }
     std::size_t v_col(int g) const { return static_cast<std::size_t>(H + Hkv + g) * D; }
 };
 
-// Row i of head h: a_j into a[0..i], returns the divisor of p (t_norm, or eps + z).
-float row_scores(const Geometry& g, const float* qkv, int b, int i, int h, int kv, float scale,
-                 float slope, const AttnActParams& act, float* s, float* a) {
-    const float* qi = g.q(qkv, b, i, h);
-    const bool sq = attn_sqrelu(act.act);
-    float z = 0.f;
-    for (int j = 0; j <= i; ++j) {
-        const float* kj = qkv + (static_cast<std::size_t>(b) * g.T + j) * g.W + g.k_col(kv);
-        s[j] = scale * dot(qi, kj, g.D) - slope * static_cast<float>(i - j);
-        a[j] = attn_act_value(sq, s[j]);
-        z += a[j];
+// Scores of queries [i0, i0 + m) of head h against keys [j0, j0 + n) of group kv into s (row
+// stride lds), and a = act(s) into a; a = 0 where j > i. Adds each row's sum of a into z.
+void block_scores(const Geometry& g, const float* qkv, int b, int h, int kv, int i0, int m, int j0,
+                  int n, float scale, float slope, bool sq, float* s, float* a, int lds, float* z) {
+    gemm(false, true, m, n, g.D, scale, qkv + g.row(b, i0) + g.q_col(h), g.W,
+         qkv + g.row(b, j0) + g.k_col(kv), g.W, 0.f, s, lds);
+    for (int r = 0; r < m; ++r) {
+        const int i = i0 + r;
+        float* sr = s + static_cast<std::size_t>(r) * lds;
+        float* ar = a + static_cast<std::size_t>(r) * lds;
+        float sum = 0.f;
+        for (int c = 0; c < n; ++c) {
+            const int j = j0 + c;
+            if (j > i) {
+                ar[c] = 0.f;
+                continue;
+            }
+            sr[c] -= slope * static_cast<float>(i - j);
+            ar[c] = attn_act_value(sq, sr[c]);
+            sum += ar[c];
+        }
+        z[r] += sum;
     }
-    return attn_normalized(act.act) ? act.eps + z : act.t_norm;
 }
 
 }  // namespace
@@ -65,30 +75,35 @@ void attention_act_forward(float* out, const float* qkv, int B, int T, int H, in
     MESHLM_CHECK(H % Hkv == 0, "query heads ", H, " not a multiple of key/value heads ", Hkv);
     if (scale <= 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
     const Geometry g{T, H, Hkv, D, (H + 2 * Hkv) * D};
-    const int G = H / Hkv;
+    const int G = H / Hkv, blocks = (T + kBlk - 1) / kBlk;
+    const bool sq = attn_sqrelu(act.act), norm = attn_normalized(act.act);
 #pragma omp parallel
     {
-        std::vector<float> s(T), a(T);
-#pragma omp for schedule(static) collapse(2)
+        std::vector<float> s(kBlk * kBlk), a(kBlk * kBlk), o(static_cast<std::size_t>(kBlk) * D),
+            z(kBlk);
+#pragma omp for schedule(dynamic, 1) collapse(3)
         for (int b = 0; b < B; ++b)
-            for (int h = 0; h < H; ++h) {
-                const int kv = h / G;
-                const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
-                for (int i = 0; i < T; ++i) {
-                    const float div =
-                        row_scores(g, qkv, b, i, h, kv, scale, slope, act, s.data(), a.data());
-                    float* o = out + (static_cast<std::size_t>(b) * T + i) * H * D +
-                               static_cast<std::size_t>(h) * D;
-                    std::memset(o, 0, D * sizeof(float));
-                    for (int j = 0; j <= i; ++j) {
-                        const float p = a[j] / div;
-                        const float* vj =
-                            qkv + (static_cast<std::size_t>(b) * T + j) * g.W + g.v_col(kv);
-#pragma omp simd
-                        for (int d = 0; d < D; ++d) o[d] += p * vj[d];
+            for (int h = 0; h < H; ++h)
+                for (int qb = 0; qb < blocks; ++qb) {
+                    const int kv = h / G, i0 = qb * kBlk, m = std::min(kBlk, T - i0);
+                    const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
+                    std::fill(z.begin(), z.end(), 0.f);
+                    for (int j0 = 0; j0 < i0 + m; j0 += kBlk) {
+                        const int n = std::min(kBlk, T - j0);
+                        block_scores(g, qkv, b, h, kv, i0, m, j0, n, scale, slope, sq, s.data(),
+                                     a.data(), kBlk, z.data());
+                        gemm(false, false, m, D, n, 1.f, a.data(), kBlk,
+                             qkv + g.row(b, j0) + g.v_col(kv), g.W, j0 == 0 ? 0.f : 1.f, o.data(),
+                             D);
+                    }
+                    for (int r = 0; r < m; ++r) {
+                        const float inv = 1.f / (norm ? act.eps + z[r] : act.t_norm);
+                        float* dst = out + (static_cast<std::size_t>(b) * T + i0 + r) * H * D +
+                                     static_cast<std::size_t>(h) * D;
+                        for (int d = 0; d < D; ++d)
+                            dst[d] = o[static_cast<std::size_t>(r) * D + d] * inv;
                     }
                 }
-            }
     }
 }
 
@@ -98,51 +113,82 @@ void attention_act_backward(float* dqkv, const float* dout, const float* qkv, in
     MESHLM_CHECK(act.act != AttnAct::softmax, "attention_act_backward: softmax has its own kernel");
     if (scale <= 0.f) scale = 1.f / std::sqrt(static_cast<float>(D));
     const Geometry g{T, H, Hkv, D, (H + 2 * Hkv) * D};
-    const int G = H / Hkv;
+    const int G = H / Hkv, blocks = (T + kBlk - 1) / kBlk;
     const bool sq = attn_sqrelu(act.act), norm = attn_normalized(act.act);
+    const std::size_t ldo = static_cast<std::size_t>(H) * D;  // row stride of out / dout
 #pragma omp parallel
     {
-        std::vector<float> s(T), a(T), dp(T);
+        // One query block's scores and probabilities against every key: kBlk x T each.
+        std::vector<float> s(static_cast<std::size_t>(kBlk) * T), p(s.size()), dp(kBlk * kBlk),
+            o(static_cast<std::size_t>(kBlk) * D), z(kBlk), inv(kBlk), c(kBlk);
 #pragma omp for schedule(static) collapse(2)
         for (int b = 0; b < B; ++b)
             for (int kv = 0; kv < Hkv; ++kv) {
                 for (int j = 0; j < T; ++j) {  // this group's dk, dv accumulate below
-                    float* row = dqkv + (static_cast<std::size_t>(b) * T + j) * g.W;
+                    float* row = dqkv + g.row(b, j);
                     std::memset(row + g.k_col(kv), 0, D * sizeof(float));
                     std::memset(row + g.v_col(kv), 0, D * sizeof(float));
                 }
                 for (int h = kv * G; h < (kv + 1) * G; ++h) {
                     const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
-                    for (int i = 0; i < T; ++i) {
-                        const float div =
-                            row_scores(g, qkv, b, i, h, kv, scale, slope, act, s.data(), a.data());
-                        const float* go = dout + (static_cast<std::size_t>(b) * T + i) * H * D +
-                                          static_cast<std::size_t>(h) * D;
-                        const float* qi = g.q(qkv, b, i, h);
-                        float c = 0.f;  // sum_j dp_j p_j (normalized only)
-                        for (int j = 0; j <= i; ++j) {
-                            const std::size_t rj = (static_cast<std::size_t>(b) * T + j) * g.W;
-                            dp[j] = dot(go, qkv + rj + g.v_col(kv), D);
-                            const float p = a[j] / div;
-                            c += dp[j] * p;
-                            float* dv = dqkv + rj + g.v_col(kv);
-#pragma omp simd
-                            for (int d = 0; d < D; ++d) dv[d] += p * go[d];
+                    for (int qb = 0; qb < blocks; ++qb) {
+                        const int i0 = qb * kBlk, m = std::min(kBlk, T - i0), keys = i0 + m;
+                        std::fill(z.begin(), z.end(), 0.f);
+                        for (int j0 = 0; j0 < keys; j0 += kBlk)
+                            block_scores(g, qkv, b, h, kv, i0, m, j0, std::min(kBlk, T - j0), scale,
+                                         slope, sq, s.data() + j0, p.data() + j0, T, z.data());
+                        for (int r = 0; r < m; ++r) {
+                            inv[r] = 1.f / (norm ? act.eps + z[r] : act.t_norm);
+                            float* pr = p.data() + static_cast<std::size_t>(r) * T;
+                            for (int j = 0; j < keys; ++j) pr[j] *= inv[r];
                         }
-                        float* dq = dqkv + (static_cast<std::size_t>(b) * T + i) * g.W +
-                                    static_cast<std::size_t>(h) * D;
-                        std::memset(dq, 0, D * sizeof(float));
-                        for (int j = 0; j <= i; ++j) {
-                            const float da = norm ? (dp[j] - c) / div : dp[j] / div;
-                            const float ds = scale * attn_act_grad(sq, s[j]) * da;
-                            const std::size_t rj = (static_cast<std::size_t>(b) * T + j) * g.W;
-                            const float* kj = qkv + rj + g.k_col(kv);
-                            float* dk = dqkv + rj + g.k_col(kv);
-#pragma omp simd
-                            for (int d = 0; d < D; ++d) {
-                                dq[d] += ds * kj[d];
-                                dk[d] += ds * qi[d];
+                        const float* go = dout + (static_cast<std::size_t>(b) * T + i0) * ldo +
+                                          static_cast<std::size_t>(h) * D;
+                        if (norm) {  // c_i = dout_i . out_i, out = P V
+                            gemm(false, false, m, D, keys, 1.f, p.data(), T,
+                                 qkv + g.row(b, 0) + g.v_col(kv), g.W, 0.f, o.data(), D);
+                            for (int r = 0; r < m; ++r) {
+                                float acc = 0.f;
+                                for (int d = 0; d < D; ++d)
+                                    acc += go[static_cast<std::size_t>(r) * ldo + d] *
+                                           o[static_cast<std::size_t>(r) * D + d];
+                                c[r] = acc;
                             }
+                        }
+                        float* dq = dqkv + g.row(b, i0) + g.q_col(h);
+                        for (int r = 0; r < m; ++r)
+                            std::memset(dq + static_cast<std::size_t>(r) * g.W, 0,
+                                        D * sizeof(float));
+                        for (int j0 = 0; j0 < keys; j0 += kBlk) {
+                            const int n = std::min(kBlk, T - j0);
+                            const float* vj = qkv + g.row(b, j0) + g.v_col(kv);
+                            // dv_j += P^T dout
+                            gemm(true, false, n, D, m, 1.f, p.data() + j0, T, go,
+                                 static_cast<int>(ldo), 1.f, dqkv + g.row(b, j0) + g.v_col(kv),
+                                 g.W);
+                            // dp = dout V^T, then ds = scale a'(s) da in place
+                            gemm(false, true, m, n, D, 1.f, go, static_cast<int>(ldo), vj, g.W, 0.f,
+                                 dp.data(), kBlk);
+                            for (int r = 0; r < m; ++r) {
+                                const int i = i0 + r;
+                                const float* sr = s.data() + static_cast<std::size_t>(r) * T + j0;
+                                float* dr = dp.data() + static_cast<std::size_t>(r) * kBlk;
+                                for (int cc = 0; cc < n; ++cc) {
+                                    if (j0 + cc > i) {
+                                        dr[cc] = 0.f;
+                                        continue;
+                                    }
+                                    const float da =
+                                        norm ? (dr[cc] - c[r]) * inv[r] : dr[cc] * inv[r];
+                                    dr[cc] = scale * attn_act_grad(sq, sr[cc]) * da;
+                                }
+                            }
+                            // dq += ds K;  dk_j += ds^T q
+                            gemm(false, false, m, D, n, 1.f, dp.data(), kBlk,
+                                 qkv + g.row(b, j0) + g.k_col(kv), g.W, 1.f, dq, g.W);
+                            gemm(true, false, n, D, m, 1.f, dp.data(), kBlk,
+                                 qkv + g.row(b, i0) + g.q_col(h), g.W, 1.f,
+                                 dqkv + g.row(b, j0) + g.k_col(kv), g.W);
                         }
                     }
                 }
