@@ -45,6 +45,9 @@ TEST_P(StepAllocations, TrainStepAndEvalAllocateNothing) {
         m.attention = "vq", m.position = "none", m.norm = "rmsnorm", m.norm_bias = false;
         m.mlp = "sqrelu", m.vq_block_len = 4, m.vq_codes = 8, m.vq_d_k = 8, m.vq_d_v = 32;
     }
+    if (GetParam() == "attn_act") {  // the non-softmax attention kernel keeps its scratch
+        m.attn_act = "norm_sqrelu", m.position = "alibi";
+    }
     OptimConfig o;
     if (GetParam() == "adafactor")  // its matrices factored: per-tensor sums, packed moments
         o.name = "adafactor", o.adafactor_min_dim_size_to_factor = 32;
@@ -74,7 +77,7 @@ TEST_P(StepAllocations, TrainStepAndEvalAllocateNothing) {
     EXPECT_GE(g_allocations.load(), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, StepAllocations, ::testing::Values("gpt2", "vq", "adafactor"));
+INSTANTIATE_TEST_SUITE_P(Models, StepAllocations, ::testing::Values("gpt2", "vq", "adafactor", "attn_act"));
 
 }  // namespace
 }  // namespace meshlm

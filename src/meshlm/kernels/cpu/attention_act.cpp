@@ -34,6 +34,13 @@ using cpu::attn_sqrelu;
 
 constexpr int kBlk = 64;
 
+// Per-thread scratch, grown to the largest shape seen and then kept: a step allocates nothing.
+thread_local std::vector<float> t_s, t_p, t_dp, t_o, t_z, t_inv, t_c;
+float* scratch(std::vector<float>& v, std::size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
+
 struct Geometry {
     int T, H, Hkv, D, W;  // W: row width of qkv
     std::size_t row(int b, int i) const { return (static_cast<std::size_t>(b) * T + i) * W; }
@@ -79,22 +86,23 @@ void attention_act_forward(float* out, const float* qkv, int B, int T, int H, in
     const bool sq = attn_sqrelu(act.act), norm = attn_normalized(act.act);
 #pragma omp parallel
     {
-        std::vector<float> s(kBlk * kBlk), a(kBlk * kBlk), o(static_cast<std::size_t>(kBlk) * D),
-            z(kBlk);
+        float* s = scratch(t_s, kBlk * kBlk);
+        float* a = scratch(t_p, kBlk * kBlk);
+        float* o = scratch(t_o, static_cast<std::size_t>(kBlk) * D);
+        float* z = scratch(t_z, kBlk);
 #pragma omp for schedule(dynamic, 1) collapse(3)
         for (int b = 0; b < B; ++b)
             for (int h = 0; h < H; ++h)
                 for (int qb = 0; qb < blocks; ++qb) {
                     const int kv = h / G, i0 = qb * kBlk, m = std::min(kBlk, T - i0);
                     const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
-                    std::fill(z.begin(), z.end(), 0.f);
+                    std::fill_n(z, kBlk, 0.f);
                     for (int j0 = 0; j0 < i0 + m; j0 += kBlk) {
                         const int n = std::min(kBlk, T - j0);
-                        block_scores(g, qkv, b, h, kv, i0, m, j0, n, scale, slope, sq, s.data(),
-                                     a.data(), kBlk, z.data());
-                        gemm(false, false, m, D, n, 1.f, a.data(), kBlk,
-                             qkv + g.row(b, j0) + g.v_col(kv), g.W, j0 == 0 ? 0.f : 1.f, o.data(),
-                             D);
+                        block_scores(g, qkv, b, h, kv, i0, m, j0, n, scale, slope, sq, s, a, kBlk,
+                                     z);
+                        gemm(false, false, m, D, n, 1.f, a, kBlk, qkv + g.row(b, j0) + g.v_col(kv),
+                             g.W, j0 == 0 ? 0.f : 1.f, o, D);
                     }
                     for (int r = 0; r < m; ++r) {
                         const float inv = 1.f / (norm ? act.eps + z[r] : act.t_norm);
@@ -119,8 +127,13 @@ void attention_act_backward(float* dqkv, const float* dout, const float* qkv, in
 #pragma omp parallel
     {
         // One query block's scores and probabilities against every key: kBlk x T each.
-        std::vector<float> s(static_cast<std::size_t>(kBlk) * T), p(s.size()), dp(kBlk * kBlk),
-            o(static_cast<std::size_t>(kBlk) * D), z(kBlk), inv(kBlk), c(kBlk);
+        float* s = scratch(t_s, static_cast<std::size_t>(kBlk) * T);
+        float* p = scratch(t_p, static_cast<std::size_t>(kBlk) * T);
+        float* dp = scratch(t_dp, kBlk * kBlk);
+        float* o = scratch(t_o, static_cast<std::size_t>(kBlk) * D);
+        float* z = scratch(t_z, kBlk);
+        float* inv = scratch(t_inv, kBlk);
+        float* c = scratch(t_c, kBlk);
 #pragma omp for schedule(static) collapse(2)
         for (int b = 0; b < B; ++b)
             for (int kv = 0; kv < Hkv; ++kv) {
@@ -133,20 +146,20 @@ void attention_act_backward(float* dqkv, const float* dout, const float* qkv, in
                     const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
                     for (int qb = 0; qb < blocks; ++qb) {
                         const int i0 = qb * kBlk, m = std::min(kBlk, T - i0), keys = i0 + m;
-                        std::fill(z.begin(), z.end(), 0.f);
+                        std::fill_n(z, kBlk, 0.f);
                         for (int j0 = 0; j0 < keys; j0 += kBlk)
                             block_scores(g, qkv, b, h, kv, i0, m, j0, std::min(kBlk, T - j0), scale,
-                                         slope, sq, s.data() + j0, p.data() + j0, T, z.data());
+                                         slope, sq, s + j0, p + j0, T, z);
                         for (int r = 0; r < m; ++r) {
                             inv[r] = 1.f / (norm ? act.eps + z[r] : act.t_norm);
-                            float* pr = p.data() + static_cast<std::size_t>(r) * T;
+                            float* pr = p + static_cast<std::size_t>(r) * T;
                             for (int j = 0; j < keys; ++j) pr[j] *= inv[r];
                         }
                         const float* go = dout + (static_cast<std::size_t>(b) * T + i0) * ldo +
                                           static_cast<std::size_t>(h) * D;
                         if (norm) {  // c_i = dout_i . out_i, out = P V
-                            gemm(false, false, m, D, keys, 1.f, p.data(), T,
-                                 qkv + g.row(b, 0) + g.v_col(kv), g.W, 0.f, o.data(), D);
+                            gemm(false, false, m, D, keys, 1.f, p, T,
+                                 qkv + g.row(b, 0) + g.v_col(kv), g.W, 0.f, o, D);
                             for (int r = 0; r < m; ++r) {
                                 float acc = 0.f;
                                 for (int d = 0; d < D; ++d)
@@ -163,16 +176,15 @@ void attention_act_backward(float* dqkv, const float* dout, const float* qkv, in
                             const int n = std::min(kBlk, T - j0);
                             const float* vj = qkv + g.row(b, j0) + g.v_col(kv);
                             // dv_j += P^T dout
-                            gemm(true, false, n, D, m, 1.f, p.data() + j0, T, go,
-                                 static_cast<int>(ldo), 1.f, dqkv + g.row(b, j0) + g.v_col(kv),
-                                 g.W);
+                            gemm(true, false, n, D, m, 1.f, p + j0, T, go, static_cast<int>(ldo),
+                                 1.f, dqkv + g.row(b, j0) + g.v_col(kv), g.W);
                             // dp = dout V^T, then ds = scale a'(s) da in place
                             gemm(false, true, m, n, D, 1.f, go, static_cast<int>(ldo), vj, g.W, 0.f,
-                                 dp.data(), kBlk);
+                                 dp, kBlk);
                             for (int r = 0; r < m; ++r) {
                                 const int i = i0 + r;
-                                const float* sr = s.data() + static_cast<std::size_t>(r) * T + j0;
-                                float* dr = dp.data() + static_cast<std::size_t>(r) * kBlk;
+                                const float* sr = s + static_cast<std::size_t>(r) * T + j0;
+                                float* dr = dp + static_cast<std::size_t>(r) * kBlk;
                                 for (int cc = 0; cc < n; ++cc) {
                                     if (j0 + cc > i) {
                                         dr[cc] = 0.f;
@@ -184,9 +196,9 @@ void attention_act_backward(float* dqkv, const float* dout, const float* qkv, in
                                 }
                             }
                             // dq += ds K;  dk_j += ds^T q
-                            gemm(false, false, m, D, n, 1.f, dp.data(), kBlk,
+                            gemm(false, false, m, D, n, 1.f, dp, kBlk,
                                  qkv + g.row(b, j0) + g.k_col(kv), g.W, 1.f, dq, g.W);
-                            gemm(true, false, n, D, m, 1.f, dp.data(), kBlk,
+                            gemm(true, false, n, D, m, 1.f, dp, kBlk,
                                  qkv + g.row(b, i0) + g.q_col(h), g.W, 1.f,
                                  dqkv + g.row(b, j0) + g.k_col(kv), g.W);
                         }
