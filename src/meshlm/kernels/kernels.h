@@ -227,6 +227,8 @@ struct VqAttnState {
     std::vector<std::int32_t> z;     // codes of the window [window_start(pos), pos)
     std::vector<float> v;            // its values, rows of dv
     std::vector<float> count, mean;  // the cache: S, and S x dv (empty = all zero)
+    // Back to an empty sequence at position 0, keeping the vectors' capacity (no allocation).
+    void clear() { pos = 0, z.clear(), v.clear(), count.clear(), mean.clear(); }
 };
 // First position of the window of the token at `pos`: the start of the previous block.
 inline std::int64_t vq_window_start(std::int64_t pos, int L) {

@@ -8,6 +8,13 @@
 
 namespace meshlm {
 
+void copy_row_chunk(const std::int32_t* rows_of_t, int rows, int T, int c, int U,
+                    std::int32_t* out) {
+    const std::size_t u = static_cast<std::size_t>(U), row = static_cast<std::size_t>(T);
+    for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r)
+        std::copy_n(rows_of_t + r * row + static_cast<std::size_t>(c) * u, u, out + r * u);
+}
+
 ChunkedLosses::ChunkedLosses(Transformer& model, int U, BatchLosses chunk)
     : model_(model), U_(U), chunk_(std::move(chunk)) {
     MESHLM_CHECK(model.config().vq(), "only Transformer-VQ carries a state across chunks");
@@ -29,8 +36,7 @@ const float* ChunkedLosses::operator()(const std::int32_t* tokens, const std::in
     const std::size_t R = static_cast<std::size_t>(rows), U = static_cast<std::size_t>(U_),
                       row = static_cast<std::size_t>(T);
     states_.resize(static_cast<std::size_t>(model_.config().n_layer) * R);
-    for (auto& st : states_)  // every row starts afresh; the vectors keep their capacity
-        st.pos = 0, st.z.clear(), st.v.clear(), st.count.clear(), st.mean.clear();
+    for (auto& st : states_) st.clear();  // every row starts afresh
     tokens_.resize(R * U), targets_.resize(R * U), losses_.resize(R * row);
     // The states must not outlive this call on the model, whatever the chunks throw.
     struct Detach {
@@ -40,10 +46,8 @@ const float* ChunkedLosses::operator()(const std::int32_t* tokens, const std::in
     model_.set_vq_states(states_.data(), rows);
     for (int c = 0; c < n; ++c) {
         const std::size_t at = static_cast<std::size_t>(c) * U;
-        for (std::size_t r = 0; r < R; ++r) {
-            std::copy_n(tokens + r * row + at, U, tokens_.data() + r * U);
-            std::copy_n(targets + r * row + at, U, targets_.data() + r * U);
-        }
+        copy_row_chunk(tokens, rows, T, c, U_, tokens_.data());
+        copy_row_chunk(targets, rows, T, c, U_, targets_.data());
         const float* l = chunk_(tokens_.data(), targets_.data(), rows, U_);
         for (std::size_t r = 0; r < R; ++r)
             std::copy_n(l + r * U, U, losses_.data() + r * row + at);

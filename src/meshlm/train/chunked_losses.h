@@ -13,6 +13,10 @@
 
 namespace meshlm {
 
+// Chunk c (U tokens) of each of `rows` rows of T ids, packed as (rows, U).
+void copy_row_chunk(const std::int32_t* rows_of_t, int rows, int T, int c, int U,
+                    std::int32_t* out);
+
 class ChunkedLosses {
   public:
     // chunk: per-token losses of (rows, U) ids by a forward of `model` (rows == 0 runs only its

@@ -128,8 +128,7 @@ class Learner {
     // no gradient); reset_vq_carry() starts every row afresh (a new batch).
     void set_vq_carry(bool on) { carry_on_ = on, carry_.clear(); }
     void reset_vq_carry() {
-        for (auto& st : carry_)  // emptied in place: the vectors keep their capacity
-            st.pos = 0, st.z.clear(), st.v.clear(), st.count.clear(), st.mean.clear();
+        for (auto& st : carry_) st.clear();
     }
 
     // One optimizer step over `micro` micro-batches of (B, T) rows of this rank; tokens and

@@ -30,6 +30,7 @@
 #include "meshlm/parallel/threads.h"
 #include "meshlm/train/all_ranks.h"
 #include "meshlm/train/checkpoint.h"
+#include "meshlm/train/chunked_losses.h"
 #include "meshlm/train/evaluate.h"
 #include "meshlm/train/final_weights.h"
 #include "meshlm/train/init_from.h"
@@ -452,11 +453,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         }
         if (n_update > 1) {
             if (chunk == 0) learner.reset_vq_carry();
-            for (std::size_t r = 0; r < static_cast<std::size_t>(accum) * B; ++r) {
-                const std::size_t from = r * T + static_cast<std::size_t>(chunk) * U;
-                std::copy_n(batch_tok + from, U, tokens.data() + r * U);
-                std::copy_n(batch_tgt + from, U, targets.data() + r * U);
-            }
+            copy_row_chunk(batch_tok, accum * B, T, chunk, U, tokens.data());
+            copy_row_chunk(batch_tgt, accum * B, T, chunk, U, targets.data());
         }
         fault_point(world.rank(), "train_step", step + 1);
         mesh.reset_bytes_sent();
