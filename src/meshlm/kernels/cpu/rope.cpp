@@ -8,8 +8,10 @@
 // Angles: a_i = float(p) * inv_freq[i] rounded to float, exactly HF transformers' float32
 // `pos @ inv_freq`; cos and sin of that float angle are evaluated in double and rounded once,
 // so each is the correctly rounded value (HF's float32 cos/sin can be an ulp off).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/kernels.h"
@@ -19,6 +21,20 @@ namespace {
 
 constexpr int kMaxPairs = 512;
 
+// cos and sin of pair i at position p: the angle float(p) * inv_freq[i] rounded to float, its
+// cos and sin in double rounded once.
+inline void angles(int p, int half, const float* inv_freq, float* cs, float* sn) {
+    for (int i = 0; i < half; ++i) {
+        const float a = static_cast<float>(p) * inv_freq[i];
+        cs[i] = static_cast<float>(std::cos(static_cast<double>(a)));
+        sn[i] = static_cast<float>(std::sin(static_cast<double>(a)));
+    }
+}
+
+// Rows at positions n % T (no position list) share T distinct angle rows: computed once per
+// call into this thread-kept table (grown once: a step allocates nothing).
+thread_local std::vector<float> t_table;
+
 template <bool kForward>
 void rope(float* x, int ld, const int32_t* pos, int N, int T, int heads, int D, int rope_dim,
           bool interleaved, const float* inv_freq) {
@@ -27,17 +43,34 @@ void rope(float* x, int ld, const int32_t* pos, int N, int T, int heads, int D, 
     MESHLM_CHECK(pos != nullptr || T >= 1, "rope without positions needs T >= 1");
     const int half = rope_dim / 2;
     if (half == 0) return;
-        // Trig per row costs rope_dim / 2 sincos; a few rows (decoding) stay on one thread.
-#pragma omp parallel for schedule(static) if (static_cast <long>(N) * heads * D >= 32768)
+    const bool big = static_cast<long>(N) * heads * D >= 32768;
+    // Without a position list, N / T rows share each position: their angles once, in a table
+    // of T rows of cos | sin (filled in parallel, read by every thread below).
+    const bool shared = !pos && N > T;
+    float* table = nullptr;
+    if (shared) {
+        const std::size_t need = static_cast<std::size_t>(T) * 2 * half;
+        if (t_table.size() < need) t_table.resize(need);
+        table = t_table.data();
+#pragma omp parallel for schedule(static) if (big)
+        for (int t = 0; t < T; ++t)
+            angles(t, half, inv_freq, table + static_cast<std::size_t>(t) * 2 * half,
+                   table + static_cast<std::size_t>(t) * 2 * half + half);
+    }
+    // Trig per row costs rope_dim / 2 sincos; a few rows (decoding) stay on one thread.
+#pragma omp parallel for schedule(static) if (big)
     for (int n = 0; n < N; ++n) {
         const int p = pos ? pos[n] : n % T;
         float cs[kMaxPairs], sn[kMaxPairs];
-        for (int i = 0; i < half; ++i) {
-            const float a = static_cast<float>(p) * inv_freq[i];
-            cs[i] = static_cast<float>(std::cos(static_cast<double>(a)));
-            sn[i] = static_cast<float>(std::sin(static_cast<double>(a)));
-            if (!kForward) sn[i] = -sn[i];  // rotation by -a
+        if (shared) {
+            const float* row = table + static_cast<std::size_t>(p) * 2 * half;
+            std::copy_n(row, half, cs);
+            std::copy_n(row + half, half, sn);
+        } else {
+            angles(p, half, inv_freq, cs, sn);
         }
+        if (!kForward)
+            for (int i = 0; i < half; ++i) sn[i] = -sn[i];  // rotation by -a
         const int stride = interleaved ? 2 : 1, partner = interleaved ? 1 : half;
         for (int h = 0; h < heads; ++h) {
             float* r = x + static_cast<std::size_t>(n) * ld + static_cast<std::size_t>(h) * D;
