@@ -65,10 +65,10 @@ wait "$PID" || { cat "$RUN/meshlm.log" >&2; echo "meshlm failed" >&2; exit 1; }
 rm -f "$RUN"/run/*.safetensors
 perf report -i "$RUN/perf.data" --no-children --sort dso,sym --stdio 2>/dev/null >"$RUN/report.txt"
 
-python3 - "$RUN" "$PRECISION" "$STEPS" <<'EOF'
+python3 - "$RUN" "$PRECISION" "$STEPS" "$(basename "$MESHLM_CONFIG" .yaml)" <<'EOF'
 import json, re, statistics, sys
 
-run, precision, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+run, precision, steps, model = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 recs = [json.loads(l) for l in open(f"{run}/run/metrics.jsonl") if l.strip()]
 tps = [r["tokens_per_s"] for r in recs if "tokens_per_s" in r and r["step"] > 2]
 step_tokens = None
@@ -104,7 +104,7 @@ for line in open(f"{run}/report.txt"):
         name = kernel_name(sym) if dso == "meshlm" else f"{kernel_name(sym)} ({dso})"
     rows[name] = rows.get(name, 0.0) + pct
 total = sum(rows.values())
-print(f"\n== where a {precision} GPT-2-small step goes ({len(tps)} steps sampled"
+print(f"\n== where a {precision} {model} step goes ({len(tps)} steps sampled"
       + (f", {step_s:.2f} s per step" if step_s else "") + ")")
 print(f"{'share':>7}  {'s/step':>7}  kernel")
 other = 0.0

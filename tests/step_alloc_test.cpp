@@ -77,7 +77,8 @@ TEST_P(StepAllocations, TrainStepAndEvalAllocateNothing) {
     EXPECT_GE(g_allocations.load(), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, StepAllocations, ::testing::Values("gpt2", "vq", "adafactor", "attn_act"));
+INSTANTIATE_TEST_SUITE_P(Models, StepAllocations,
+                         ::testing::Values("gpt2", "vq", "adafactor", "attn_act"));
 
 }  // namespace
 }  // namespace meshlm

@@ -244,10 +244,12 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const auto token_bytes = token_byte_lengths(*tokenizer, job.model.vocab_size);
 
     const Precision precision = parse_precision(tc.precision);
-    // Activations for the rows' model.vq.update_len chunks, not whole rows.
-    Learner learner(job.model, job.optim, B, job.model.chunk_len(T), tc.steps, &dp,
-                    job.parallel.zero_stage, &mesh.model_comm(), parse_recompute(tc.recompute),
-                    precision);
+    // model.vq.update_len: a batch of T-token rows trains as n_update chunks of U tokens, one
+    // optimizer step each, the VQ attention state carried from chunk to chunk (the seed's
+    // truncated backpropagation). Activations are planned for a chunk, not a whole row.
+    const int U = job.model.chunk_len(T);
+    Learner learner(job.model, job.optim, B, U, tc.steps, &dp, job.parallel.zero_stage,
+                    &mesh.model_comm(), parse_recompute(tc.recompute), precision);
     long start_step = 0;
     std::uint64_t tokens_seen = 0;
     std::optional<double> best_val;
@@ -377,10 +379,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     if (writer) metrics.emplace(job.run_dir + "/metrics.jsonl", resume ? start_step : -1);
     const std::size_t per_micro = static_cast<std::size_t>(B) * T;
     std::vector<std::int32_t> tokens(per_micro * accum), targets(per_micro * accum);
-    // model.vq.update_len: a batch of T-token rows trains as n_update chunks of U tokens, one
-    // optimizer step each, the VQ attention state carried from chunk to chunk (the seed's
-    // truncated backpropagation); the batch is read at its first chunk into batch_tokens.
-    const int U = job.model.chunk_len(T);
+    // With chunks the batch is read at its first chunk into batch_tokens.
     const long n_update = T / U;
     std::vector<std::int32_t> batch_tokens, batch_targets;
     if (n_update > 1) {
