@@ -56,6 +56,11 @@ def parse_args():
                    choices=["PASSIVE", "ACTIVE", "unset", "env"],
                    help="OMP_WAIT_POLICY to run under (re-executes the script); 'unset' runs "
                         "under libgomp's default, 'env' keeps whatever the environment has")
+    p.add_argument("--thp", default="on", choices=["on", "off", "env"],
+                   help="'on': THP_MEM_ALLOC_ENABLE=1, PyTorch's CPU allocator puts tensors of "
+                        "2 MiB and more on 2 MiB boundaries and advises transparent huge pages "
+                        "for them (as meshlm does for its big buffers); 'off': unset; 'env': "
+                        "leave it alone")
     p.add_argument("--malloc", default="keep", choices=["keep", "default", "env"],
                    help="'keep': glibc malloc tunables that keep freed memory in the process "
                         "(no mmap for big blocks, no trimming) instead of returning it to the "
@@ -84,11 +89,16 @@ def maybe_reexec(args):
         env.pop("OMP_WAIT_POLICY", None)
         if args.omp_wait_policy != "unset":
             env["OMP_WAIT_POLICY"] = args.omp_wait_policy
+    if args.thp != "env":
+        env.pop("THP_MEM_ALLOC_ENABLE", None)
+        if args.thp == "on":
+            env["THP_MEM_ALLOC_ENABLE"] = "1"
     if args.malloc != "env":
         env.pop("GLIBC_TUNABLES", None)
         if args.malloc == "keep":
             env["GLIBC_TUNABLES"] = MALLOC_KEEP
-    if all(env.get(k) == os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GLIBC_TUNABLES")):
+    if all(env.get(k) == os.environ.get(k)
+           for k in ("OMP_WAIT_POLICY", "GLIBC_TUNABLES", "THP_MEM_ALLOC_ENABLE")):
         return
     env["MESHLM_BENCH_REEXEC"] = "1"
     sys.stdout.flush()
@@ -280,6 +290,7 @@ def main():
         "threads": torch.get_num_threads(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
+        "thp_alloc": os.environ.get("THP_MEM_ALLOC_ENABLE") == "1",
         "sdpa": HAS_SDPA,
         "config": {"layers": L, "width": d, "heads": a.heads, "vocab": V, "context": a.context,
                    "batch": a.batch, "seq": T, "warmup": a.warmup, "steps": a.steps},

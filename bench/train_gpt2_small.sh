@@ -31,9 +31,10 @@
 #                  train.peak_gflops). Default: the peak meshlm measures at start-up (it prints
 #                  "fp32 peak N GFLOP/s"), reused for PyTorch so both MFUs share a denominator.
 #   OMP_WAIT_POLICY_TORCH  OpenMP wait policy for PyTorch (default PASSIVE; llama: unset) and
-#   TORCH_MALLOC   glibc malloc setting for PyTorch (default keep): PyTorch's fastest settings
-#                  here, see bench/README.md and pytorch_gpt2_train.py --help. meshlm runs under
-#                  the caller's environment.
+#   TORCH_MALLOC   glibc malloc setting for PyTorch (default keep) and
+#   TORCH_THP      its huge-page allocation, THP_MEM_ALLOC_ENABLE (default on): PyTorch's
+#                  fastest settings here, see bench/README.md and pytorch_gpt2_train.py --help.
+#                  meshlm runs under the caller's environment.
 #   TORCH_COMPILE=1  llama: torch.compile the PyTorch model (default off, see bench/README.md)
 #   OUT_DIR        where run directories and logs go (default bench/out, git-ignored)
 #   KEEP_CHECKPOINT=1  keep meshlm's final model.safetensors (deleted by default)
@@ -44,6 +45,7 @@ cd "$ROOT"
 MESHLM_BIN="${MESHLM_BIN:-$ROOT/build/meshlm}"
 OUT_DIR="${OUT_DIR:-$ROOT/bench/out}"
 TORCH_MALLOC="${TORCH_MALLOC:-keep}"
+TORCH_THP="${TORCH_THP:-on}"
 ARCH=gpt2
 STEPS=6
 BATCH=4
@@ -238,7 +240,7 @@ if (( RUN_TORCH )); then
     tcmd=("$PYTHON" "$PEER" --warmup 1 --steps $((STEPS - 1))
           --batch "$BATCH" --seq "$SEQ" --threads "$THREADS" --layers "$LAYERS"
           --width "$WIDTH" --heads "$HEADS" --vocab "$VOCAB" --omp-wait-policy "$TORCH_WAIT"
-          --malloc "$TORCH_MALLOC")
+          --malloc "$TORCH_MALLOC" --thp "$TORCH_THP")
     if [[ "$ARCH" == gpt2 ]]; then tcmd+=(--precision "$PRECISION"); fi
     if [[ "$ARCH" == llama ]]; then
       tcmd+=(--kv-heads "$KV_HEADS" --ff "$FF")
@@ -318,6 +320,7 @@ if t_ok:
                       n=len(j.get("step_s", [])), torch=j["torch"], load=load,
                       wait=j.get("omp_wait_policy"), prec=precision,
                       malloc="keep" if j.get("glibc_tunables") else "glibc default",
+                      thp=j.get("thp_alloc"),
                       compile=j.get("compile"), mkl_amd=j.get("mkl_amd"),
                       fused=j.get("fused_adamw"))
 
@@ -368,6 +371,8 @@ for name, r in rows.items():
         notes += f"; meshlm's own MFU {100 * r['self_mfu']:.1f}%"
     if name.startswith("pytorch"):
         notes += f"; torch {r['torch']}, OMP_WAIT_POLICY={r['wait'] or 'unset'}, malloc {r['malloc']}"
+        if r.get("thp"):
+            notes += ", THP_MEM_ALLOC_ENABLE=1"
         if r.get("fused"):
             notes += ", fused AdamW"
         if r.get("compile"):

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,57 @@ TEST(Clipping, NormScalesAndValueClamps) {
     g = g0;
     clip_gradients(cfg, g.data(), g.size());
     EXPECT_EQ(g, g0);
+}
+
+// Norm clipping folded into AdamW and Lion (the trainer's path) updates bitwise as clipping the
+// gradients first, over steps where the clip acts and where it does not; value clipping and
+// Adafactor never fold.
+TEST(Clipping, FoldedIntoTheOptimizerIsBitwiseClippingFirst) {
+    const std::size_t n = 1000;
+    std::vector<float> p0(n);
+    for (std::size_t i = 0; i < n; ++i) p0[i] = std::sin(0.37f * static_cast<float>(i));
+    for (const char* name : {"adamw", "lion"}) {
+        OptimConfig cfg;
+        cfg.name = name;
+        cfg.grad_clip = 1.f;
+        cfg.weight_decay = 0.1f;
+        const std::vector<ParamGroup> groups = {{0, 600, true}, {600, 400, false}};
+        Optimizer scaled(cfg, groups, n), folded(cfg, groups, n);
+        ASSERT_TRUE(folded.folds_grad_scale());
+        std::vector<float> pa = p0, pb = p0;
+        for (int t = 0; t < 6; ++t) {
+            const float size = t % 2 ? 0.01f : 3.f;  // odd steps: under the threshold
+            std::vector<float> ga(n), gb;
+            for (std::size_t i = 0; i < n; ++i)
+                ga[i] = size * std::cos(0.11f * static_cast<float>(i * (t + 1)));
+            gb = ga;
+            const float na = clip_gradients(cfg, ga.data(), n);
+            float factor = 0.f;
+            const float nb = clip_gradients(cfg, gb.data(), n, &factor);
+            ASSERT_EQ(na, nb);
+            if (t % 2) {
+                EXPECT_EQ(factor, 1.f);
+            } else {
+                EXPECT_LT(factor, 1.f);
+                EXPECT_NE(ga, gb);  // folded: the gradients stay as they were
+            }
+            scaled.step(pa.data(), ga.data(), 1e-2f);
+            folded.step(pb.data(), gb.data(), 1e-2f, factor);
+            ASSERT_EQ(pa, pb) << name << " step " << t;
+            ASSERT_EQ(0, std::memcmp(scaled.m(), folded.m(), n * sizeof(float)));
+        }
+    }
+    OptimConfig value;
+    value.grad_clip = 1.f;
+    value.clip_mode = "value";
+    std::vector<float> g = {3.f, -4.f};
+    float factor = 0.f;
+    clip_gradients(value, g.data(), g.size(), &factor);
+    EXPECT_EQ(factor, 1.f);
+    EXPECT_EQ(g, (std::vector<float>{1.f, -1.f}));
+    OptimConfig ada;
+    ada.name = "adafactor";
+    EXPECT_FALSE(Optimizer(ada, {{0, 2, true}}, 2).folds_grad_scale());
 }
 
 // Each schedule at chosen steps, the expected values worked out by hand from the formulas in

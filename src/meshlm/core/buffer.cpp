@@ -1,5 +1,7 @@
 #include "meshlm/core/buffer.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -13,11 +15,17 @@ void AlignedFree::operator()(void* p) const noexcept {
 
 void* aligned_alloc_zeroed(std::size_t bytes) {
     if (bytes == 0) return nullptr;
-    std::size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
+    // Big buffers (weights, gradients, moments, the activation arena, the logits) start on a
+    // 2 MiB boundary and ask for transparent huge pages before their first touch: GEMMs and the
+    // optimizer stream hundreds of MiB through them, and with 4 KiB pages the TLB misses cost
+    // ~2 % of a step (bench/README.md). Where THP is off, madvise fails and nothing changes.
+    const std::size_t align = bytes >= kHugeBufferBytes ? kHugePageBytes : 64;
+    const std::size_t rounded = (bytes + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, rounded);
     if (!p)
         throw Error(detail::concat("out of memory allocating ", bytes, " bytes (",
                                    static_cast<double>(bytes) / (1 << 30), " GiB)"));
+    if (align == kHugePageBytes) madvise(p, rounded, MADV_HUGEPAGE);
     std::memset(p, 0, rounded);
     return p;
 }

@@ -12,7 +12,12 @@ struct AlignedFree {
     void operator()(void* p) const noexcept;
 };
 
-// Allocates `bytes` with 64-byte alignment, zero-filled. Throws on failure.
+// The huge page size, and the size from which a buffer is placed and advised for them.
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+inline constexpr std::size_t kHugeBufferBytes = 2 * kHugePageBytes;
+
+// Allocates `bytes` zero-filled, 64-byte aligned; from kHugeBufferBytes on, 2 MiB aligned and
+// advised for transparent huge pages (MADV_HUGEPAGE). Throws on failure.
 void* aligned_alloc_zeroed(std::size_t bytes);
 
 template <typename T>

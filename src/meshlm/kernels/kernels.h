@@ -267,13 +267,16 @@ void clamp(float* x, float limit, std::size_t n);
 // One AdamW step on a contiguous range. Decoupled weight decay (PyTorch AdamW):
 // p -= lr*wd*p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// with g = grad_scale * g[i] (norm clipping's factor, folded in: bitwise what scaling the
+// gradients first gives, without the pass over them).
 void adamw(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float beta1,
-           float beta2, float eps, float weight_decay, long step);
+           float beta2, float eps, float weight_decay, long step, float grad_scale = 1.f);
 
 // One Lion step (Chen et al. 2023) on a contiguous range, decoupled weight decay:
 // u = sign(b1 m + (1-b1) g);  m = b2 m + (1-b2) g;  p -= lr * (u + wd * p)
+// with g = grad_scale * g[i], as adamw.
 void lion(float* p, const float* g, float* m, std::size_t n, float lr, float beta1, float beta2,
-          float weight_decay);
+          float weight_decay, float grad_scale = 1.f);
 
 // Adafactor's passes (cpu/adafactor.cpp has the whole algorithm; the optimizer adds the sums
 // over the ranks between them). A MatrixRun is n elements of a row-major block [*, width] of a

@@ -103,33 +103,40 @@ float Optimizer::group_decay(const ParamGroup& g) const {
     return decay_per_lr(cfg_, cfg_.weight_decay) / (independent ? g.lr_scale : 1.f);
 }
 
-void Optimizer::step(float* params, const float* grads, float lr) {
+void Optimizer::step(float* params, const float* grads, float lr, float grad_scale) {
+    MESHLM_CHECK(grad_scale == 1.f || folds_grad_scale(), "optimizer ", cfg_.name,
+                 " takes its gradients scaled (grad_scale ", grad_scale, ")");
     ++step_;
     if (cfg_.name == "adafactor") return adafactor_step(params, grads, lr);
     for (const ParamGroup& g : groups_) {
         const float lr_g = group_lr(g, lr), wd_g = group_decay(g);
         if (!slots_.v)
             kernels::lion(params + g.offset, grads + g.offset, m_.data() + g.offset, g.numel, lr_g,
-                          cfg_.beta1, cfg_.beta2, wd_g);
+                          cfg_.beta1, cfg_.beta2, wd_g, grad_scale);
         else
             kernels::adamw(params + g.offset, grads + g.offset, m_.data() + g.offset,
                            v_.data() + g.offset, g.numel, lr_g, cfg_.beta1, cfg_.beta2,
-                           cfg_.eps * g.eps_scale, wd_g, step_);
+                           cfg_.eps * g.eps_scale, wd_g, step_, grad_scale);
     }
 }
 
-void apply_clip(const OptimConfig& cfg, float* grads, std::size_t n, float norm) {
+float apply_clip(const OptimConfig& cfg, float* grads, std::size_t n, float norm, bool fold) {
     const float max = cfg.grad_clip;
-    if (max <= 0) return;
-    if (cfg.clip_mode == "value")
+    if (max <= 0) return 1.f;
+    if (cfg.clip_mode == "value") {
         kernels::clamp(grads, max, n);
-    else if (norm > max)
-        kernels::scale(grads, max / (norm + 1e-6f), n);
+    } else if (norm > max) {
+        const float factor = max / (norm + 1e-6f);
+        if (fold) return factor;
+        kernels::scale(grads, factor, n);
+    }
+    return 1.f;
 }
 
-float clip_gradients(const OptimConfig& cfg, float* grads, std::size_t n) {
+float clip_gradients(const OptimConfig& cfg, float* grads, std::size_t n, float* folded) {
     const float norm = static_cast<float>(std::sqrt(kernels::sum_squares(grads, n)));
-    apply_clip(cfg, grads, n, norm);
+    const float factor = apply_clip(cfg, grads, n, norm, folded != nullptr);
+    if (folded) *folded = factor;
     return norm;
 }
 

@@ -54,8 +54,13 @@ class Optimizer {
               AdafactorPlan plan = {}, bool flat = false);
 
     // One update with learning rate lr; increments the step count (bias correction uses it).
-    // Adafactor calls the tensor sum twice, on every rank alike.
-    void step(float* params, const float* grads, float lr);
+    // The gradients enter as grad_scale * grads (norm clipping's factor, see apply_clip); only
+    // an optimizer that folds_grad_scale() takes a factor other than 1. Adafactor calls the
+    // tensor sum twice, on every rank alike.
+    void step(float* params, const float* grads, float lr, float grad_scale = 1.f);
+    // AdamW and Lion apply a gradient scale as they read the gradients; Adafactor, whose passes
+    // read them several times, takes them scaled.
+    bool folds_grad_scale() const { return cfg_.name != "adafactor"; }
 
     long steps_taken() const { return step_; }
     // Resuming from a checkpoint: the state is restored through m() / v() / stats().
@@ -101,9 +106,13 @@ class Optimizer {
 
 // Clips grads by cfg.clip_mode at cfg.grad_clip (0 = off) given their global L2 norm `norm`:
 // norm: scale by grad_clip / (norm + 1e-6) when norm > grad_clip (clip_grad_norm_'s factor);
-// value: clamp every element to [-grad_clip, grad_clip].
-void apply_clip(const OptimConfig& cfg, float* grads, std::size_t n, float norm);
-// The global L2 norm of grads, then apply_clip; returns the norm before clipping.
-float clip_gradients(const OptimConfig& cfg, float* grads, std::size_t n);
+// value: clamp every element to [-grad_clip, grad_clip]. With `fold` (the optimizer
+// folds_grad_scale()), norm clipping's factor is returned for Optimizer::step instead of being
+// applied, which saves a read and a write of every gradient; otherwise returns 1.
+float apply_clip(const OptimConfig& cfg, float* grads, std::size_t n, float norm,
+                 bool fold = false);
+// The global L2 norm of grads, then apply_clip; returns the norm before clipping. With
+// `folded`, apply_clip folds and its factor is stored there.
+float clip_gradients(const OptimConfig& cfg, float* grads, std::size_t n, float* folded = nullptr);
 
 }  // namespace meshlm

@@ -406,8 +406,11 @@ void Learner::reduce_gradients() {
 
 float Learner::clip_gradients() {
     const bool tp = tensor_parallel();
+    const bool fold = optim_.folds_grad_scale();
+    grad_scale_ = 1.f;
     if (!tp && plan_.stage <= 1)
-        return meshlm::clip_gradients(optim_cfg_, grads_.data(), grads_.size());
+        return meshlm::clip_gradients(optim_cfg_, grads_.data(), grads_.size(),
+                                      fold ? &grad_scale_ : nullptr);
     // The global norm from what this rank holds: its chunk (stages 2-3, summed over the data
     // ranks) of its local buffer. With TP, sharded slices are summed over the model ranks and
     // replicated ones, the same on every model rank, counted once. Padding is zero.
@@ -432,7 +435,8 @@ float Learner::clip_gradients() {
         mp_.all_reduce_sum(sums, 1);
     }
     const float norm = static_cast<float>(std::sqrt(sums[0] + sums[1]));
-    apply_clip(optim_cfg_, g, chunked ? grad_shard_.size() : grads_.size(), norm);
+    grad_scale_ =
+        apply_clip(optim_cfg_, g, chunked ? grad_shard_.size() : grads_.size(), norm, fold);
     return norm;
 }
 
@@ -475,16 +479,16 @@ void Learner::update_steps(float lr) {
     const std::size_t at = plan_.begin();
     switch (plan_.stage) {
         case 0:
-            optim_.step(params_.data(), grads_.data(), lr);
+            optim_.step(params_.data(), grads_.data(), lr, grad_scale_);
             return;
         case 1:
-            optim_.step(params_.data() + at, grads_.data() + at, lr);
+            optim_.step(params_.data() + at, grads_.data() + at, lr, grad_scale_);
             break;
         case 2:
-            optim_.step(params_.data() + at, grad_shard_.data(), lr);
+            optim_.step(params_.data() + at, grad_shard_.data(), lr, grad_scale_);
             break;
         default:
-            optim_.step(param_shard_.data(), grad_shard_.data(), lr);
+            optim_.step(param_shard_.data(), grad_shard_.data(), lr, grad_scale_);
             params_current_ = false;
             return;
     }

@@ -180,6 +180,8 @@ class Learner {
     void reduce_gradients();
     // The running statistics of the layout (ParamSlice::ema_decay) take this step's sums.
     void fold_moving_averages();
+    // Returns the norm before clipping; norm clipping's factor is left in grad_scale_ for the
+    // optimizer where it folds it in (apply_clip).
     float clip_gradients();
     void update(float lr);  // the optimizer step, with the coordinate check's update sums
     void update_steps(float lr);
@@ -210,6 +212,7 @@ class Learner {
     bool fsdp_;      // stage 3 over more than one data rank: parameters and gradients streamed
     bool streamed_;  // stage 2 or 3 over more than one data rank: gradients streamed
     Buffer<float> params_, grads_;            // whole buffers (FSDP: none, params_ on demand)
+    float grad_scale_ = 1.f;                  // this step's clipping factor, not yet applied
     Buffer<float> param_shard_, grad_shard_;  // stage 3 / stages 2-3
     Optimizer optim_;
     Buffer<float> v_export_;  // local_chunk(): Adafactor's second moments as the flat slot

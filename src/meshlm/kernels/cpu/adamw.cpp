@@ -9,7 +9,7 @@
 namespace meshlm::kernels {
 
 void adamw(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float beta1,
-           float beta2, float eps, float weight_decay, long step) {
+           float beta2, float eps, float weight_decay, long step, float grad_scale) {
     const float bc1 = 1.f - static_cast<float>(std::pow(beta1, static_cast<double>(step)));
     const float bc2_sqrt =
         static_cast<float>(std::sqrt(1.0 - std::pow(beta2, static_cast<double>(step))));
@@ -17,7 +17,7 @@ void adamw(float* p, const float* g, float* m, float* v, std::size_t n, float lr
     const float decay = 1.f - lr * weight_decay;
 #pragma omp parallel for simd schedule(static)
     for (std::size_t i = 0; i < n; ++i) {
-        float gi = g[i];
+        const float gi = g[i] * grad_scale;
         float mi = beta1 * m[i] + (1.f - beta1) * gi;
         float vi = beta2 * v[i] + (1.f - beta2) * gi * gi;
         m[i] = mi;

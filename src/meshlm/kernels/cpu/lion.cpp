@@ -8,11 +8,11 @@
 namespace meshlm::kernels {
 
 void lion(float* p, const float* g, float* m, std::size_t n, float lr, float beta1, float beta2,
-          float weight_decay) {
+          float weight_decay, float grad_scale) {
     const float decay = 1.f - lr * weight_decay;
 #pragma omp parallel for simd schedule(static)
     for (std::size_t i = 0; i < n; ++i) {
-        const float gi = g[i], mi = m[i];
+        const float gi = g[i] * grad_scale, mi = m[i];
         const float c = beta1 * mi + (1.f - beta1) * gi;
         const float u = static_cast<float>((c > 0.f) - (c < 0.f));
         m[i] = beta2 * mi + (1.f - beta2) * gi;

@@ -56,7 +56,7 @@ void glu_backward(Act act, float* dh, const float* h, const float* dout, int N, 
 void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
                            float dlogits_scale, float z_loss);
 void adamw(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float beta1,
-           float beta2, float eps, float weight_decay, long step);
+           float beta2, float eps, float weight_decay, long step, float grad_scale);
 
 // --- Positions and embeddings (rope.cu, embedding.cu) ---
 void rope_forward(float* x, int ld, const int32_t* pos, int N, int T, int heads, int D,

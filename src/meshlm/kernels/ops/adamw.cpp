@@ -22,9 +22,9 @@ void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, c
     const auto n = static_cast<std::size_t>(p.numel());
     if (d == Device::cpu)
         return kernels::adamw(p.f32(), g.f32(), m.f32(), v.f32(), n, s.lr, s.beta1, s.beta2, s.eps,
-                              s.weight_decay, s.step);
+                              s.weight_decay, s.step, s.grad_scale);
     MESHLM_ON_CUDA(op, kernels::cuda::adamw(p.f32(), g.f32(), m.f32(), v.f32(), n, s.lr, s.beta1,
-                                            s.beta2, s.eps, s.weight_decay, s.step));
+                                            s.beta2, s.eps, s.weight_decay, s.step, s.grad_scale));
 }
 
 }  // namespace meshlm::ops

@@ -10,7 +10,8 @@ namespace meshlm::ops {
 
 struct AdamWStep {
     float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.f;
-    long step = 1;  // t, from 1
+    long step = 1;           // t, from 1
+    float grad_scale = 1.f;  // g enters as grad_scale * g (norm clipping's factor, folded in)
 };
 
 void adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const AdamWStep& s);
