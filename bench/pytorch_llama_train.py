@@ -66,7 +66,7 @@ def parse_args():
                    choices=["PASSIVE", "ACTIVE", "unset", "env"],
                    help="OMP_WAIT_POLICY to run under (re-executes the script); 'unset' runs "
                         "under libgomp's default, 'env' keeps whatever the environment has")
-    p.add_argument("--thp", default="on", choices=["on", "off", "env"],
+    p.add_argument("--thp", default="off", choices=["on", "off", "env"],
                    help="'on': THP_MEM_ALLOC_ENABLE=1, PyTorch's CPU allocator puts tensors of "
                         "2 MiB and more on 2 MiB boundaries and advises transparent huge pages "
                         "for them (as meshlm does for its big buffers); 'off': unset; 'env': "

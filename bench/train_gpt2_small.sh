@@ -34,7 +34,7 @@
 #                  "fp32 peak N GFLOP/s"), reused for PyTorch so both MFUs share a denominator.
 #   OMP_WAIT_POLICY_TORCH  OpenMP wait policy for PyTorch (default PASSIVE; llama: unset) and
 #   TORCH_MALLOC   glibc malloc setting for PyTorch (default keep) and
-#   TORCH_THP      its huge-page allocation, THP_MEM_ALLOC_ENABLE (default on): PyTorch's
+#   TORCH_THP      its huge-page allocation, THP_MEM_ALLOC_ENABLE (default off): PyTorch's
 #                  fastest settings here, see bench/README.md and pytorch_gpt2_train.py --help.
 #                  meshlm runs under the caller's environment.
 #   TORCH_COMPILE=1  llama: torch.compile the PyTorch model (default off, see bench/README.md)
@@ -47,7 +47,7 @@ cd "$ROOT"
 MESHLM_BIN="${MESHLM_BIN:-$ROOT/build/meshlm}"
 OUT_DIR="${OUT_DIR:-$ROOT/bench/out}"
 TORCH_MALLOC="${TORCH_MALLOC:-keep}"
-TORCH_THP="${TORCH_THP:-on}"
+TORCH_THP="${TORCH_THP:-off}"
 ARCH=gpt2
 STEPS=6
 BATCH=4
