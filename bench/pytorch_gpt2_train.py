@@ -60,7 +60,7 @@ def parse_args():
                    help="'on': THP_MEM_ALLOC_ENABLE=1, PyTorch's CPU allocator puts tensors of "
                         "2 MiB and more on 2 MiB boundaries and advises transparent huge pages "
                         "for them (as meshlm does for its big buffers); 'off': unset; 'env': "
-                        "leave it alone")
+                        "leave it alone (default: off, measured no faster here, see bench/README.md)")
     p.add_argument("--malloc", default="keep", choices=["keep", "default", "env"],
                    help="'keep': glibc malloc tunables that keep freed memory in the process "
                         "(no mmap for big blocks, no trimming) instead of returning it to the "
