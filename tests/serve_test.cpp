@@ -464,7 +464,9 @@ TEST(ServeLimits, AFullQueueGets503WithRetryAfter) {
         const int s = got[i].get();
         ok += s == 200;
         busy += s == 503;
-        if (s == 503) EXPECT_FALSE(retry[i].empty());
+        if (s == 503) {
+            EXPECT_FALSE(retry[i].empty());
+        }
     }
     EXPECT_GE(ok, 2);  // the running one and the queued one
     EXPECT_GE(busy, 1);

@@ -12,8 +12,7 @@
 // max_seq_len tokens.
 //
 // The prefill always runs in fp32: it is compute-bound and oneDNN's sgemm is fast there. With
-// DecodePrecision::bf16, steps read bf16 copies of the weight matrices (made at each prefill),
-// halving the bytes a step reads; activations and sums stay fp32.
+// DecodePrecision::bf16, steps read bf16 copies of the weight matrices (made at each prefill).
 #pragma once
 
 #include <cstdint>
@@ -21,11 +20,10 @@
 #include <vector>
 
 #include "meshlm/core/buffer.h"
+#include "meshlm/model/decode_stack.h"
 #include "meshlm/model/transformer.h"
 
 namespace meshlm {
-
-enum class DecodePrecision { fp32, bf16 };
 
 class Decoder {
   public:
@@ -50,7 +48,7 @@ class Decoder {
     // extended, their logits row is garbage). Needs position() < max_seq() and the params
     // given to the last prefill().
     const float* step(const float* params, const std::int32_t* tokens);
-    const float* logits() const { return logits_.data(); }
+    const float* logits() const { return stack_.logits(); }
     // Bytes of what the sequences carry: the KV caches, or the VQ states.
     std::size_t state_bytes() const;
 
@@ -58,26 +56,17 @@ class Decoder {
     const float* vq_prefill(const float* params, const std::int32_t* tokens, int T, int rows);
     const float* vq_step(const float* params);
     void store_kv(int layer, int seq, int pos, const float* qkv_row);
-    void linear(float* y, const float* x, const float* W, const float* bias, int M, int I, int O);
 
     ModelConfig cfg_;
-    ParamLayout layout_;
-    TensorBinder binder_;
-    Norm norm_;
-    Attention attn_;
-    Mlp mlp_;
     int S_, max_seq_;
     DecodePrecision precision_;
     int pos_ = 0;
-    ModelTensors w_;
-    const float* params_ = nullptr;     // the buffer w_ points into
-    Buffer<std::uint16_t> params16_;    // bf16 copy of params (bf16 precision only)
+    const float* params_ = nullptr;     // those of the last prefill
+    DecodeStack stack_;                 // rows: the active sequences
     std::vector<Buffer<float>> k_, v_;  // per layer: [S, K, max_seq, D]
     // The prefill's model, planned for (prompt_rows_, prompt_T_) and rebuilt for a larger prompt.
     std::unique_ptr<Transformer> prompt_;
     int prompt_rows_ = 0, prompt_T_ = 0;
-    // Step activations, rows = active sequences.
-    Buffer<float> x_, ln_, qkv_, y_, proj_, h_, a_, mlp_out_, mean_, rstd_, logits_;
     std::vector<std::int32_t> active_, pos_rows_;
     // VQ: states[l * S + s]; the active rows' states during a step; their tokens.
     std::vector<kernels::VqAttnState> vq_states_, vq_active_;

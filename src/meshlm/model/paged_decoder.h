@@ -5,22 +5,18 @@
 // [num_blocks, K, block_size, D] per layer, so memory is bounded by the pool, not by the
 // number of sequences times the context.
 //
-// It is the transformer's math from the same layers, every matrix product done by the decode
-// kernels (linear_decode, attention_paged), whose rows are computed bitwise independently of the
-// other rows, the batch size and the thread count: a sequence's logits do not depend on what it
-// is batched with, nor on how its prompt was cut into chunks.
+// It is the transformer's math from the same layers (DecodeStack), every matrix product done by
+// the decode kernels (linear_decode, attention_paged), whose rows are computed bitwise
+// independently of the other rows, the batch size and the thread count: a sequence's logits do
+// not depend on what it is batched with, nor on how its prompt was cut into chunks.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "meshlm/core/buffer.h"
-#include "meshlm/core/param_layout.h"
-#include "meshlm/model/attention.h"
-#include "meshlm/model/decoder.h"
-#include "meshlm/model/mlp.h"
-#include "meshlm/model/norm.h"
-#include "meshlm/model/tensors.h"
+#include "meshlm/model/decode_stack.h"
+#include "meshlm/model/model_config.h"
 
 namespace meshlm {
 
@@ -40,7 +36,7 @@ class PagedDecoder {
     const ModelConfig& config() const { return cfg_; }
     int num_blocks() const { return num_blocks_; }
     int block_size() const { return block_size_; }
-    int max_rows() const { return max_rows_; }
+    int max_rows() const { return stack_.max_rows(); }
     // Bytes of keys and values per block, all layers.
     std::size_t block_bytes() const;
 
@@ -52,21 +48,10 @@ class PagedDecoder {
     const float* forward(const DecodeRow* rows, int M);
 
   private:
-    void linear(float* y, const float* x, const float* W, const float* bias, int M, int I, int O);
-
     ModelConfig cfg_;
-    ParamLayout layout_;
-    TensorBinder binder_;
-    Norm norm_;
-    Attention attn_;
-    Mlp mlp_;
-    int num_blocks_, block_size_, max_rows_;
-    DecodePrecision precision_;
-    ModelTensors w_;
-    const float* params_ = nullptr;
-    Buffer<std::uint16_t> params16_;
+    int num_blocks_, block_size_;
+    DecodeStack stack_;
     std::vector<Buffer<float>> k_, v_;  // per layer: [num_blocks, K, block_size, D]
-    Buffer<float> x_, ln_, qkv_, y_, proj_, h_, a_, mlp_out_, mean_, rstd_, logits_;
     std::vector<std::int32_t> pos_, lens_;
     std::vector<const std::int32_t*> tables_;
 };

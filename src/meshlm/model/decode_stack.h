@@ -1,0 +1,73 @@
+// The body both KV-cache decoders (Decoder, PagedDecoder) share: the weights, as given or as a
+// bf16 copy, the activations of up to max_rows rows, and the per-row pass through the blocks
+// with the decode kernels. Per block, for M rows:
+//   ln = norm1(x); qkv = ln Wqkv^T + b; rotate q, k at each row's position
+//   y = attend(layer, qkv): the caller stores the rows' keys and values in its cache and
+//       attends to it
+//   sequential: x += y Wp^T + bp; x += mlp(norm2(x))      parallel: x += (y Wp^T + bp) + mlp(ln)
+// then logits = head(norm_f(x)) for the rows the caller packs first. Every product is a decode
+// kernel (linear_decode), whose rows are computed independently of the other rows, the batch
+// size and the thread count.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "meshlm/core/buffer.h"
+#include "meshlm/core/param_layout.h"
+#include "meshlm/model/attention.h"
+#include "meshlm/model/mlp.h"
+#include "meshlm/model/model_config.h"
+#include "meshlm/model/norm.h"
+#include "meshlm/model/tensors.h"
+
+namespace meshlm {
+
+// With bf16, steps read bf16 copies of the weight matrices (made by set_params), halving the
+// bytes a step reads; activations and sums stay fp32.
+enum class DecodePrecision { fp32, bf16 };
+
+class DecodeStack {
+  public:
+    // attend(layer, qkv, y): qkv [M, attention().qkv_width()] holds the rows' rotated q | k | v;
+    // store k and v in the cache and write the attention output y [M, attention().y_width()].
+    using Attend = std::function<void(int layer, const float* qkv, float* y)>;
+
+    DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision precision);
+
+    const Attention& attention() const { return attn_; }
+    const ModelTensors& weights() const { return w_; }
+    const float* params() const { return params_; }
+    int max_rows() const { return max_rows_; }
+
+    // Binds the flat parameters (transformer_layout) for later passes; bf16 makes its copy.
+    void set_params(const float* params);
+    // Row m of the residual stream: the token's embedding (plus its learned position).
+    void embed(int m, std::int32_t token, int pos);
+    // Moves row from to row to (packing the rows that want logits first).
+    void move_row(int from, int to);
+    // Every block over rows 0..M-1, at positions pos[0..M-1].
+    void blocks(int M, const std::int32_t* pos, const Attend& attend);
+    // logits [n, V] of rows 0..n-1; returns logits().
+    float* head(int n);
+    float* logits() { return logits_.data(); }
+    const float* logits() const { return logits_.data(); }
+
+  private:
+    void linear(float* y, const float* x, const float* W, const float* bias, int M, int I, int O);
+
+    ModelConfig cfg_;
+    ParamLayout layout_;
+    TensorBinder binder_;  // reads layout_
+    Norm norm_;
+    Attention attn_;
+    Mlp mlp_;
+    int max_rows_;
+    DecodePrecision precision_;
+    ModelTensors w_;
+    const float* params_ = nullptr;   // the buffer w_ points into
+    Buffer<std::uint16_t> params16_;  // bf16 copy of params (bf16 precision only)
+    Buffer<float> x_, ln_, qkv_, y_, proj_, h_, a_, mlp_out_, mean_, rstd_, logits_;
+};
+
+}  // namespace meshlm
