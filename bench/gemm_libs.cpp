@@ -1,4 +1,6 @@
-// SGEMM throughput of one BLAS backend on the GPT-2-small training shapes.
+// SGEMM throughput of one BLAS backend on the training shapes of GPT-2 small (--arch gpt2) or of
+// the Llama-style SmolLM-135M shape bench/train_llama_small.sh trains (--arch llama: grouped
+// key/value heads, SwiGLU, no biases).
 //
 // Built once per backend from this file (bench/CMakeLists.txt): gemm_openblas, gemm_blis,
 // gemm_onednn, selected by GEMM_BACKEND_OPENBLAS / GEMM_BACKEND_BLIS / GEMM_BACKEND_ONEDNN.
@@ -250,8 +252,12 @@ bool nested_check(int threads, std::mt19937& rng) {
 void usage() {
     std::fprintf(stderr,
                  "usage: gemm_<lib> [--threads 1,2] [--reps 5] [--warmup 1] [--min-time 0]\n"
-                 "                  [--tokens 1024] [--width 768] [--vocab 50257]\n"
-                 "                  [--layers 12] [--only SUBSTR]\n");
+                 "                  [--arch gpt2|llama] [--tokens 1024] [--width W]\n"
+                 "                  [--vocab V] [--layers L] [--heads H] [--kv-heads K]\n"
+                 "                  [--ff F] [--only SUBSTR]\n"
+                 "  gpt2 defaults: W 768, V 50257, L 12, H = K = 12, F 4W, biases\n"
+                 "  llama defaults: W 576, V 49152, L 30, H 9, K 3, F 1536 (SwiGLU: fc is 2F\n"
+                 "  wide), no biases\n");
 }
 
 std::vector<int> parse_list(const char* s) {
@@ -271,7 +277,10 @@ std::vector<int> parse_list(const char* s) {
 
 int main(int argc, char** argv) {
     std::vector<int> thread_counts{1, 2};
-    int reps = 5, warmup = 1, tokens = 1024, C = 768, V = 50257, L = 12;
+    int reps = 5, warmup = 1, tokens = 1024;
+    // 0 = the architecture's default (usage()).
+    int C = 0, V = 0, L = 0, H = 0, Hkv = 0, F = 0;
+    std::string arch = "gpt2";
     double min_time = 0;  // keep repeating past --reps until this many seconds were timed
     std::string only;
     for (int i = 1; i < argc; ++i) {
@@ -299,6 +308,14 @@ int main(int argc, char** argv) {
             V = std::atoi(next());
         else if (a == "--layers")
             L = std::atoi(next());
+        else if (a == "--arch")
+            arch = next();
+        else if (a == "--heads")
+            H = std::atoi(next());
+        else if (a == "--kv-heads")
+            Hkv = std::atoi(next());
+        else if (a == "--ff")
+            F = std::atoi(next());
         else if (a == "--only")
             only = next();
         else {
@@ -307,19 +324,41 @@ int main(int argc, char** argv) {
         }
     }
     if (reps < 1) reps = 1;
+    const bool llama = arch == "llama";
+    if (!llama && arch != "gpt2") {
+        std::fprintf(stderr, "--arch %s: expected gpt2 or llama\n", arch.c_str());
+        return 2;
+    }
+    if (C == 0) C = llama ? 576 : 768;
+    if (V == 0) V = llama ? 49152 : 50257;
+    if (L == 0) L = llama ? 30 : 12;
+    if (H == 0) H = llama ? 9 : 12;
+    if (Hkv == 0) Hkv = llama ? 3 : H;
+    if (F == 0) F = llama ? 1536 : 4 * C;
+    if (C % H != 0 || H % Hkv != 0) {
+        std::fprintf(stderr,
+                     "--width %d, --heads %d, --kv-heads %d: the width must divide into "
+                     "the heads and the heads into the key/value heads\n",
+                     C, H, Hkv);
+        return 2;
+    }
 
+    // The linear layers of one block (qkv: query heads plus key/value heads; fc: the gate and
+    // up halves of SwiGLU side by side) and the head. Attention's own products are not here.
     std::vector<Case> cases;
-    add_linear(cases, "qkv", L, tokens, C, 3 * C, true);
-    add_linear(cases, "attn_proj", L, tokens, C, C, true);
-    add_linear(cases, "fc", L, tokens, C, 4 * C, true);
-    add_linear(cases, "fc_proj", L, tokens, 4 * C, C, true);
+    const int D = C / H;
+    add_linear(cases, "qkv", L, tokens, C, (H + 2 * Hkv) * D, !llama);
+    add_linear(cases, "attn_proj", L, tokens, H * D, C, !llama);
+    add_linear(cases, "fc", L, tokens, C, llama ? 2 * F : F, !llama);
+    add_linear(cases, "fc_proj", L, tokens, F, C, !llama);
     add_linear(cases, "logits", 1, tokens, C, V, false);
 
     std::printf(
         "{\"type\":\"meta\",\"lib\":\"%s\",\"info\":\"%s\",\"omp_max_threads\":%d,"
-        "\"tokens\":%d,\"width\":%d,\"vocab\":%d,\"layers\":%d,\"reps\":%d,"
+        "\"arch\":\"%s\",\"tokens\":%d,\"width\":%d,\"vocab\":%d,\"layers\":%d,\"reps\":%d,"
         "\"warmup\":%d}\n",
-        kLib, backend_info().c_str(), omp_get_max_threads(), tokens, C, V, L, reps, warmup);
+        kLib, backend_info().c_str(), omp_get_max_threads(), arch.c_str(), tokens, C, V, L, reps,
+        warmup);
     std::fflush(stdout);
 
     std::mt19937 rng(1234);

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds gemm_openblas / gemm_blis / gemm_onednn (bench/gemm_libs.cpp) and prints SGEMM GFLOP/s
-# per library and thread count for the GPT-2-small training shapes, plus the time one training
+# per library and thread count for the training shapes of GPT-2 small (--arch gpt2) or of the
+# Llama-style model bench/train_llama_small.sh trains (--arch llama), plus the time one training
 # step's worth of these GEMMs takes with each library. See bench/README.md.
 #
-#   bench/gemm_libs.sh [--reps 5] [--warmup 1] [--rounds 2] [--threads 1,2]
+#   bench/gemm_libs.sh [--reps 5] [--warmup 1] [--rounds 2] [--threads 1,2] [--arch gpt2|llama]
 #                      [--isa native|avx2|both] [--libs openblas,blis,onednn] [--only SUBSTR]
 #
+# --libs may also name torch: PyTorch's own GEMMs (torch.mm / torch.addmm, MKL in the PyPI
+#   wheels, run as the training peers run it) on the same shapes, from bench/gemm_torch.py with
+#   $PYTHON (default .venv/bin/python).
 # --rounds R runs the libraries R times, interleaved (openblas, blis, onednn, openblas, ...), and
 #   keeps each shape's best per-round median: a burst of load from another process then hurts
 #   one round, not one library. The spread between rounds is printed as a noise indicator.
@@ -13,7 +17,7 @@
 #   their AVX2 kernels, i.e. what they would do on an AVX2-only CPU. BLIS 0.9 cannot be forced
 #   and picks its own sub-config (printed in the header).
 #
-# Environment: BUILD_DIR (default build-bench), OUT_DIR (default bench/out, git-ignored).
+# Environment: BUILD_DIR (default build-bench), OUT_DIR (default bench/out, git-ignored), PYTHON.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,6 +30,8 @@ THREADS=1,2
 ISA=native
 LIBS=openblas,blis,onednn
 ONLY=""
+ARCH=gpt2
+PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -36,7 +42,8 @@ while [[ $# -gt 0 ]]; do
     --isa) ISA="$2"; shift 2 ;;
     --libs) LIBS="$2"; shift 2 ;;
     --only) ONLY="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --arch) ARCH="$2"; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -52,8 +59,15 @@ cmake --build "$BUILD_DIR" --target gemm_libs -j"$(nproc)" >"$BUILD_DIR/bench-bu
 mkdir -p "$OUT_DIR"
 IFS=',' read -r -a lib_list <<<"$LIBS"
 available=()
+[[ "$ARCH" == gpt2 || "$ARCH" == llama ]] || { echo "--arch must be gpt2 or llama" >&2; exit 2; }
 for lib in "${lib_list[@]}"; do
-  if [[ -x "$BUILD_DIR/gemm_$lib" ]]; then
+  if [[ "$lib" == torch ]]; then
+    if "$PYTHON" -c "import torch" 2>/dev/null; then
+      available+=(torch)
+    else
+      echo "== torch: $PYTHON cannot import torch (tools/reference/setup_venv.sh), skipped" >&2
+    fi
+  elif [[ -x "$BUILD_DIR/gemm_$lib" ]]; then
     available+=("$lib")
   else
     echo "== $lib: not built (library not installed?), skipped" >&2
@@ -68,20 +82,22 @@ case "$ISA" in
   *) echo "--isa must be native, avx2 or both" >&2; exit 2 ;;
 esac
 
-args=(--reps "$REPS" --warmup "$WARMUP" --threads "$THREADS")
+args=(--reps "$REPS" --warmup "$WARMUP" --threads "$THREADS" --arch "$ARCH")
 [[ -n "$ONLY" ]] && args+=(--only "$ONLY")
 
 files=()
 for isa in "${isas[@]}"; do
   for ((r = 1; r <= ROUNDS; r++)); do
     for lib in "${available[@]}"; do
-      f="$OUT_DIR/gemm_libs.$isa.$lib.r$r.jsonl"
+      f="$OUT_DIR/gemm_libs.$ARCH.$isa.$lib.r$r.jsonl"
       echo "== isa=$isa round $r/$ROUNDS: $lib" >&2
       env_args=()
       if [[ "$isa" == avx2 ]]; then
         env_args=(OPENBLAS_CORETYPE=Haswell ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2)
       fi
-      if ! env "${env_args[@]}" "$BUILD_DIR/gemm_$lib" "${args[@]}" >"$f"; then
+      cmd=("$BUILD_DIR/gemm_$lib")
+      [[ "$lib" == torch ]] && cmd=("$PYTHON" "$ROOT/bench/gemm_torch.py")
+      if ! env "${env_args[@]}" "${cmd[@]}" "${args[@]}" >"$f"; then
         echo "== $lib exited non-zero (a correctness check failed?), see $f" >&2
       fi
       # Tag each line with the ISA mode and round for the summary.
@@ -107,7 +123,7 @@ threads = sorted({r["threads"] for r in rows if r["type"] == "result"})
 
 for isa in isas:
     R = [r for r in rows if r["isa"] == isa]
-    print(f"\n### SGEMM GFLOP/s, isa={isa} (median of reps, best of rounds)")
+    print(f"\n### SGEMM GFLOP/s, {next((r['arch'] for r in R if 'arch' in r), 'gpt2')} shapes, isa={isa} (median of reps, best of rounds)")
     for m in R:
         if m["type"] == "meta" and m["round"] == 1:
             print(f"  {m['lib']:9s} {m['info']}")

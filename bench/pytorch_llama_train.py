@@ -42,6 +42,8 @@ import statistics
 import sys
 import time
 
+from mkl_amd import is_amd, mkl_amd_library  # bench/: the script's own folder is on sys.path
+
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -86,31 +88,6 @@ def parse_args():
 
 
 MALLOC_KEEP = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
-
-
-def is_amd():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return "AuthenticAMD" in f.read(4096)
-    except OSError:
-        return False
-
-
-def mkl_amd_library():
-    """Path of a shared library defining mkl_serv_intel_cpu_true() { return 1; } (built once)."""
-    import subprocess
-    import tempfile
-    d = os.path.join(tempfile.gettempdir(), "meshlm-bench-%d" % os.getuid())
-    lib = os.path.join(d, "libmkl_intel_cpu_true.so")
-    if not os.path.exists(lib):
-        os.makedirs(d, exist_ok=True)
-        src = os.path.join(d, "mkl_intel_cpu_true.c")
-        with open(src, "w") as f:
-            f.write("int mkl_serv_intel_cpu_true(void) { return 1; }\n")
-        subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-O2", "-o", lib + ".tmp",
-                        src], check=True)
-        os.replace(lib + ".tmp", lib)
-    return lib
 
 
 def maybe_reexec(args):
