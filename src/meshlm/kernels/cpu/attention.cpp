@@ -44,47 +44,15 @@ inline int causal_limit(int i, int j0, int nk) {
 
 // p[c] = exp(s[c] - shift) for c < lim, 0 for lim <= c < n. Returns the sum.
 inline float exp_row(float* p, const float* s, int lim, int n, float shift) {
-    __m256 acc = _mm256_setzero_ps(), vs = _mm256_set1_ps(shift);
-    int c = 0;
-    for (; c + 8 <= lim; c += 8) {
-        __m256 e = cpu::exp256(_mm256_sub_ps(_mm256_loadu_ps(s + c), vs));
-        _mm256_storeu_ps(p + c, e);
-        acc = _mm256_add_ps(acc, e);
-    }
-    float sum = cpu::hsum256(acc);
-    for (; c < lim; ++c) {
-        p[c] = cpu::exp_scalar(s[c] - shift);
-        sum += p[c];
-    }
-    for (; c < n; ++c) p[c] = 0.f;
+    const float sum = cpu::sum_exp(s, lim, shift, p);
+    for (int c = lim; c < n; ++c) p[c] = 0.f;
     return sum;
-}
-
-// max(m, row[0..lim)).
-inline float row_max(const float* row, int lim, float m) {
-    __m256 v = _mm256_set1_ps(m);
-    int c = 0;
-    for (; c + 8 <= lim; c += 8) v = _mm256_max_ps(v, _mm256_loadu_ps(row + c));
-    float r = cpu::hmax256(v);
-    for (; c < lim; ++c) r = row[c] > r ? row[c] : r;
-    return r;
 }
 
 // row[c] += -slope * (i - j0 - c) for c < lim. Each term is the float product
 // -(slope * float(i - j)), the same expression attention_decode uses.
 inline void add_alibi(float* row, int lim, float slope, int i, int j0) {
     for (int c = 0; c < lim; ++c) row[c] += -(slope * static_cast<float>(i - (j0 + c)));
-}
-
-// a . b over n floats, 8 lanes then the tail.
-inline float dot(const float* a, const float* b, int n) {
-    __m256 acc = _mm256_setzero_ps();
-    int d = 0;
-    for (; d + 8 <= n; d += 8)
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc);
-    float r = cpu::hsum256(acc);
-    for (; d < n; ++d) r += a[d] * b[d];
-    return r;
 }
 
 // dS = P * (dP - Dvec) * s over one row of n keys, written over dP.
@@ -174,7 +142,7 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
                         continue;
                     }
                     if (alibi_slopes) add_alibi(row, lim, slope, i, j0);
-                    const float mx = row_max(row, lim, m[r]);
+                    const float mx = cpu::max_of(row, lim, m[r]);
                     const float corr = cpu::exp_scalar(m[r] - mx);
                     l[r] = l[r] * corr + exp_row(row, row, lim, nk, mx);
                     m[r] = mx;
@@ -237,8 +205,8 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
             for (int i0 = 0; i0 < T; i0 += kBlock) {
                 const int nq = T - i0 < kBlock ? T - i0 : kBlock;
                 for (int r = 0; r < nq; ++r)
-                    Dvec[r] = dot(dO + static_cast<std::size_t>(i0 + r) * HD,
-                                  O + static_cast<std::size_t>(i0 + r) * HD, D);
+                    Dvec[r] = cpu::dot(dO + static_cast<std::size_t>(i0 + r) * HD,
+                                       O + static_cast<std::size_t>(i0 + r) * HD, D);
                 const float* Qi = Q + static_cast<std::size_t>(i0) * ld;
                 const float* dOi = dO + static_cast<std::size_t>(i0) * HD;
                 for (int j0 = 0; j0 < i0 + nq; j0 += kBlock) {

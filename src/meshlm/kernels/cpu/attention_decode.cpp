@@ -18,30 +18,6 @@ namespace {
 constexpr int kBlock = 256;  // keys per block
 constexpr int kMaxHeadDim = 256;
 
-inline float dot(const float* a, const float* b, int D) {
-    __m256 acc = _mm256_setzero_ps();
-    int d = 0;
-    for (; d + 8 <= D; d += 8)
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc);
-    float s = cpu::hsum256(acc);
-    for (; d < D; ++d) s += a[d] * b[d];
-    return s;
-}
-
-// p[j] = exp(p[j] - shift) for j < n; returns the sum.
-inline float exp_inplace(float* p, int n, float shift) {
-    __m256 acc = _mm256_setzero_ps(), vs = _mm256_set1_ps(shift);
-    int j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256 e = cpu::exp256(_mm256_sub_ps(_mm256_loadu_ps(p + j), vs));
-        _mm256_storeu_ps(p + j, e);
-        acc = _mm256_add_ps(acc, e);
-    }
-    float sum = cpu::hsum256(acc);
-    for (; j < n; ++j) sum += (p[j] = cpu::exp_scalar(p[j] - shift));
-    return sum;
-}
-
 // One (row, head): q against positions 0..T-1, K(j) and V(j) giving position j's key and value.
 template <typename KeyAt, typename ValueAt>
 inline void attend_one(float* o, const float* qh, int T, int D, float scale, float slope,
@@ -53,14 +29,14 @@ inline void attend_one(float* o, const float* qh, int T, int D, float scale, flo
         const int n = T - t0 < kBlock ? T - t0 : kBlock;
         float bm = -INFINITY;
         for (int j = 0; j < n; ++j) {
-            p[j] = scale * dot(qh, key_at(t0 + j), D);
+            p[j] = scale * cpu::dot(qh, key_at(t0 + j), D);
             // The same float bias term as attention_forward's -(slope * float(i - j)).
             if (alibi) p[j] += -(slope * static_cast<float>(T - 1 - (t0 + j)));
             bm = p[j] > bm ? p[j] : bm;
         }
         const float mnew = bm > mx ? bm : mx;
         const float corr = cpu::exp_scalar(mx - mnew);  // 0 on the first block
-        l = l * corr + exp_inplace(p, n, mnew);
+        l = l * corr + cpu::sum_exp(p, n, mnew, p);
         mx = mnew;
         for (int d = 0; d < D; ++d) acc[d] *= corr;
         for (int j = 0; j < n; ++j) {
@@ -82,7 +58,7 @@ inline void attend_one_act(float* o, const float* qh, int T, int D, float scale,
     const bool sq = cpu::attn_sqrelu(act.act), norm = cpu::attn_normalized(act.act);
     float z = 0.f;
     for (int j = 0; j < T; ++j) {
-        const float s = scale * dot(qh, key_at(j), D) - slope * static_cast<float>(T - 1 - j);
+        const float s = scale * cpu::dot(qh, key_at(j), D) - slope * static_cast<float>(T - 1 - j);
         const float a = cpu::attn_act_value(sq, s);
         z += a;
         const float* v = value_at(j);

@@ -12,36 +12,6 @@
 #include "meshlm/kernels/kernels.h"
 
 namespace meshlm::kernels {
-namespace {
-
-float row_max(const float* x, int V) {
-    __m256 m = _mm256_set1_ps(-INFINITY);
-    int v = 0;
-    for (; v + 8 <= V; v += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + v));
-    float r = cpu::hmax256(m);
-    for (; v < V; ++v) r = x[v] > r ? x[v] : r;
-    return r;
-}
-
-// Sum of exp(x - mx); when `store` also writes the exps over x.
-float row_sum_exp(float* x, int V, float mx, bool store) {
-    __m256 s = _mm256_setzero_ps(), vm = _mm256_set1_ps(mx);
-    int v = 0;
-    for (; v + 8 <= V; v += 8) {
-        __m256 e = cpu::exp256(_mm256_sub_ps(_mm256_loadu_ps(x + v), vm));
-        if (store) _mm256_storeu_ps(x + v, e);
-        s = _mm256_add_ps(s, e);
-    }
-    float r = cpu::hsum256(s);
-    for (; v < V; ++v) {
-        float e = cpu::exp_scalar(x[v] - mx);
-        if (store) x[v] = e;
-        r += e;
-    }
-    return r;
-}
-
-}  // namespace
 
 void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
                            int ldv, float dlogits_scale, float z_loss) {
@@ -56,9 +26,9 @@ void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets,
                 for (int v = 0; v < V; ++v) x[v] = 0.f;
             continue;
         }
-        const float mx = row_max(x, V);
+        const float mx = cpu::max_of(x, V);
         const float xt = x[t];
-        const float sum = row_sum_exp(x, V, mx, grad);
+        const float sum = cpu::sum_exp(x, V, mx, grad ? x : nullptr);
         const float lse = std::log(sum) + mx;
         losses[n] = lse - xt;
         if (grad) {

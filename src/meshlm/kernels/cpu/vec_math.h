@@ -1,8 +1,13 @@
-// AVX2 helpers shared by the CPU kernels: a vectorized expf and horizontal reductions.
-// Our own exp keeps results identical across libm versions (determinism across machines).
+// AVX2 helpers shared by the CPU kernels: a vectorized expf, horizontal reductions and the row
+// reductions built on them. Our own exp keeps results identical across libm versions
+// (determinism across machines). Each row reduction has one summation order (8 lanes, their
+// horizontal sum, then the tail in order) that every kernel shares, so a decode step and the
+// full forward pass agree bitwise.
 #pragma once
 
 #include <immintrin.h>
+
+#include <cmath>
 
 namespace meshlm::kernels::cpu {
 
@@ -57,6 +62,47 @@ inline __m256 load_partial(const float* p, int n, float fill) {
     alignas(32) float buf[8];
     for (int i = 0; i < 8; ++i) buf[i] = i < n ? p[i] : fill;
     return _mm256_load_ps(buf);
+}
+
+// max(init, x[0..n)).
+inline float max_of(const float* x, int n, float init = -INFINITY) {
+    __m256 m = _mm256_set1_ps(init);
+    int c = 0;
+    for (; c + 8 <= n; c += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + c));
+    float r = hmax256(m);
+    for (; c < n; ++c) r = x[c] > r ? x[c] : r;
+    return r;
+}
+
+// Sum over c < n of exp(x[c] - shift); with out non-null also out[c] = exp(x[c] - shift) (out
+// may be x).
+inline float sum_exp(const float* x, int n, float shift, float* out) {
+    const __m256 vs = _mm256_set1_ps(shift);
+    __m256 acc = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + c), vs));
+        if (out) _mm256_storeu_ps(out + c, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float sum = hsum256(acc);
+    for (; c < n; ++c) {
+        const float e = exp_scalar(x[c] - shift);
+        if (out) out[c] = e;
+        sum += e;
+    }
+    return sum;
+}
+
+// a . b over n floats.
+inline float dot(const float* a, const float* b, int n) {
+    __m256 acc = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + 8 <= n; c += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), acc);
+    float r = hsum256(acc);
+    for (; c < n; ++c) r += a[c] * b[c];
+    return r;
 }
 
 }  // namespace meshlm::kernels::cpu

@@ -79,13 +79,7 @@ void ce_row_max(float* row_max, const float* logits, const int32_t* targets, int
             row_max[n] = 0.f;
             continue;
         }
-        const float* x = logits + static_cast<std::size_t>(n) * ldv;
-        __m256 m = _mm256_set1_ps(-INFINITY);
-        int v = 0;
-        for (; v + 8 <= Vl; v += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + v));
-        float r = cpu::hmax256(m);
-        for (; v < Vl; ++v) r = x[v] > r ? x[v] : r;
-        row_max[n] = r;
+        row_max[n] = cpu::max_of(logits + static_cast<std::size_t>(n) * ldv, Vl);
     }
 }
 
@@ -98,21 +92,7 @@ void ce_row_sums(float* stats, float* logits, const int32_t* targets, const floa
         float* x = logits + static_cast<std::size_t>(n) * ldv;
         const int t = targets[n] - v0;
         if (t >= 0 && t < Vl) stats[2 * n + 1] = x[t];  // before the exps overwrite it
-        const __m256 vm = _mm256_set1_ps(row_max[n]);
-        __m256 s = _mm256_setzero_ps();
-        int v = 0;
-        for (; v + 8 <= Vl; v += 8) {
-            const __m256 e = cpu::exp256(_mm256_sub_ps(_mm256_loadu_ps(x + v), vm));
-            if (store) _mm256_storeu_ps(x + v, e);
-            s = _mm256_add_ps(s, e);
-        }
-        float r = cpu::hsum256(s);
-        for (; v < Vl; ++v) {
-            const float e = cpu::exp_scalar(x[v] - row_max[n]);
-            if (store) x[v] = e;
-            r += e;
-        }
-        stats[2 * n] = r;
+        stats[2 * n] = cpu::sum_exp(x, Vl, row_max[n], store ? x : nullptr);
     }
 }
 
