@@ -31,9 +31,33 @@ inline void angles(int p, int half, const float* inv_freq, float* cs, float* sn)
     }
 }
 
-// Rows at positions n % T (no position list) share T distinct angle rows: computed once per
-// call into this thread-kept table (grown once: a step allocates nothing).
-thread_local std::vector<float> t_table;
+// Rows at positions n % T (no position list) share T distinct angle rows, kept per calling
+// thread with what they were computed for: a training step's many calls (q and k heads of every
+// block, forward and backward) compute them once, and nothing is allocated after the first.
+struct AngleTable {
+    std::vector<float> rows;      // T rows of cos | sin
+    std::vector<float> inv_freq;  // the frequencies they were computed for
+    int T = 0;
+};
+thread_local AngleTable t_table;
+
+// The table for (T, inv_freq[0..half)), recomputed only when either changed.
+const float* angle_table(int T, int half, const float* inv_freq, bool big) {
+    AngleTable& tb = t_table;
+    if (tb.T == T && static_cast<int>(tb.inv_freq.size()) == half &&
+        std::equal(tb.inv_freq.begin(), tb.inv_freq.end(), inv_freq))
+        return tb.rows.data();
+    const std::size_t need = static_cast<std::size_t>(T) * 2 * half;
+    if (tb.rows.size() < need) tb.rows.resize(need);
+    float* table = tb.rows.data();
+#pragma omp parallel for schedule(static) if (big)
+    for (int t = 0; t < T; ++t)
+        angles(t, half, inv_freq, table + static_cast<std::size_t>(t) * 2 * half,
+               table + static_cast<std::size_t>(t) * 2 * half + half);
+    tb.inv_freq.assign(inv_freq, inv_freq + half);
+    tb.T = T;
+    return table;
+}
 
 template <bool kForward>
 void rope(float* x, int ld, const int32_t* pos, int N, int T, int heads, int D, int rope_dim,
@@ -44,19 +68,10 @@ void rope(float* x, int ld, const int32_t* pos, int N, int T, int heads, int D, 
     const int half = rope_dim / 2;
     if (half == 0) return;
     const bool big = static_cast<long>(N) * heads * D >= 32768;
-    // Without a position list, N / T rows share each position: their angles once, in a table
-    // of T rows of cos | sin (filled in parallel, read by every thread below).
+    // Without a position list, N / T rows share each position: their angles from the table
+    // (filled in parallel when it changes, read by every thread below).
     const bool shared = !pos && N > T;
-    float* table = nullptr;
-    if (shared) {
-        const std::size_t need = static_cast<std::size_t>(T) * 2 * half;
-        if (t_table.size() < need) t_table.resize(need);
-        table = t_table.data();
-#pragma omp parallel for schedule(static) if (big)
-        for (int t = 0; t < T; ++t)
-            angles(t, half, inv_freq, table + static_cast<std::size_t>(t) * 2 * half,
-                   table + static_cast<std::size_t>(t) * 2 * half + half);
-    }
+    const float* table = shared ? angle_table(T, half, inv_freq, big) : nullptr;
     // Trig per row costs rope_dim / 2 sincos; a few rows (decoding) stay on one thread.
 #pragma omp parallel for schedule(static) if (big)
     for (int n = 0; n < N; ++n) {
