@@ -563,6 +563,31 @@ TEST(TransformerRope, InterleavedIsHalfOnPermutedDims) {
     EXPECT_TRUE(bitwise_equal(a, b)) << "pos null vs n % T";
 }
 
+// The angle table of the n % T path is kept between calls: a call with other frequencies or
+// another T must not read the previous call's angles. Each call is checked against the explicit
+// positions path, which computes its angles per row.
+TEST(TransformerRope, KeptAngleTableFollowsFrequenciesAndT) {
+    RopeSetup s;
+    auto x = randn(std::size_t(s.N) * s.ld, 291);
+    struct Case {
+        float base;
+        int T;
+    };
+    for (Case c : {Case{10000.f, 4}, Case{500000.f, 4}, Case{500000.f, 5}, Case{10000.f, 4}}) {
+        SCOPED_TRACE("base " + std::to_string(c.base) + " T " + std::to_string(c.T));
+        const auto inv = rope_inv_freq(s.rope_dim, c.base);
+        std::vector<std::int32_t> mod(s.N);
+        for (int n = 0; n < s.N; ++n) mod[n] = n % c.T;
+        for (bool forward : {true, false}) {
+            auto op = forward ? kn::rope_forward : kn::rope_backward;
+            auto a = x, b = x;
+            op(a.data(), s.ld, nullptr, s.N, c.T, s.heads, s.D, s.rope_dim, false, inv.data());
+            op(b.data(), s.ld, mod.data(), s.N, c.T, s.heads, s.D, s.rope_dim, false, inv.data());
+            EXPECT_TRUE(bitwise_equal(a, b)) << (forward ? "forward" : "backward");
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Dropout
 
