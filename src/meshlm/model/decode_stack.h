@@ -39,6 +39,7 @@ class DecodeStack {
     const ModelTensors& weights() const { return w_; }
     const float* params() const { return params_; }
     int max_rows() const { return max_rows_; }
+    DecodePrecision precision() const { return precision_; }
 
     // Binds the flat parameters (transformer_layout) for later passes; bf16 makes its copy.
     void set_params(const float* params);

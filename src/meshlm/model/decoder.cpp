@@ -19,7 +19,6 @@ Decoder::Decoder(const ModelConfig& cfg, int num_seqs, int max_seq, DecodePrecis
       max_seq_(max_seq > 0 ? max_seq
                : cfg.vq()  ? std::numeric_limits<int>::max()
                            : cfg.max_seq_len),
-      precision_(precision),
       stack_(cfg, std::max(num_seqs, 1), precision) {
     MESHLM_CHECK(S_ >= 1, "need at least one sequence, got ", S_);
     if (cfg.vq()) {

@@ -36,7 +36,7 @@ class Decoder {
     int num_seqs() const { return S_; }
     int max_seq() const { return max_seq_; }
     int position() const { return pos_; }  // positions held by every sequence's cache
-    DecodePrecision precision() const { return precision_; }
+    DecodePrecision precision() const { return stack_.precision(); }
 
     // Runs tokens [rows, T] in one batched pass and makes them the whole cache (positions
     // 0..T-1): rows == 1 gives every sequence the same prompt, rows == S one row each.
@@ -59,7 +59,6 @@ class Decoder {
 
     ModelConfig cfg_;
     int S_, max_seq_;
-    DecodePrecision precision_;
     int pos_ = 0;
     const float* params_ = nullptr;     // those of the last prefill
     DecodeStack stack_;                 // rows: the active sequences
