@@ -1,9 +1,11 @@
-// Greedy generation speed of the KV-cache decoder on a randomly initialized GPT-2 (GPT-2 small
-// by default): one prompt pass, then one step per new token. Prints the prompt-pass time,
+// Generation speed of the KV-cache decoder on a randomly initialized GPT-2 (GPT-2 small by
+// default), greedy or sampled (--temperature > 0, with --top-p): one prompt pass, then one step
+// per new token. Prints the prompt-pass time,
 // tokens/s over the whole generate call (prompt pass included, as transformers' generate is
 // timed) and the mean step time of the first and last 64 new tokens (flatness).
 //   generate_bench [--threads 2] [--prompt 128] [--new 256] [--precision fp32|bf16]
 //                  [--layers 12] [--width 768] [--heads 12] [--vocab 50257] [--ctx 1024]
+//                  [--temperature 0] [--top-p 1]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
     cfg.max_seq_len = 1024;
     int threads = 2, prompt_len = 128, new_tokens = 256, reps = 1;
     DecodePrecision precision = DecodePrecision::fp32;
+    float temperature = 0.f, top_p = 1.f;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string k = argv[i];
         const int v = std::atoi(argv[i + 1]);
@@ -46,6 +49,10 @@ int main(int argc, char** argv) {
             cfg.vocab_size = v;
         else if (k == "--ctx")
             cfg.max_seq_len = v;
+        else if (k == "--temperature")
+            temperature = std::strtof(argv[i + 1], nullptr);
+        else if (k == "--top-p")
+            top_p = std::strtof(argv[i + 1], nullptr);
         else if (k == "--precision")
             precision =
                 std::strcmp(argv[i + 1], "bf16") ? DecodePrecision::fp32 : DecodePrecision::bf16;
@@ -64,7 +71,9 @@ int main(int argc, char** argv) {
 
     Decoder decoder(cfg, 1, 0, precision);
     SamplingOptions opt;
-    opt.temperature = 0.f;
+    opt.temperature = temperature;
+    opt.top_p = top_p;
+    opt.seed = 7;
     opt.max_new_tokens = new_tokens;
     opt.stop_at_eot = false;
     const char* name = precision == DecodePrecision::bf16 ? "bf16" : "fp32";
@@ -83,10 +92,10 @@ int main(int argc, char** argv) {
         const double first = sec(at[w] - at[0]) / w * 1e3;
         const double last = sec(at[n - 1] - at[n - 1 - w]) / w * 1e3;
         std::printf(
-            "meshlm %s threads=%d prompt=%d new=%d: %.2f tokens/s, prompt pass %.1f ms, "
-            "step %.2f ms (first %d) %.2f ms (last %d)\n",
-            name, threads, prompt_len, n, n / sec(t1 - t0), sec(at[0] - t0) * 1e3, first, w, last,
-            w);
+            "meshlm %s threads=%d prompt=%d new=%d temperature=%g top_p=%g: %.2f tokens/s, "
+            "prompt pass %.1f ms, step %.2f ms (first %d) %.2f ms (last %d)\n",
+            name, threads, prompt_len, n, temperature, top_p, n / sec(t1 - t0),
+            sec(at[0] - t0) * 1e3, first, w, last, w);
         (void)out;
     }
     return 0;

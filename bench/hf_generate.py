@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""transformers' greedy generate on a randomly initialized GPT-2 (GPT-2 small by default):
-the peer of bench/generate_bench.cpp. fp32, KV cache (use_cache=True), no network: the model
-is built from a config. Prints the best tokens/s over --reps runs, prompt pass included."""
+"""transformers' generate on a randomly initialized GPT-2 (GPT-2 small by default), greedy or
+sampled (--temperature > 0: do_sample with that temperature and --top-p, top_k off): the peer of
+bench/generate_bench.cpp. fp32, KV cache (use_cache=True), no network: the model is built from a
+config. Prints the best tokens/s over --reps runs, prompt pass included."""
 
 import argparse
 import time
@@ -21,6 +22,8 @@ def main():
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--vocab", type=int, default=50257)
     ap.add_argument("--ctx", type=int, default=1024)
+    ap.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    ap.add_argument("--top-p", type=float, default=1.0)
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -32,6 +35,8 @@ def main():
     model.generation_config.pad_token_id = 0
     prompt = torch.randint(0, args.vocab, (1, args.prompt))
     kw = dict(do_sample=False, use_cache=True)
+    if args.temperature > 0:
+        kw.update(do_sample=True, temperature=args.temperature, top_p=args.top_p, top_k=0)
     with torch.inference_mode():
         model.generate(prompt, max_new_tokens=8, min_new_tokens=8, **kw)  # warm-up
         best = 0.0
@@ -42,7 +47,8 @@ def main():
             n = out.shape[1] - args.prompt
             assert n == args.new
             best = max(best, n / dt)
-            print(f"transformers fp32 threads={args.threads} prompt={args.prompt} new={n}: "
+            print(f"transformers fp32 threads={args.threads} prompt={args.prompt} new={n} "
+                  f"temperature={args.temperature:g} top_p={args.top_p:g}: "
                   f"{n / dt:.2f} tokens/s", flush=True)
     print(f"best transformers {best:.2f} tokens/s (torch {torch.__version__}, "
           f"transformers {transformers.__version__})")
