@@ -29,7 +29,7 @@ static struct {
 static int n_regions;
 static double window_start, inside;
 static volatile sig_atomic_t want_reset, want_dump;
-static int active;  /* a top-level region is running: nested ones, on any thread, pass through */
+static int active; /* a top-level region is running: nested ones, on any thread, pass through */
 
 static double now(void) {
     struct timespec t;

@@ -13,54 +13,21 @@
 # configs/smollm-135m.yaml for the Llama of bench/train_llama_small.sh), OUT_DIR (bench/out).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-MESHLM_BIN="${MESHLM_BIN:-$ROOT/build/meshlm}"
-MESHLM_CONFIG="${MESHLM_CONFIG:-$ROOT/configs/gpt2-small.yaml}"
-OUT_DIR="${OUT_DIR:-$ROOT/bench/out}"
 PRECISION=fp32
-STEPS=8
-BATCH=4
-SEQ=256
-THREADS=2
-EXTRA=()
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --precision) PRECISION="$2"; shift 2 ;;
-    --steps) STEPS="$2"; shift 2 ;;
-    --batch) BATCH="$2"; shift 2 ;;
-    --seq) SEQ="$2"; shift 2 ;;
-    --threads) THREADS="$2"; shift 2 ;;
-    --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
-    *) echo "unknown argument: $1" >&2; exit 2 ;;
-  esac
-done
-if (( STEPS < 4 )); then echo "--steps must be >= 4 (two warmup steps, then counted ones)" >&2; exit 2; fi
-[[ -x "$MESHLM_BIN" ]] || { echo "$MESHLM_BIN not found: build it first" >&2; exit 1; }
+HELP_LINES='2,13p'
+source "$(dirname "${BASH_SOURCE[0]}")/step_run.sh"
+parse_step_args "$@"
 command -v cc >/dev/null || { echo "cc not found (apt-get install gcc)" >&2; exit 1; }
 
-mkdir -p "$OUT_DIR"
-RUN="$(mktemp -d "$OUT_DIR/omp_regions.XXXXXX")"
-echo "== results in $RUN" >&2
+new_run_dir omp_regions
 cc -O2 -shared -fPIC "$ROOT/bench/omp_regions.c" -o "$RUN/omp_regions.so" -ldl
-OMP_REGIONS_OUT="$RUN/regions.txt" LD_PRELOAD="$RUN/omp_regions.so" \
-  "$MESHLM_BIN" train --config "$MESHLM_CONFIG" --config.data.synthetic=true \
-  --config.train.steps="$STEPS" --config.train.batch_size="$BATCH" \
-  --config.train.seq_len="$SEQ" --config.train.threads="$THREADS" \
-  --config.train.precision="$PRECISION" --config.log.interval=1 --config.log.eval_interval=0 \
-  --config.log.sample_tokens=0 --config.checkpoint.interval=0 --config.log.dir="$RUN/run" \
-  "${EXTRA[@]}" >"$RUN/meshlm.log" 2>&1 &
-PID=$!
+start_step_run OMP_REGIONS_OUT="$RUN/regions.txt" LD_PRELOAD="$RUN/omp_regions.so"
 # The library acts on a signal at the next region's start: the first region of the next step.
-signal_after_step() {
-  until grep -q "^step  *$1/" "$RUN/meshlm.log" 2>/dev/null; do
-    kill -0 "$PID" 2>/dev/null || { cat "$RUN/meshlm.log" >&2; echo "meshlm ended early" >&2; exit 1; }
-    sleep 0.02
-  done
+for at in "2 USR1" "$((STEPS - 1)) USR2"; do
+  set -- $at
+  wait_step "$1" || { cat "$RUN/meshlm.log" >&2; echo "meshlm ended early" >&2; exit 1; }
   kill "-$2" "$PID"
-}
-signal_after_step 2 USR1
-signal_after_step $((STEPS - 1)) USR2
+done
 wait "$PID" || { cat "$RUN/meshlm.log" >&2; exit 1; }
 [[ -s "$RUN/regions.txt" ]] || { echo "no region table was written" >&2; exit 1; }
 

@@ -13,52 +13,18 @@
 # MESHLM_CONFIG (default configs/gpt2-small.yaml), OUT_DIR (default bench/out).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-MESHLM_BIN="${MESHLM_BIN:-$ROOT/build/meshlm}"
-MESHLM_CONFIG="${MESHLM_CONFIG:-$ROOT/configs/gpt2-small.yaml}"
-OUT_DIR="${OUT_DIR:-$ROOT/bench/out}"
 PRECISION=bf16
-STEPS=8
-BATCH=4
-SEQ=256
-THREADS=2
-EXTRA=()
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --precision) PRECISION="$2"; shift 2 ;;
-    --steps) STEPS="$2"; shift 2 ;;
-    --batch) BATCH="$2"; shift 2 ;;
-    --seq) SEQ="$2"; shift 2 ;;
-    --threads) THREADS="$2"; shift 2 ;;
-    --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
-    *) echo "unknown argument: $1" >&2; exit 2 ;;
-  esac
-done
-if (( STEPS < 4 )); then echo "--steps must be >= 4 (two warmup steps, then samples)" >&2; exit 2; fi
+HELP_LINES='2,14p'
+source "$(dirname "${BASH_SOURCE[0]}")/step_run.sh"
+parse_step_args "$@"
 command -v perf >/dev/null || { echo "perf not found (apt-get install linux-perf)" >&2; exit 1; }
-[[ -x "$MESHLM_BIN" ]] || { echo "$MESHLM_BIN not found: build it first" >&2; exit 1; }
 
-mkdir -p "$OUT_DIR"
-RUN="$(mktemp -d "$OUT_DIR/profile_step.XXXXXX")"
-echo "== results in $RUN" >&2
-"$MESHLM_BIN" train --config "$MESHLM_CONFIG" --config.data.synthetic=true \
-  --config.train.steps="$STEPS" --config.train.batch_size="$BATCH" \
-  --config.train.seq_len="$SEQ" --config.train.threads="$THREADS" \
-  --config.train.precision="$PRECISION" --config.log.interval=1 --config.log.eval_interval=0 \
-  --config.log.sample_tokens=0 --config.checkpoint.interval=0 --config.log.dir="$RUN/run" \
-  "${EXTRA[@]}" >"$RUN/meshlm.log" 2>&1 &
-PID=$!
-until grep -q "^step  *2/" "$RUN/meshlm.log" 2>/dev/null; do
-  kill -0 "$PID" 2>/dev/null || { cat "$RUN/meshlm.log" >&2; echo "meshlm ended early" >&2; exit 1; }
-  sleep 0.2
-done
+new_run_dir profile_step
+start_step_run
+wait_step 2 || { cat "$RUN/meshlm.log" >&2; echo "meshlm ended early" >&2; exit 1; }
 perf record -F 499 -o "$RUN/perf.data" -p "$PID" 2>"$RUN/perf.log" &
 PERF=$!
-until grep -q "^step  *$STEPS/" "$RUN/meshlm.log" 2>/dev/null; do
-  kill -0 "$PID" 2>/dev/null || break
-  sleep 0.2
-done
+wait_step "$STEPS" || true
 kill -INT "$PERF"
 wait "$PERF" || true
 wait "$PID" || { cat "$RUN/meshlm.log" >&2; echo "meshlm failed" >&2; exit 1; }

@@ -37,6 +37,8 @@ import statistics
 import sys
 import time
 
+from peer_env import add_env_args, env_report, maybe_reexec  # bench/ is on sys.path
+
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -52,20 +54,6 @@ def parse_args():
     p.add_argument("--context", type=int, default=1024, help="max positions (wpe rows)")
     p.add_argument("--lr", type=float, default=6e-4)
     p.add_argument("--seed", type=int, default=1337)
-    p.add_argument("--omp-wait-policy", default="PASSIVE",
-                   choices=["PASSIVE", "ACTIVE", "unset", "env"],
-                   help="OMP_WAIT_POLICY to run under (re-executes the script); 'unset' runs "
-                        "under libgomp's default, 'env' keeps whatever the environment has")
-    p.add_argument("--thp", default="off", choices=["on", "off", "env"],
-                   help="'on': THP_MEM_ALLOC_ENABLE=1, PyTorch's CPU allocator puts tensors of "
-                        "2 MiB and more on 2 MiB boundaries and advises transparent huge pages "
-                        "for them (as meshlm does for its big buffers); 'off': unset; 'env': "
-                        "leave it alone (default: off, measured no faster here, see bench/README.md)")
-    p.add_argument("--malloc", default="keep", choices=["keep", "default", "env"],
-                   help="'keep': glibc malloc tunables that keep freed memory in the process "
-                        "(no mmap for big blocks, no trimming) instead of returning it to the "
-                        "kernel and page-faulting it back in every step; 'default': glibc's "
-                        "defaults; 'env': leave GLIBC_TUNABLES alone")
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
                    help="bf16: the forward under torch.autocast('cpu', dtype=torch.bfloat16) "
                         "(bf16 GEMMs through oneDNN, fp32 master weights and optimizer state; "
@@ -73,37 +61,8 @@ def parse_args():
     p.add_argument("--fused-adamw", type=int, choices=[0, 1], default=None,
                    help="AdamW(fused=...); default 1 where torch has fused CPU AdamW (2.4+)")
     p.add_argument("--quiet", action="store_true", help="no per-step lines on stderr")
+    add_env_args(p, omp_wait_policy="PASSIVE")
     return p.parse_args()
-
-
-MALLOC_KEEP = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
-
-
-def maybe_reexec(args):
-    """Put OMP_WAIT_POLICY / GLIBC_TUNABLES in the environment before the process starts (glibc
-    reads its tunables at start-up, libgomp its settings when it loads), by re-executing."""
-    if os.environ.get("MESHLM_BENCH_REEXEC") == "1":
-        return
-    env = dict(os.environ)
-    if args.omp_wait_policy != "env":
-        env.pop("OMP_WAIT_POLICY", None)
-        if args.omp_wait_policy != "unset":
-            env["OMP_WAIT_POLICY"] = args.omp_wait_policy
-    if args.thp != "env":
-        env.pop("THP_MEM_ALLOC_ENABLE", None)
-        if args.thp == "on":
-            env["THP_MEM_ALLOC_ENABLE"] = "1"
-    if args.malloc != "env":
-        env.pop("GLIBC_TUNABLES", None)
-        if args.malloc == "keep":
-            env["GLIBC_TUNABLES"] = MALLOC_KEEP
-    if all(env.get(k) == os.environ.get(k)
-           for k in ("OMP_WAIT_POLICY", "GLIBC_TUNABLES", "THP_MEM_ALLOC_ENABLE")):
-        return
-    env["MESHLM_BENCH_REEXEC"] = "1"
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 
 ARGS = parse_args()
@@ -288,9 +247,7 @@ def main():
         "loss_last": round(losses[-1], 4) if losses else None,
         "params": n_params,
         "threads": torch.get_num_threads(),
-        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
-        "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
-        "thp_alloc": os.environ.get("THP_MEM_ALLOC_ENABLE") == "1",
+        **env_report(),
         "sdpa": HAS_SDPA,
         "config": {"layers": L, "width": d, "heads": a.heads, "vocab": V, "context": a.context,
                    "batch": a.batch, "seq": T, "warmup": a.warmup, "steps": a.steps},

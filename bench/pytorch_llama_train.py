@@ -42,7 +42,7 @@ import statistics
 import sys
 import time
 
-from mkl_amd import is_amd, mkl_amd_library  # bench/: the script's own folder is on sys.path
+from peer_env import add_env_args, env_report, maybe_reexec  # bench/ is on sys.path
 
 
 def parse_args():
@@ -67,66 +67,9 @@ def parse_args():
     p.add_argument("--fused-adamw", type=int, choices=[0, 1], default=1,
                    help="AdamW(fused=...): 1 (default) is PyTorch's fused CPU kernel, one pass "
                         "over the parameters; 0 its foreach implementation")
-    p.add_argument("--omp-wait-policy", default="unset",
-                   choices=["PASSIVE", "ACTIVE", "unset", "env"],
-                   help="OMP_WAIT_POLICY to run under (re-executes the script); 'unset' runs "
-                        "under libgomp's default, 'env' keeps whatever the environment has")
-    p.add_argument("--thp", default="off", choices=["on", "off", "env"],
-                   help="'on': THP_MEM_ALLOC_ENABLE=1, PyTorch's CPU allocator puts tensors of "
-                        "2 MiB and more on 2 MiB boundaries and advises transparent huge pages "
-                        "for them (as meshlm does for its big buffers); 'off': unset; 'env': "
-                        "leave it alone (default: off, measured no faster here, see bench/README.md)")
-    p.add_argument("--malloc", default="keep", choices=["keep", "default", "env"],
-                   help="'keep': glibc malloc tunables that keep freed memory in the process "
-                        "(no mmap for big blocks, no trimming) instead of returning it to the "
-                        "kernel and page-faulting it back in every step; 'default': glibc's "
-                        "defaults; 'env': leave GLIBC_TUNABLES alone")
-    p.add_argument("--mkl-amd", default="avx2", choices=["avx2", "default"],
-                   help="'avx2' (only acts on AMD CPUs): LD_PRELOAD a one-line library whose "
-                        "mkl_serv_intel_cpu_true() returns 1, so the wheel's MKL takes its AVX2 "
-                        "SGEMM kernels instead of its slow generic path on non-Intel CPUs (built "
-                        "with cc into $TMPDIR on first use); 'default': MKL as shipped")
     p.add_argument("--quiet", action="store_true", help="no per-step lines on stderr")
+    add_env_args(p, omp_wait_policy="unset", mkl_amd=True)
     return p.parse_args()
-
-
-MALLOC_KEEP = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
-
-
-def maybe_reexec(args):
-    """Put OMP_WAIT_POLICY / GLIBC_TUNABLES in the environment before the process starts (glibc
-    reads its tunables at start-up, libgomp its settings when it loads), by re-executing."""
-    if os.environ.get("MESHLM_BENCH_REEXEC") == "1":
-        return
-    env = dict(os.environ)
-    if args.omp_wait_policy != "env":
-        env.pop("OMP_WAIT_POLICY", None)
-        if args.omp_wait_policy != "unset":
-            env["OMP_WAIT_POLICY"] = args.omp_wait_policy
-    if args.thp != "env":
-        env.pop("THP_MEM_ALLOC_ENABLE", None)
-        if args.thp == "on":
-            env["THP_MEM_ALLOC_ENABLE"] = "1"
-    if args.malloc != "env":
-        env.pop("GLIBC_TUNABLES", None)
-        if args.malloc == "keep":
-            env["GLIBC_TUNABLES"] = MALLOC_KEEP
-    if args.mkl_amd == "avx2" and is_amd():
-        try:
-            lib = mkl_amd_library()
-            pre = env.get("LD_PRELOAD", "")
-            if lib not in pre.split():
-                env["LD_PRELOAD"] = (pre + " " + lib).strip()
-        except Exception as e:  # noqa: BLE001 - no compiler: run MKL as shipped
-            print(f"--mkl-amd avx2: cannot build the library ({e}), MKL as shipped",
-                  file=sys.stderr)
-    if all(env.get(k) == os.environ.get(k)
-           for k in ("OMP_WAIT_POLICY", "GLIBC_TUNABLES", "LD_PRELOAD", "THP_MEM_ALLOC_ENABLE")):
-        return
-    env["MESHLM_BENCH_REEXEC"] = "1"
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 
 ARGS = parse_args()
@@ -285,9 +228,7 @@ def main():
         "loss_last": round(losses[-1], 4) if losses else None,
         "params": n_params,
         "threads": torch.get_num_threads(),
-        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
-        "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
-        "thp_alloc": os.environ.get("THP_MEM_ALLOC_ENABLE") == "1",
+        **env_report(),
         "sdpa": True,
         "compile": a.compile,
         "fused_adamw": bool(a.fused_adamw),
