@@ -10,7 +10,8 @@
 #                             [--layers 12] [--width 768] [--heads 12] [--vocab 50257]
 #                             [--kv-heads 3] [--ff 1536]   (llama only) [--rounds 1]
 #
-# --rounds R: the whole measurement R times back to back (meshlm, PyTorch, meshlm, ...), then
+# --rounds R: the whole measurement R times back to back, meshlm first in odd rounds and PyTorch
+#   first in even ones (meshlm, PyTorch, PyTorch, meshlm, ...), then
 #   every round's ratios and their median. On a shared VM one round's ratio can move by 20 %
 #   (bench/README.md): read the median and the spread, not one round. Each ratio is also given
 #   between the two sides' fastest timed steps ("(fastest steps)"), which host noise disturbs
@@ -102,7 +103,7 @@ if (( ROUNDS > 1 )); then
   for ((r = 1; r <= ROUNDS; r++)); do
     echo "== round $r of $ROUNDS" >&2
     LOG="$(mktemp)"
-    "$0" "${FORWARD_ARGS[@]}" | tee "$LOG"
+    BENCH_PEER_FIRST=$(( r % 2 == 0 )) "$0" "${FORWARD_ARGS[@]}" | tee "$LOG"
     LOGS+=("$LOG")
   done
   echo
@@ -216,7 +217,8 @@ run_meshlm() {
     echo "== $name failed (exit ${PIPESTATUS[0]}), see $RUN/$name.log" >&2
   fi
 }
-if (( RUN_MESHLM )); then
+meshlm_side() {
+  (( RUN_MESHLM )) || return 0
   if [[ ! -x "$MESHLM_BIN" ]]; then
     echo "== meshlm: $MESHLM_BIN not found (build it: cmake --build build), skipped" >&2
   elif [[ ! -f "$MESHLM_CONFIG" ]]; then
@@ -227,14 +229,14 @@ if (( RUN_MESHLM )); then
   else
     run_meshlm meshlm fp32
   fi
-fi
-
-# meshlm saves a checkpoint at the end of training: not needed here (475 MiB for GPT-2 small).
-if [[ "${KEEP_CHECKPOINT:-0}" != 1 ]]; then rm -f "$RUN"/meshlm*/*.safetensors; fi
+  # meshlm saves a checkpoint at the end of training: not needed here (475 MiB for GPT-2 small).
+  if [[ "${KEEP_CHECKPOINT:-0}" != 1 ]]; then rm -f "$RUN"/meshlm*/*.safetensors; fi
+}
 
 # ---------------------------------------------------------------- PyTorch
 TORCH_OK=0
-if (( RUN_TORCH )); then
+torch_side() {
+  (( RUN_TORCH )) || return 0
   if [[ ! -x "$PYTHON" ]] || ! "$PYTHON" -c "import torch" >/dev/null 2>&1; then
     echo "== pytorch: $PYTHON cannot import torch, skipped (apt-get install python3-torch;" \
          "llama: a venv with PyPI torch at .venv, or PYTHON=...)" >&2
@@ -255,6 +257,17 @@ if (( RUN_TORCH )); then
       echo "== pytorch failed, see $RUN/pytorch.log" >&2
     fi
   fi
+}
+
+# In --rounds, every second round runs PyTorch first, so neither side always gets the same
+# place in the host's slow and quiet stretches.
+if [[ "${BENCH_PEER_FIRST:-0}" == 1 ]]; then
+  echo "== this round runs PyTorch first" >&2
+  torch_side
+  meshlm_side
+else
+  meshlm_side
+  torch_side
 fi
 
 # ---------------------------------------------------------------- summary
