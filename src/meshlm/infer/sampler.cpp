@@ -17,23 +17,36 @@ void apply_repetition_penalty(float* logits, const std::vector<std::int32_t>& se
 
 namespace {
 
-// Descending by logit, ties by id: the order top-k and top-p filter in, so filtering is
-// deterministic.
-// (A function object, so the sorts inline it.)
-constexpr auto by_logit = [](const std::pair<float, std::int32_t>& a,
-                             const std::pair<float, std::int32_t>& b) {
+using Weighted = std::pair<float, std::int32_t>;  // (probability up to a common factor, id)
+
+// Descending by weight, ties by id: the order top-k and top-p filter in, so filtering is
+// deterministic. A function object, so the sorts inline it.
+constexpr auto by_weight = [](const Weighted& a, const Weighted& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
 };
 
-// The entry of w[0..n) that u (in [0, total)) falls in, walking in order.
-template <typename Weight>
-int draw(int n, double u, Weight w) {
-    double acc = 0;
-    for (int i = 0; i < n; ++i) {
-        acc += w(i);
-        if (u < acc) return i;
+// How many of the most likely of w[0..n) make the smallest set holding `target` of the weight;
+// leaves them first, in descending order from the last few hundred on. Only the set is needed,
+// not its order: a quickselect on weight. [0, lo) is known to be in (weight `in`), [hi, n) out,
+// [lo, hi) undecided and unordered. The first cut is at 256 (a trained model's nucleus is often
+// smaller), then halves.
+int nucleus(std::vector<Weighted>& w, int n, double target) {
+    int lo = 0, hi = n;
+    double in = 0;
+    for (int cut = std::min(n, 256); hi - lo > 256; cut = lo + (hi - lo) / 2) {
+        std::nth_element(w.begin() + lo, w.begin() + cut, w.begin() + hi, by_weight);
+        double upper = 0;  // the weight of [lo, cut)
+        for (int i = lo; i < cut; ++i) upper += w[i].first;
+        if (in + upper >= target) {
+            hi = cut;
+        } else {
+            in += upper, lo = cut;
+        }
     }
-    return n - 1;  // u within rounding of the total
+    std::sort(w.begin() + lo, w.begin() + hi, by_weight);
+    int keep = lo;
+    for (double cum = in; keep < hi && cum < target;) cum += w[keep++].first;
+    return keep;
 }
 
 }  // namespace
@@ -48,64 +61,28 @@ std::int32_t sample_token(const float* logits, int V, const SamplingOptions& opt
         scratch[v] = {logits[v] / opt.temperature, v};
         mx = std::max(mx, scratch[v].first);
     }
-    const bool top_k = opt.top_k > 0 && opt.top_k < V;
-    if (!top_k && opt.top_p >= 1.f) {
-        // Plain temperature: no order is needed, so none is made (a sort of the vocabulary
-        // cost more than the model's step at V ~ 50k). Draws walk the ids in order.
-        double total = 0;
-        for (auto& e : scratch) total += (e.first = std::exp(e.first - mx));
-        const double u = rng.uniform_double() * total;
-        return scratch[draw(V, u, [&](int i) { return scratch[i].first; })].second;
+    // The candidates are scratch[0..keep), weighted exp(z - max). Top-k orders the scaled logits
+    // (exp keeps their order) and weighs only the k; plain temperature needs no order, so none
+    // is made (a sort of the vocabulary cost more than the model's step at V ~ 50k).
+    int keep = V;
+    if (opt.top_k > 0 && opt.top_k < V) {
+        keep = opt.top_k;
+        std::partial_sort(scratch.begin(), scratch.begin() + keep, scratch.end(), by_weight);
     }
-    // The candidates, first in the set: the top k in descending order, or the top-p set.
-    int keep = top_k ? opt.top_k : V;
     double total = 0;
-    if (top_k) {
-        std::partial_sort(scratch.begin(), scratch.begin() + keep, scratch.end(), by_logit);
-        for (int i = 0; i < keep; ++i)
-            total += (scratch[i].first = std::exp(scratch[i].first - mx));
-    } else {
-        // Top-p alone needs the smallest set of most likely tokens holding p of the mass, not
-        // its order: a quickselect on mass. [0, lo) is known to be in the set (mass `in`),
-        // [hi, V) out, [lo, hi) undecided and unordered. The first cut is at 256 (a trained
-        // model's nucleus is often smaller), then halves; the last few hundred are sorted.
-        thread_local std::vector<float> w;  // w[id] = exp(logit - max)
-        w.resize(V);
-        for (const auto& e : scratch) total += (w[e.second] = std::exp(e.first - mx));
-        const double target = opt.top_p * total;
-        int lo = 0, hi = V;
-        double in = 0;
-        for (int cut = std::min(V, 256); hi - lo > 256; cut = lo + (hi - lo) / 2) {
-            std::nth_element(scratch.begin() + lo, scratch.begin() + cut, scratch.begin() + hi,
-                             by_logit);
-            double upper = 0;  // the mass of [lo, cut)
-            for (int i = lo; i < cut; ++i) upper += w[scratch[i].second];
-            if (in + upper >= target) {
-                hi = cut;
-            } else {
-                in += upper, lo = cut;
-            }
-        }
-        std::sort(scratch.begin() + lo, scratch.begin() + hi, by_logit);
-        keep = lo;
-        for (double cum = in; keep < hi && cum < target;) cum += w[scratch[keep++].second];
-        total = 0;
-        for (int i = 0; i < keep; ++i) total += (scratch[i].first = w[scratch[i].second]);
-    }
-    if (top_k && opt.top_p < 1.f) {
-        double cum = 0;
-        for (int i = 0; i < keep; ++i) {
-            cum += scratch[i].first;
-            if (cum >= opt.top_p * total) {
-                keep = i + 1;
-                break;
-            }
-        }
+    for (int i = 0; i < keep; ++i) total += (scratch[i].first = std::exp(scratch[i].first - mx));
+    if (opt.top_p < 1.f) {
+        keep = nucleus(scratch, keep, opt.top_p * total);
         total = 0;
         for (int i = 0; i < keep; ++i) total += scratch[i].first;
     }
     const double u = rng.uniform_double() * total;
-    return scratch[draw(keep, u, [&](int i) { return scratch[i].first; })].second;
+    double acc = 0;
+    for (int i = 0; i < keep; ++i) {
+        acc += scratch[i].first;
+        if (u < acc) return scratch[i].second;
+    }
+    return scratch[keep - 1].second;  // u within rounding of the total
 }
 
 }  // namespace meshlm
