@@ -19,11 +19,15 @@
 //   X = ((R * n_head + n) * T + i) * T + j
 // of the Philox stream (seed, stream) (cpu/dropout_mask.h); the backward regenerates it.
 //
-// Determinism: the forward gives each (b, h) to one thread. The backward gives each (b, g) to one
-// thread, which runs the G query heads of the group in order: it alone writes their dQ and the
-// dK, dV they share, so the sum over the group has a fixed order and needs no atomics.
+// Determinism: the forward gives each (query block, b, h) to one thread; a row's arithmetic does
+// not depend on which. The backward gives each (b, g, chunk of query blocks) to one thread, which
+// runs the G query heads of the group in order: it alone writes their dQ rows of the chunk and
+// the chunk's dK, dV (or its partial sums of them), so every sum has a fixed order and needs no
+// atomics.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/cpu/dropout_mask.h"
@@ -103,6 +107,32 @@ void check_shape(int H, int Hkv, int D) {
     MESHLM_CHECK(D >= 1 && D <= kMaxHeadDim, "head dim ", D, " outside 1..", kMaxHeadDim);
 }
 
+// The backward's work items: (b, key/value group g, chunk of query blocks). Chunk c covers query
+// blocks [start[c], start[c + 1]), each chunk about the same number of (query, key) block pairs.
+// With one chunk a (b, g) item writes its dK, dV directly; with more, each chunk writes partial
+// sums that a second pass adds in chunk order. The count gives each thread at least 4 items and
+// all threads as many (as far as the query blocks allow), so it depends on the thread count; for
+// a given thread count the bits do not depend on the schedule. Fills start with the count + 1
+// boundaries and returns the count.
+int backward_chunks(std::vector<int>& start, int groups, int nqb) {
+    const int t = threads();
+    int count = (4 * t + groups - 1) / groups;
+    while (count < nqb && groups * count % t != 0) ++count;
+    count = std::clamp(count, 1, nqb);
+    start.assign(count + 1, nqb);  // keeps its capacity: a steady-state step allocates nothing
+    start[0] = 0;
+    const double pairs = 0.5 * nqb * (nqb + 1.0);  // blocks [0, i) hold i (i + 1) / 2 of them
+    for (int c = 1; c < count; ++c) {
+        int i = start[c - 1] + 1;
+        while (i < nqb - (count - c) && 0.5 * i * (i + 1.0) < pairs * c / count) ++i;
+        start[c] = i;
+    }
+    return count;
+}
+
+thread_local std::vector<int> t_chunk_start;
+thread_local std::vector<float> t_partials;  // the chunks' dK, dV partial sums
+
 }  // namespace
 
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
@@ -111,9 +141,13 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
     const AttnDropout* drop = active_dropout(dropout, H);
     const int G = H / Hkv, ld = (H + 2 * Hkv) * D, HD = H * D;
     const float s = scale > 0.f ? scale : 1.f / std::sqrt(static_cast<float>(D));
-#pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; ++bh) {
-        const int b = bh / H, h = bh % H, g = h / G;
+    const int nqb = (T + kBlock - 1) / kBlock;
+    // One item per (query block, b, h), the costliest (last) query blocks first. Every row's
+    // arithmetic is the same whichever thread runs it, so the dynamic schedule keeps the bits.
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int item = 0; item < nqb * B * H; ++item) {
+        const int bh = item % (B * H), b = bh / H, h = bh % H, g = h / G;
+        const int i0 = (nqb - 1 - item / (B * H)) * kBlock;
         const float* row0 = qkv + static_cast<std::size_t>(b) * T * ld;
         const float* Q = row0 + h * D;
         const float* K = row0 + (H + g) * D;
@@ -126,7 +160,7 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
         alignas(64) float acc[kBlock * kMaxHeadDim];
         alignas(32) float z[kBlock];
         float m[kBlock], l[kBlock];
-        for (int i0 = 0; i0 < T; i0 += kBlock) {
+        {
             const int nq = T - i0 < kBlock ? T - i0 : kBlock;
             for (int r = 0; r < nq; ++r) m[r] = -INFINITY, l[r] = 0.f;
             for (int x = 0; x < nq * D; ++x) acc[x] = 0.f;
@@ -181,14 +215,33 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
     const AttnDropout* drop = active_dropout(dropout, H);
     const int G = H / Hkv, ld = (H + 2 * Hkv) * D, HD = H * D;
     const float s = scale > 0.f ? scale : 1.f / std::sqrt(static_cast<float>(D));
-#pragma omp parallel for schedule(static)
-    for (int bg = 0; bg < B * Hkv; ++bg) {
-        const int b = bg / Hkv, g = bg % Hkv;
+    const int nqb = (T + kBlock - 1) / kBlock;
+    // Bound here: inside the parallel region the thread_local names would mean each thread's own.
+    const int C = backward_chunks(t_chunk_start, B * Hkv, nqb);
+    const int* chunk_start = t_chunk_start.data();
+    float* part = nullptr;  // [B Hkv][C][dK, dV][T][D] when C > 1
+    if (C > 1) {
+        const std::size_t n = static_cast<std::size_t>(B) * Hkv * C * 2 * T * D;
+        if (t_partials.size() < n) t_partials.resize(n);
+        part = t_partials.data();
+    }
+    const std::size_t plane = static_cast<std::size_t>(T) * D;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int item = 0; item < B * Hkv * C; ++item) {
+        const int bg = item / C, chunk = item % C, b = bg / Hkv, g = bg % Hkv;
         const std::size_t row0 = static_cast<std::size_t>(b) * T * ld;
         const float* K = qkv + row0 + (H + g) * D;
         const float* V = qkv + row0 + (H + Hkv + g) * D;
         float* dK = dqkv + row0 + (H + g) * D;
         float* dV = dqkv + row0 + (H + Hkv + g) * D;
+        int ldkv = ld;
+        if (C > 1) {
+            dK = part + (static_cast<std::size_t>(item) * 2) * plane;
+            dV = dK + plane;
+            ldkv = D;
+        }
+        const int first_i0 = chunk_start[chunk] * kBlock;
+        const int end_i0 = std::min(T, chunk_start[chunk + 1] * kBlock);
         alignas(64) float P[kBlock * kBlock];
         alignas(64) float Pd[kBlock * kBlock];
         alignas(64) float dP[kBlock * kBlock];
@@ -202,7 +255,7 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
             const float* L = lse + (static_cast<std::size_t>(b) * H + h) * T;
             const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
             const std::uint64_t dbase = drop ? dropout_base(*drop, b, h, T) : 0;
-            for (int i0 = 0; i0 < T; i0 += kBlock) {
+            for (int i0 = first_i0; i0 < end_i0; i0 += kBlock) {
                 const int nq = T - i0 < kBlock ? T - i0 : kBlock;
                 for (int r = 0; r < nq; ++r)
                     Dvec[r] = cpu::dot(dO + static_cast<std::size_t>(i0 + r) * HD,
@@ -215,9 +268,10 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                     const float* Vj = V + static_cast<std::size_t>(j0) * ld;
                     // The first product into a block overwrites it (no zeroing pass): dQ rows
                     // i0.. first at j0 = 0; dK, dV rows j0.. (all of them: nk = kBlock or the
-                    // tail) first at i0 = j0 for the group's first head.
+                    // tail) first at the chunk's first query block that reaches them, for the
+                    // group's first head.
                     const float beta_q = j0 == 0 ? 0.f : 1.f;
-                    const float beta_kv = i0 == j0 && h == g * G ? 0.f : 1.f;
+                    const float beta_kv = h == g * G && i0 == std::max(j0, first_i0) ? 0.f : 1.f;
                     gemm(false, true, nq, nk, D, s, Qi, ld, Kj, ld, 0.f, P, kBlock);
                     for (int r = 0; r < nq; ++r) {
                         float* row = P + r * kBlock;
@@ -235,7 +289,7 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                     }
                     const float* Pv = drop ? Pd : P;  // the probabilities that weighted V
                     gemm(true, false, nk, D, nq, 1.f, Pv, kBlock, dOi, HD, beta_kv,
-                         dV + static_cast<std::size_t>(j0) * ld, ld);
+                         dV + static_cast<std::size_t>(j0) * ldkv, ldkv);
                     gemm(false, true, nq, nk, D, 1.f, dOi, HD, Vj, ld, 0.f, dP, kBlock);
                     for (int r = 0; r < nq; ++r) {
                         const int x = r * kBlock;
@@ -248,7 +302,31 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                     gemm(false, false, nq, D, nk, 1.f, dP, kBlock, Kj, ld, beta_q,
                          dQ + static_cast<std::size_t>(i0) * ld, ld);
                     gemm(true, false, nk, D, nq, 1.f, dP, kBlock, Qi, ld, beta_kv,
-                         dK + static_cast<std::size_t>(j0) * ld, ld);
+                         dK + static_cast<std::size_t>(j0) * ldkv, ldkv);
+                }
+            }
+        }
+    }
+    // dK, dV of key block j: the partial sums of the chunks that reach it (those from j's own
+    // chunk on), added in chunk order.
+    if (C == 1) return;
+#pragma omp parallel for schedule(static)
+    for (int item = 0; item < B * Hkv * nqb; ++item) {
+        const int bg = item / nqb, jb = item % nqb, b = bg / Hkv, g = bg % Hkv;
+        const int j0 = jb * kBlock, nk = std::min(kBlock, T - j0);
+        int c0 = 0;
+        while (chunk_start[c0 + 1] <= jb) ++c0;
+        for (int kv = 0; kv < 2; ++kv) {
+            float* dst = dqkv + static_cast<std::size_t>(b) * T * ld + (H + kv * Hkv + g) * D;
+            const float* src = part + (static_cast<std::size_t>(bg) * C * 2 + kv) * plane;
+            for (int r = j0; r < j0 + nk; ++r) {
+                float* d = dst + static_cast<std::size_t>(r) * ld;
+                const std::size_t at = static_cast<std::size_t>(r) * D;
+                const float* p = src + static_cast<std::size_t>(c0) * 2 * plane + at;
+                for (int x = 0; x < D; ++x) d[x] = p[x];
+                for (int c = c0 + 1; c < C; ++c) {
+                    p = src + static_cast<std::size_t>(c) * 2 * plane + at;
+                    for (int x = 0; x < D; ++x) d[x] += p[x];
                 }
             }
         }
