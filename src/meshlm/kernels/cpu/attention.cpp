@@ -39,6 +39,8 @@ namespace {
 
 constexpr int kBlock = 64;  // query and key block size
 constexpr int kMaxHeadDim = 256;
+// The partial sums take count times the memory of the layer's keys and values: bounded here.
+constexpr int kMaxChunks = 8;
 
 // Number of keys of the block starting at j0 (of nk) that query row i may attend to.
 inline int causal_limit(int i, int j0, int nk) {
@@ -111,14 +113,14 @@ void check_shape(int H, int Hkv, int D) {
 // blocks [start[c], start[c + 1]), each chunk about the same number of (query, key) block pairs.
 // With one chunk a (b, g) item writes its dK, dV directly; with more, each chunk writes partial
 // sums that a second pass adds in chunk order. The count gives each thread at least 4 items and
-// all threads as many (as far as the query blocks allow), so it depends on the thread count; for
-// a given thread count the bits do not depend on the schedule. Fills start with the count + 1
-// boundaries and returns the count.
+// all threads as many (as far as the query blocks and kMaxChunks allow), so it depends on the
+// thread count; for a given thread count the bits do not depend on the schedule. Fills start
+// with the count + 1 boundaries and returns the count.
 int backward_chunks(std::vector<int>& start, int groups, int nqb) {
     const int t = threads();
     int count = (4 * t + groups - 1) / groups;
     while (count < nqb && groups * count % t != 0) ++count;
-    count = std::clamp(count, 1, nqb);
+    count = std::clamp(count, 1, std::min(nqb, kMaxChunks));
     start.assign(count + 1, nqb);  // keeps its capacity: a steady-state step allocates nothing
     start[0] = 0;
     const double pairs = 0.5 * nqb * (nqb + 1.0);  // blocks [0, i) hold i (i + 1) / 2 of them
