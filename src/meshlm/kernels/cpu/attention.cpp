@@ -162,50 +162,48 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
         alignas(64) float acc[kBlock * kMaxHeadDim];
         alignas(32) float z[kBlock];
         float m[kBlock], l[kBlock];
-        {
-            const int nq = T - i0 < kBlock ? T - i0 : kBlock;
-            for (int r = 0; r < nq; ++r) m[r] = -INFINITY, l[r] = 0.f;
-            for (int x = 0; x < nq * D; ++x) acc[x] = 0.f;
-            for (int j0 = 0; j0 < i0 + nq; j0 += kBlock) {
-                const int nk = i0 + nq - j0 < kBlock ? i0 + nq - j0 : kBlock;
-                gemm(false, true, nq, nk, D, s, Q + static_cast<std::size_t>(i0) * ld, ld,
-                     K + static_cast<std::size_t>(j0) * ld, ld, 0.f, S, kBlock);
-                for (int r = 0; r < nq; ++r) {
-                    float* row = S + r * kBlock;
-                    const int i = i0 + r, lim = causal_limit(i, j0, nk);
-                    if (lim == 0) {
-                        for (int c = 0; c < nk; ++c) row[c] = 0.f;
-                        continue;
-                    }
-                    if (alibi_slopes) add_alibi(row, lim, slope, i, j0);
-                    const float mx = cpu::max_of(row, lim, m[r]);
-                    const float corr = cpu::exp_scalar(m[r] - mx);
-                    l[r] = l[r] * corr + exp_row(row, row, lim, nk, mx);
-                    m[r] = mx;
-                    if (drop) {
-                        cpu::dropout_scales(z, drop->seed, drop->stream,
-                                            dbase + static_cast<std::uint64_t>(i) * T + j0, lim,
-                                            drop->rate);
-                        for (int c = 0; c < lim; ++c) row[c] *= z[c];
-                    }
-                    if (corr != 1.f) {
-                        float* a = acc + r * D;
-                        const __m256 vc = _mm256_set1_ps(corr);
-                        int d = 0;
-                        for (; d + 8 <= D; d += 8)
-                            _mm256_storeu_ps(a + d, _mm256_mul_ps(_mm256_loadu_ps(a + d), vc));
-                        for (; d < D; ++d) a[d] *= corr;
-                    }
-                }
-                gemm(false, false, nq, D, nk, 1.f, S, kBlock, V + static_cast<std::size_t>(j0) * ld,
-                     ld, 1.f, acc, D);
-            }
+        const int nq = T - i0 < kBlock ? T - i0 : kBlock;
+        for (int r = 0; r < nq; ++r) m[r] = -INFINITY, l[r] = 0.f;
+        for (int x = 0; x < nq * D; ++x) acc[x] = 0.f;
+        for (int j0 = 0; j0 < i0 + nq; j0 += kBlock) {
+            const int nk = i0 + nq - j0 < kBlock ? i0 + nq - j0 : kBlock;
+            gemm(false, true, nq, nk, D, s, Q + static_cast<std::size_t>(i0) * ld, ld,
+                 K + static_cast<std::size_t>(j0) * ld, ld, 0.f, S, kBlock);
             for (int r = 0; r < nq; ++r) {
-                const float inv = 1.f / l[r];
-                float* o = O + static_cast<std::size_t>(i0 + r) * HD;
-                for (int d = 0; d < D; ++d) o[d] = acc[r * D + d] * inv;
-                L[i0 + r] = m[r] + std::log(l[r]);
+                float* row = S + r * kBlock;
+                const int i = i0 + r, lim = causal_limit(i, j0, nk);
+                if (lim == 0) {
+                    for (int c = 0; c < nk; ++c) row[c] = 0.f;
+                    continue;
+                }
+                if (alibi_slopes) add_alibi(row, lim, slope, i, j0);
+                const float mx = cpu::max_of(row, lim, m[r]);
+                const float corr = cpu::exp_scalar(m[r] - mx);
+                l[r] = l[r] * corr + exp_row(row, row, lim, nk, mx);
+                m[r] = mx;
+                if (drop) {
+                    cpu::dropout_scales(z, drop->seed, drop->stream,
+                                        dbase + static_cast<std::uint64_t>(i) * T + j0, lim,
+                                        drop->rate);
+                    for (int c = 0; c < lim; ++c) row[c] *= z[c];
+                }
+                if (corr != 1.f) {
+                    float* a = acc + r * D;
+                    const __m256 vc = _mm256_set1_ps(corr);
+                    int d = 0;
+                    for (; d + 8 <= D; d += 8)
+                        _mm256_storeu_ps(a + d, _mm256_mul_ps(_mm256_loadu_ps(a + d), vc));
+                    for (; d < D; ++d) a[d] *= corr;
+                }
             }
+            gemm(false, false, nq, D, nk, 1.f, S, kBlock, V + static_cast<std::size_t>(j0) * ld, ld,
+                 1.f, acc, D);
+        }
+        for (int r = 0; r < nq; ++r) {
+            const float inv = 1.f / l[r];
+            float* o = O + static_cast<std::size_t>(i0 + r) * HD;
+            for (int d = 0; d < D; ++d) o[d] = acc[r * D + d] * inv;
+            L[i0 + r] = m[r] + std::log(l[r]);
         }
     }
 }
