@@ -447,7 +447,8 @@ std::vector<double> attention_backward_reference(const std::vector<float>& qkv,
 // for the threads, and adds the chunks' key/value partial sums afterwards; how many chunks
 // depends on the thread count. Every element of dqkv matches the double reference at every
 // thread count, with and without chunks (Hkv 4 on 2 threads is the unchunked path), and
-// repeats bitwise at a given count.
+// repeats bitwise at a given count. The forward's items are (query block, b, h) on a dynamic
+// schedule: its out and lse are bitwise the same at every thread count.
 TEST(TransformerAttention, BackwardAtEveryThreadCountMatchesTheReference) {
     struct Shape {
         int B, T, H, Hkv;
@@ -465,6 +466,7 @@ TEST(TransformerAttention, BackwardAtEveryThreadCountMatchesTheReference) {
                             nullptr);
         const auto want = attention_backward_reference(qkv, dout, lse_ref, sh.B, sh.T, sh.H, sh.Hkv,
                                                        D, slopes.data());
+        std::vector<float> out1, lse1;  // the forward on 1 thread
         for (int threads : {1, 2, 3, 4, 7}) {
             const std::string tag = "B " + std::to_string(sh.B) + " T " + std::to_string(sh.T) +
                                     " Hkv " + std::to_string(sh.Hkv) + " threads " +
@@ -475,6 +477,9 @@ TEST(TransformerAttention, BackwardAtEveryThreadCountMatchesTheReference) {
             std::vector<float> lse(std::size_t(sh.B) * sh.H * sh.T);
             kn::attention_forward(out.data(), lse.data(), qkv.data(), sh.B, sh.T, sh.H, sh.Hkv, D,
                                   slopes.data());
+            if (threads == 1) out1 = out, lse1 = lse;
+            EXPECT_TRUE(bitwise_equal(out, out1)) << "forward out";
+            EXPECT_TRUE(bitwise_equal(lse, lse1)) << "forward lse";
             auto run = [&] {
                 auto d = nan_filled(qkv.size());
                 kn::attention_backward(d.data(), dout.data(), out.data(), lse.data(), qkv.data(),
