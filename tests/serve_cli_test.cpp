@@ -23,32 +23,42 @@ TEST_F(ServeCli, OpenAIPythonClientCompletesStreamsAndReadsLogprobs) {
 }
 
 TEST_F(ServeCli, SigtermFinishesInFlightRequestsAndExitsZero) {
-    ServeProcess srv(run(), "--max-running 2", *dir_ + "/sigterm.log");
+    // The suite's tiny model writes 60 tokens between two polls of /metrics, so this test serves
+    // a wider, untrained one whose requests stay in flight for about a second (~7 ms a token on
+    // 2 threads here) and asks for 150 tokens each.
+    const std::string slow = *dir_ + "/slow_run";
+    auto tr = test::run_command(
+        test::meshlm_binary() +
+        " train --config.model.n_layer=8 --config.model.d_model=512 --config.model.n_head=8"
+        " --config.model.max_seq_len=256 --config.train.seq_len=16 --config.train.batch_size=1"
+        " --config.train.steps=1 --config.train.threads=2 --config.train.peak_gflops=100"
+        " --config.log.eval_interval=0 --config.log.sample_tokens=0 --config.data.path=" +
+        *dir_ + "/corpus.txt --config.log.dir=" + slow + " --config.data.cache_dir=" + *dir_ +
+        "/cache");
+    ASSERT_EQ(tr.exit_code, 0) << tr.output;
+    constexpr int kTokens = 150;
+    ServeProcess srv(slow, "--max-running 2", *dir_ + "/sigterm.log");
     ASSERT_GT(srv.port(), 0);
     httplib::Client cli("127.0.0.1", srv.port());
     cli.set_read_timeout(60, 0);
     // Two long requests in flight (one streamed), then SIGTERM once both have started.
-    std::promise<void> first_bytes;
     auto streamed = std::async(std::launch::async, [&] {
-        std::string body;
-        bool told = false;
         httplib::Client c("127.0.0.1", srv.port());
         c.set_read_timeout(60, 0);
-        httplib::Request req;
         auto res = c.Post(
-            "/v1/completions", httplib::Headers{},
-            json{{"prompt", "Doc"}, {"max_tokens", 60}, {"stream", true}, {"ignore_eos", true}}
+            "/v1/completions",
+            json{{"prompt", "Doc"}, {"max_tokens", kTokens}, {"stream", true}, {"ignore_eos", true}}
                 .dump(),
             "application/json");
-        (void)told;
         return res ? res->body : std::string("no response");
     });
     auto plain = std::async(std::launch::async, [&] {
         httplib::Client c("127.0.0.1", srv.port());
         c.set_read_timeout(60, 0);
-        auto res = c.Post("/v1/completions",
-                          json{{"prompt", "Doc"}, {"max_tokens", 60}, {"ignore_eos", true}}.dump(),
-                          "application/json");
+        auto res =
+            c.Post("/v1/completions",
+                   json{{"prompt", "Doc"}, {"max_tokens", kTokens}, {"ignore_eos", true}}.dump(),
+                   "application/json");
         return res ? res->status * 1000 +
                          static_cast<int>(json::parse(res->body)["usage"]["completion_tokens"])
                    : -1;
@@ -62,7 +72,7 @@ TEST_F(ServeCli, SigtermFinishesInFlightRequestsAndExitsZero) {
         std::this_thread::sleep_for(5ms);
     }
     ASSERT_EQ(kill(srv.pid(), SIGTERM), 0);
-    EXPECT_EQ(plain.get(), 200 * 1000 + 60);
+    EXPECT_EQ(plain.get(), 200 * 1000 + kTokens);
     const std::string events = streamed.get();
     EXPECT_NE(events.find("\"finish_reason\":\"length\""), std::string::npos) << events;
     EXPECT_NE(events.find("data: [DONE]"), std::string::npos);
