@@ -230,6 +230,63 @@ TEST(HfFamiliesExport, Bf16RoundsToNearestEven) {
         ASSERT_EQ(back.params.data()[i], f32_from_bf16(bf16_from_f32(hf.params.data()[i]))) << i;
 }
 
+// Many hub checkpoints are float16. The fixture holds the Llama fixture's weights as torch's
+// .half() rounded them, and transformers' logits on it loaded as float32.
+TEST(HfFamiliesF16, ImportGivesTransformersLogits) {
+    Imported hf(test::fixture("hf_llama_tiny_f16"));
+    SafetensorsFile ref(test::fixture("hf_llama_tiny_f16_ref.safetensors"));
+    const Shape& ls = ref.entry("logits").shape;
+    const auto mine = meshlm_logits(hf.cfg.model, hf.params.data(), ref.i32("tokens"),
+                                    static_cast<int>(ls[0]), static_cast<int>(ls[1]));
+    const double d = max_abs_diff(mine, ref.f32("logits"));
+    std::printf("f16 checkpoint: max |meshlm - transformers| logits = %.3g\n", d);
+    EXPECT_LE(d, 1e-4);
+    // The widening is exact: every weight is the f16 value transformers wrote.
+    Imported f32(test::fixture("hf_llama_tiny"));
+    for (std::size_t i = 0; i < hf.layout.total(); ++i)
+        ASSERT_EQ(hf.params.data()[i], f32_from_f16(f16_from_f32(f32.params.data()[i]))) << i;
+}
+
+TEST(HfFamiliesF16, ExportWritesWhatTorchHalfWrites) {
+    // Exporting the float32 fixture as f16 gives torch's .half() of it, bit for bit.
+    Imported hf(test::fixture("hf_llama_tiny"));
+    const std::string out = test::temp_dir("hf_fam_f16") + "/hf";
+    write_hf_model(out, hf.cfg.model, hf.layout, hf.params.data(), {DType::f16, 0, 2});
+    SafetensorsFile mine(out + "/model.safetensors"),
+        torch(test::fixture("hf_llama_tiny_f16") + "/model.safetensors");
+    ASSERT_EQ(mine.names(), torch.names());
+    for (const auto& n : mine.names()) {
+        ASSERT_EQ(mine.entry(n).dtype, DType::f16) << n;
+        ASSERT_EQ(torch.entry(n).dtype, DType::f16) << n;
+        ASSERT_TRUE(mine.entry(n).shape == torch.entry(n).shape) << n;
+        EXPECT_EQ(std::memcmp(mine.data(n), torch.data(n), 2 * mine.entry(n).shape.numel()), 0)
+            << n;
+    }
+    EXPECT_EQ(json::parse(test::read_file(out + "/config.json"))["dtype"], "float16");
+    EXPECT_EQ(read_hf_config(out).model.n_kv_head, hf.cfg.model.n_kv_head);
+}
+
+TEST(HfFamiliesF16, ExportRefusesAWeightPastFloat16sRange) {
+    Imported hf(test::fixture("hf_llama_tiny"));
+    hf.params.data()[hf.layout.at("h.1.mlp.c_proj.weight").offset + 5] = -7e4f;
+    const std::string out = test::temp_dir("hf_fam_f16_big") + "/hf";
+    try {
+        write_hf_model(out, hf.cfg.model, hf.layout, hf.params.data(), {DType::f16, 0, 2});
+        FAIL() << "a weight of -70000 was exported as f16";
+    } catch (const InvalidInput& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("model.layers.1.mlp.down_proj.weight"), std::string::npos) << m;
+        EXPECT_NE(m.find("65504"), std::string::npos) << m;
+        EXPECT_NE(m.find("bf16"), std::string::npos) << m;
+    }
+    EXPECT_FALSE(fs::exists(out + "/model.safetensors"));
+    // 65519.99 still rounds to 65504.
+    hf.params.data()[hf.layout.at("h.1.mlp.c_proj.weight").offset + 5] = 65519.99f;
+    write_hf_model(out, hf.cfg.model, hf.layout, hf.params.data(), {DType::f16, 0, 2});
+    Imported back(out);
+    EXPECT_EQ(back.params.data()[back.layout.at("h.1.mlp.c_proj.weight").offset + 5], 65504.f);
+}
+
 // A copy of a family fixture whose config.json `edit` changes; importing it must fail with an
 // InvalidInput containing `message`.
 void expect_import_refused(const char* fixture, const std::function<void(json&)>& edit,
@@ -429,9 +486,8 @@ test::CommandResult convert(const std::string& args) {
     return test::run_command(test::meshlm_binary() + " convert " + args);
 }
 
-TEST(HfFamiliesCli, ConvertBothWays) {
-    // A Llama with GQA, llama3 RoPE and an untied head, vocab 300 (the byte tokenizer fits).
-    const std::string tmp = test::temp_dir("hf_fam_cli");
+// A Llama with GQA, llama3 RoPE and an untied head, vocab 300 (the byte tokenizer fits).
+ModelConfig cli_llama() {
     ModelConfig m = llama_like();
     m.n_layer = 2;
     m.d_model = 32;
@@ -441,6 +497,12 @@ TEST(HfFamiliesCli, ConvertBothWays) {
     m.rope_scaling = "llama3";
     m.rope_factor = 8.f;
     m.rope_original_max_seq = 16;
+    return m;
+}
+
+TEST(HfFamiliesCli, ConvertBothWays) {
+    const std::string tmp = test::temp_dir("hf_fam_cli");
+    const ModelConfig m = cli_llama();
     const ParamLayout layout = transformer_layout(m);
     Buffer<float> params(layout.total());
     init_params(m, layout, params.data(), 7);
@@ -477,6 +539,28 @@ TEST(HfFamiliesCli, ConvertBothWays) {
     EXPECT_NE(r.output.find("LlamaForCausalLM: model.position is alibi (needs rope)"),
               std::string::npos)
         << r.output;
+    EXPECT_FALSE(fs::exists(tmp + "/hf3"));
+}
+
+TEST(HfFamiliesCli, ConvertsFloat16BothWays) {
+    const std::string tmp = test::temp_dir("hf_fam_cli_f16");
+    const ModelConfig m = cli_llama();
+    const ParamLayout layout = transformer_layout(m);
+    Buffer<float> params(layout.total());
+    init_params(m, layout, params.data(), 9);
+    write_hf_model(tmp + "/hf", m, layout, params.data(), {DType::f16, 0, -1});
+    auto r = convert("--from hf --to meshlm " + tmp + "/hf " + tmp + "/run");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = convert("--from meshlm --to hf --dtype f16 " + tmp + "/run " + tmp + "/hf2");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("f16"), std::string::npos) << r.output;
+    // The run holds the f16 values widened, so rounding them again gives the same file.
+    EXPECT_EQ(test::read_file(tmp + "/hf2/model.safetensors"),
+              test::read_file(tmp + "/hf/model.safetensors"));
+    EXPECT_EQ(json::parse(test::read_file(tmp + "/hf2/config.json"))["dtype"], "float16");
+    r = convert("--from meshlm --to hf --dtype f8 " + tmp + "/run " + tmp + "/hf3");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("f16"), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(tmp + "/hf3"));
 }
 

@@ -10,6 +10,8 @@ writes each with save_pretrained (safetensors) and stores what transformers comp
   tests/fixtures/hf_llama_tiny_sharded/          the same Llama weights in 3 shards
                                                  (model.safetensors.index.json), config.json in
                                                  the hub's older rope_theta / rope_scaling form
+  tests/fixtures/hf_llama_tiny_f16/               the Llama weights as float16 (llama_f16)
+  tests/fixtures/hf_llama_tiny_f16_ref.safetensors  its tokens and float32 logits
   tests/fixtures/hf_<family>_tiny_ref.safetensors
       tokens  I32 [2, 16]       a seeded batch
       logits  F32 [2, 16, V]    the reloaded model's fp32 logits on it
@@ -292,18 +294,47 @@ def make(family, seed):
     print(f"  greedy {greedy[0, PROMPT_LEN:].tolist()}")
 
 
+def make_f16(seed):
+    """The Llama fixture's weights as float16, the dtype many hub checkpoints are stored in:
+    model.half() rounds each weight to nearest even. The logits are transformers' on that
+    checkpoint loaded as float32 (the exact widening meshlm's import does)."""
+    out = os.path.join(FIXTURES, "hf_llama_tiny_f16")
+    shutil.rmtree(out, ignore_errors=True)
+    build("llama", seed).half().save_pretrained(out)
+    cls = configs()["llama"][1]
+    model, info = cls.from_pretrained(out, dtype=torch.float32, output_loading_info=True)
+    assert not any(info.values()), info
+    model.eval()
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    g = torch.Generator().manual_seed(seed + 1)
+    tokens = torch.randint(0, V, (BATCH, SEQ), generator=g)
+    logits = logits_of(model, tokens)
+    full = logits_of(build("llama", seed), tokens)
+    ref = os.path.join(FIXTURES, "hf_llama_tiny_f16_ref.safetensors")
+    tensors = {"tokens": tokens.numpy().astype("<i4"), "logits": logits.numpy().astype("<f4")}
+    save_safetensors(ref, tensors, {"transformers": transformers.__version__,
+                                    "torch": torch.__version__, "family": "llama",
+                                    "dtype": "float16", "seed": str(seed)})
+    print(f"llama f16: max |logit| {logits.abs().max():.2f}, "
+          f"max |change| from the float32 weights' logits {(logits - full).abs().max():.3g}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("family", nargs="*", help="gptj llama mistral qwen2 (default: all)")
+    ap.add_argument("family", nargs="*",
+                    help="gptj llama mistral qwen2 llama_f16 (default: all)")
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
-    families = args.family or list(configs())
-    if set(families) - set(configs()):
-        ap.error(f"families: {' '.join(configs())}")
+    families = args.family or list(configs()) + ["llama_f16"]
+    if set(families) - set(configs()) - {"llama_f16"}:
+        ap.error(f"families: {' '.join(configs())} llama_f16")
     torch.set_num_threads(1)
     transformers.utils.logging.disable_progress_bar()
     for family in families:
-        make(family, args.seed)
+        if family == "llama_f16":
+            make_f16(args.seed)
+        else:
+            make(family, args.seed)
 
 
 if __name__ == "__main__":

@@ -98,8 +98,10 @@ int convert_meshlm_to_hf(const ConvertArgs& a) {
     HfExportOptions opt;
     if (a.dtype == "bf16")
         opt.dtype = DType::bf16;
+    else if (a.dtype == "f16")
+        opt.dtype = DType::f16;
     else if (a.dtype != "f32")
-        MESHLM_INVALID("--dtype ", a.dtype, ": expected f32 or bf16");
+        MESHLM_INVALID("--dtype ", a.dtype, ": expected f32, bf16 or f16");
     opt.max_shard_bytes = parse_byte_size(a.max_shard_size, "--max-shard-size");
     RunDir run = open_run_dir(a.in);
     const ParamLayout layout = transformer_layout(run.config.model);
@@ -134,9 +136,9 @@ CommandRunner add_convert_command(CLI::App& app) {
         ->check(CLI::IsMember({"hf", "meshlm"}));
     cmd->add_option("IN", a->in, "source directory")->required();
     cmd->add_option("OUT", a->out, "directory to create")->required();
-    cmd->add_option("--dtype", a->dtype, "weight dtype of an HF export: f32 or bf16")
+    cmd->add_option("--dtype", a->dtype, "weight dtype of an HF export: f32, bf16 or f16")
         ->capture_default_str()
-        ->check(CLI::IsMember({"f32", "bf16"}));
+        ->check(CLI::IsMember({"f32", "bf16", "f16"}));
     cmd->add_option("--max-shard-size", a->max_shard_size,
                     "HF export: shard model.safetensors above this size (e.g. 5GB, 500MB; 0 = "
                     "never)")

@@ -10,6 +10,8 @@ std::size_t dtype_size(DType t) {
             return 4;
         case DType::bf16:
             return 2;
+        case DType::f16:
+            return 2;
         case DType::u16:
             return 2;
     }
@@ -24,6 +26,8 @@ const char* dtype_name(DType t) {
             return "i32";
         case DType::bf16:
             return "bf16";
+        case DType::f16:
+            return "f16";
         case DType::u16:
             return "u16";
     }

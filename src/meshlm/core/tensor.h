@@ -11,7 +11,7 @@
 
 namespace meshlm {
 
-enum class DType { f32, bf16, i32, u16 };
+enum class DType { f32, bf16, f16, i32, u16 };
 enum class Device { cpu, cuda };
 
 std::size_t dtype_size(DType t);

@@ -78,6 +78,8 @@ double shortest(float f);
 std::string need(const char* key, const std::string& have, const std::string& want);
 std::string need(const char* key, bool have, bool want);
 std::string num(double v);  // shortest readable form, "500000", "1e-05"
+// config.json's "dtype" for an export dtype: "float32", "bfloat16" or "float16".
+const char* torch_dtype(DType t);
 // Block slice "h.<l>.<rest>" -> rest ("attn.c_attn.weight"); "" outside the blocks.
 std::string block_part(const ParamSlice& s);
 // The element count of the layout's fused sections of `s` (q | k | v, gate | up) as rows.

@@ -109,7 +109,7 @@ class Gptj : public HfFamily {
             {"architectures", {"GPTJForCausalLM"}},
             {"attn_pdrop", m.dropout_attn},
             {"bos_token_id", token},
-            {"dtype", dtype == DType::bf16 ? "bfloat16" : "float32"},
+            {"dtype", hf_json::torch_dtype(dtype)},
             {"embd_pdrop", m.dropout_embd},
             {"eos_token_id", token},
             {"initializer_range", shortest(m.init_std)},

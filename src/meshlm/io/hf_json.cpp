@@ -55,6 +55,17 @@ int get_token_id(const json& j, const char* key) {
     return -1;
 }
 
+const char* torch_dtype(DType t) {
+    switch (t) {
+        case DType::bf16:
+            return "bfloat16";
+        case DType::f16:
+            return "float16";
+        default:
+            return "float32";
+    }
+}
+
 double shortest(float f) {
     char buf[32];
     auto r = std::to_chars(buf, buf + sizeof buf, f);

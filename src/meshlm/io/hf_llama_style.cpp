@@ -150,7 +150,7 @@ json LlamaStyleFamily::config_json(const ModelConfig& m, const json& token, DTyp
         {"architectures", {architecture()}},
         {"attention_dropout", m.dropout_attn},
         {"bos_token_id", token},
-        {"dtype", dtype == DType::bf16 ? "bfloat16" : "float32"},
+        {"dtype", hf_json::torch_dtype(dtype)},
         {"eos_token_id", token},
         {"hidden_act", m.mlp == "swiglu" ? "silu" : "gelu"},
         {"hidden_size", m.d_model},

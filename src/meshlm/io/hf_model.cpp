@@ -4,6 +4,7 @@
 #include "meshlm/io/hf_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -170,9 +171,9 @@ void read_hf_weights(const std::string& dir, const HfModelConfig& cfg, const Par
             if (!(e.shape == want))
                 MESHLM_INVALID(set.file_of(it->second), ": tensor '", it->second, "' has shape ",
                                e.shape.str(), " but config.json implies ", want.str());
-            if (e.dtype != DType::f32 && e.dtype != DType::bf16)
+            if (e.dtype != DType::f32 && e.dtype != DType::bf16 && e.dtype != DType::f16)
                 MESHLM_INVALID(set.file_of(it->second), ": tensor '", it->second, "' is ",
-                               dtype_name(e.dtype), "; expected F32 or BF16");
+                               dtype_name(e.dtype), "; expected F32, BF16 or F16");
         }
     }
     if (cfg.head_copies_embedding) {
@@ -213,13 +214,13 @@ std::string hf_config_json(const ModelConfig& model, int eot_id, DType dtype) {
 
 HfExport write_hf_model(const std::string& dir, const ModelConfig& model, const ParamLayout& layout,
                         const float* params, const HfExportOptions& opt) {
-    MESHLM_CHECK(opt.dtype == DType::f32 || opt.dtype == DType::bf16, "unsupported export dtype ",
-                 dtype_name(opt.dtype));
+    MESHLM_CHECK(opt.dtype == DType::f32 || opt.dtype == DType::bf16 || opt.dtype == DType::f16,
+                 "unsupported export dtype ", dtype_name(opt.dtype));
     const HfFamily& fam = family_of_model(model);
     std::filesystem::create_directories(dir);
     // One staging buffer per HF tensor, in HF layout and the target dtype.
     std::vector<std::vector<float>> f32;
-    std::vector<std::vector<std::uint16_t>> bf16;
+    std::vector<std::vector<std::uint16_t>> half;  // bf16 or f16
     std::vector<SafetensorsTensor> tensors;
     std::vector<std::pair<HfPart, Shape>> all;
     for (const ParamSlice& s : layout.slices()) {
@@ -232,10 +233,21 @@ HfExport write_hf_model(const std::string& dir, const ModelConfig& model, const 
             else
                 std::copy(src, src + v.size(), v.begin());
             src += v.size();
-            if (opt.dtype == DType::bf16) {
+            if (opt.dtype == DType::f16) {
+                // float16 tops out at 65504: a larger weight would be written as infinity.
+                const auto big = std::find_if(v.begin(), v.end(),
+                                              [](float x) { return std::fabs(x) >= 65520.f; });
+                if (big != v.end())
+                    MESHLM_INVALID("--dtype f16: tensor '", p.name, "' holds ", *big,
+                                   ", beyond float16's largest value 65504; export as bf16 or "
+                                   "f32 instead");
+                std::vector<std::uint16_t> h(v.size());
+                for (std::size_t k = 0; k < v.size(); ++k) h[k] = f16_from_f32(v[k]);
+                half.push_back(std::move(h));
+            } else if (opt.dtype == DType::bf16) {
                 std::vector<std::uint16_t> h(v.size());
                 for (std::size_t k = 0; k < v.size(); ++k) h[k] = bf16_from_f32(v[k]);
-                bf16.push_back(std::move(h));
+                half.push_back(std::move(h));
             } else {
                 f32.push_back(std::move(v));
             }
@@ -244,8 +256,8 @@ HfExport write_hf_model(const std::string& dir, const ModelConfig& model, const 
     }
     // Data pointers once the staging vectors stop growing.
     for (std::size_t i = 0; i < all.size(); ++i) {
-        const void* data = opt.dtype == DType::bf16 ? static_cast<const void*>(bf16[i].data())
-                                                    : static_cast<const void*>(f32[i].data());
+        const void* data = opt.dtype == DType::f32 ? static_cast<const void*>(f32[i].data())
+                                                   : static_cast<const void*>(half[i].data());
         tensors.push_back({all[i].first.name, opt.dtype, all[i].second, data});
     }
     HfExport r;

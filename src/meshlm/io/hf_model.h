@@ -45,7 +45,7 @@ void read_hf_weights(const std::string& dir, const HfModelConfig& cfg, const Par
                      float* params);
 
 struct HfExportOptions {
-    DType dtype = DType::f32;         // f32, or bf16 (round to nearest even)
+    DType dtype = DType::f32;         // f32, bf16 or f16 (round to nearest even)
     std::size_t max_shard_bytes = 0;  // 0: one file
     int eot_id = -1;                  // the tokenizer's end-of-text id, -1 if none
 };
@@ -60,7 +60,7 @@ struct HfExport {
 std::string hf_export_architecture(const ModelConfig& model);
 
 // config.json text for `model` as its family (keys sorted, as transformers writes them);
-// eot_id (-1: none) becomes bos_token_id and eos_token_id; dtype (f32 or bf16) is recorded.
+// eot_id (-1: none) becomes bos_token_id and eos_token_id; dtype (f32, bf16, f16) is recorded.
 std::string hf_config_json(const ModelConfig& model, int eot_id, DType dtype);
 
 // Writes config.json, generation_config.json and the weights (names as transformers'

@@ -14,10 +14,11 @@ namespace {
 DType parse_dtype(const std::string& s, const std::string& path, const std::string& name) {
     if (s == "F32") return DType::f32;
     if (s == "BF16") return DType::bf16;
+    if (s == "F16") return DType::f16;
     if (s == "I32") return DType::i32;
     if (s == "U16") return DType::u16;
     MESHLM_INVALID(path, ": tensor '", name, "' has dtype ", s,
-                   "; supported dtypes are F32, BF16, I32, U16");
+                   "; supported dtypes are F32, BF16, F16, I32, U16");
 }
 
 const char* dtype_tag(DType t) {
@@ -26,6 +27,8 @@ const char* dtype_tag(DType t) {
             return "F32";
         case DType::bf16:
             return "BF16";
+        case DType::f16:
+            return "F16";
         case DType::i32:
             return "I32";
         case DType::u16:

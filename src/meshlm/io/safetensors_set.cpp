@@ -67,6 +67,44 @@ float f32_from_bf16(std::uint16_t b) {
     return x;
 }
 
+float f32_from_f16(std::uint16_t h) {
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+    const std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    std::uint32_t u;
+    if (exp == 0) {
+        // Zero or subnormal: mant * 2^-24, exact in float.
+        const float x = static_cast<float>(mant) * 0x1p-24f;
+        std::memcpy(&u, &x, 4);
+        u |= sign;
+    } else if (exp == 31) {
+        u = sign | 0x7f800000u | (mant << 13) | (mant ? 0x400000u : 0u);  // inf, or a quiet NaN
+    } else {
+        u = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    float x;
+    std::memcpy(&x, &u, 4);
+    return x;
+}
+
+std::uint16_t f16_from_f32(float x) {
+    std::uint32_t u;
+    std::memcpy(&u, &x, 4);
+    const auto sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
+    const std::uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u;   // NaN
+    if (a >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520: rounds past 65504 to infinity
+    if (a < 0x38800000u) {
+        // Below 2^-14: a subnormal (or zero) of f16, i.e. a multiple of 2^-24. Scaling by 2^24 is
+        // exact, and nearbyint rounds to nearest even (the default mode); 1024 is 2^-14 itself.
+        return sign | static_cast<std::uint16_t>(std::nearbyint(std::fabs(x) * 0x1p24f));
+    }
+    // Rebias the exponent, then round away 13 mantissa bits to nearest even; a carry out of the
+    // mantissa bumps the exponent, which is the correctly rounded result.
+    std::uint32_t r = a - ((127u - 15u) << 23);
+    r += 0xfffu + ((r >> 13) & 1u);
+    return sign | static_cast<std::uint16_t>(r >> 13);
+}
+
 std::vector<std::string> write_safetensors_sharded(
     const std::string& dir, const std::string& stem, const std::vector<SafetensorsTensor>& tensors,
     const std::map<std::string, std::string>& metadata, std::size_t max_shard_bytes) {
@@ -215,9 +253,16 @@ std::vector<float> SafetensorsSet::f32(const std::string& name, const Shape* exp
                 out[i] = f32_from_bf16(b);
             }
             break;
+        case DType::f16:
+            for (std::size_t i = 0; i < out.size(); ++i) {
+                std::uint16_t h;
+                std::memcpy(&h, src + 2 * i, 2);
+                out[i] = f32_from_f16(h);
+            }
+            break;
         default:
             MESHLM_INVALID(f.path(), ": tensor '", name, "' is ", dtype_name(e.dtype),
-                           "; expected a floating-point tensor (F32 or BF16)");
+                           "; expected a floating-point tensor (F32, BF16 or F16)");
     }
     return out;
 }

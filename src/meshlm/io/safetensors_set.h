@@ -3,7 +3,8 @@
 // `<stem>.safetensors.index.json` ({"metadata": {"total_size": bytes}, "weight_map":
 // {tensor: file}}). Tensors are never split across files.
 //
-// exports: write_safetensors_sharded, SafetensorsSet, bf16_from_f32, f32_from_bf16
+// exports: write_safetensors_sharded, SafetensorsSet, bf16_from_f32, f32_from_bf16,
+// f16_from_f32, f32_from_f16
 #pragma once
 
 #include <cstdint>
@@ -42,7 +43,8 @@ class SafetensorsSet {
     const std::map<std::string, std::string>& metadata() const { return shards_[0]->metadata(); }
     const std::vector<std::string>& files() const { return files_; }  // relative to dir
     const std::string& file_of(const std::string& name) const;
-    // Copies a tensor out as float (F32 as is, BF16 widened exactly), checking the shape if given.
+    // Copies a tensor out as float (F32 as is, BF16 and F16 widened exactly), checking the shape if
+    // given.
     std::vector<float> f32(const std::string& name, const Shape* expect = nullptr) const;
 
   private:
@@ -57,5 +59,9 @@ class SafetensorsSet {
 // bf16 <-> f32. bf16_from_f32 rounds to nearest, ties to even; NaN stays a (quiet) NaN.
 std::uint16_t bf16_from_f32(float x);
 float f32_from_bf16(std::uint16_t b);
+// IEEE half <-> f32. f32_from_f16 is exact (NaN stays a quiet NaN); f16_from_f32 rounds to
+// nearest, ties to even, overflowing to infinity from 65520 on.
+float f32_from_f16(std::uint16_t h);
+std::uint16_t f16_from_f32(float x);
 
 }  // namespace meshlm
