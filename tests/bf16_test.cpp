@@ -254,6 +254,35 @@ TEST(Bf16Model, RecomputationStaysBitwise) {
     }
 }
 
+// bf16 computes with bf16 copies of every weight -- the blocks', the embeddings', ln_f's and the
+// head's -- which is what lets ZeRO-3 gather all of them in bf16: parameters rounded to bf16
+// beforehand give the same loss and gradients, bit for bit.
+TEST(Bf16Model, ComputesWithBf16CopiesOfEveryWeight) {
+    std::vector<Family> all = families();
+    ModelConfig head_bias = all[0].cfg;  // learned positions, untied head with a bias
+    head_bias.tied_head = false, head_bias.head_bias = true;
+    all.push_back({"gpt2_head_bias", head_bias});
+    // Every parameter drawn anew (biases and gains are 0 and 1 at init, which bf16 keeps).
+    auto randomized = [](bool rounded) {
+        return [rounded](float* p, std::size_t n) {
+            Philox rng(21, 0);
+            for (std::size_t i = 0; i < n; ++i) p[i] = 0.2f * rng.normal();
+            if (rounded) k::round_bf16(p, p, n);
+        };
+    };
+    for (const Family& f : all) {
+        const Result raw =
+            test::model_step(f.cfg, 2, 32, Recompute::none, Precision::bf16, randomized(false));
+        const Result pre =
+            test::model_step(f.cfg, 2, 32, Recompute::none, Precision::bf16, randomized(true));
+        EXPECT_EQ(pre.loss, raw.loss) << f.name;
+        EXPECT_EQ(pre.grads, raw.grads) << f.name;
+        const Result fp32 =
+            test::model_step(f.cfg, 2, 32, Recompute::none, Precision::fp32, randomized(true));
+        EXPECT_NE(fp32.grads, raw.grads) << f.name << ": the comparison cannot tell fp32 from bf16";
+    }
+}
+
 // bf16 keeps the linears' inputs in bf16: less activation memory than fp32, counted exactly.
 TEST(Bf16Model, PlansLessActivationMemory) {
     for (const Family& f : families()) {

@@ -113,11 +113,13 @@ CommandResult run_command(const std::string& cmd) {
     return {code, out};
 }
 
-ModelStep model_step(const ModelConfig& cfg, int B, int T, Recompute r, Precision p) {
+ModelStep model_step(const ModelConfig& cfg, int B, int T, Recompute r, Precision p,
+                     const std::function<void(float* params, std::size_t n)>& edit) {
     Transformer model(cfg, B, T, nullptr, r, p);
     const ParamLayout& layout = model.layout();
     Buffer<float> params(layout.total()), grads(layout.total());
     init_params(cfg, layout, params.data(), 11);
+    if (edit) edit(params.data(), layout.total());
     std::memset(grads.data(), 0, layout.total() * sizeof(float));
     std::vector<std::int32_t> tokens(B * T), targets(B * T);
     Philox rng(5, 0);

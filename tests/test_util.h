@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,14 +24,15 @@ double scaled_max_error(const float* a, const std::vector<float>& b, double floo
 
 // One training forward + backward of a freshly initialized model (init seed 11) on random tokens
 // and targets (Philox(5, 0)) with dropout keyed (99, step 3): the loss, every gradient and the
-// planned activation bytes.
+// planned activation bytes. edit, if given, changes the initialized parameters first.
 struct ModelStep {
     float loss = 0;
     std::vector<float> grads;
     std::size_t activation_bytes = 0;
 };
 ModelStep model_step(const ModelConfig& cfg, int B, int T, Recompute r = Recompute::none,
-                     Precision p = Precision::fp32);
+                     Precision p = Precision::fp32,
+                     const std::function<void(float* params, std::size_t n)>& edit = {});
 
 std::string source_dir();                      // repository root
 std::string meshlm_binary();                   // build/meshlm

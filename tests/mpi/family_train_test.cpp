@@ -332,25 +332,27 @@ TEST(FamilyTraining, RecomputeTrainsBitwiseOnShardedLayouts) {
     }
 }
 
-// ZeRO-3 in bf16 gathers the blocks as bf16: rank 0 sends exactly half the bytes of their
-// gathers (twice per step, each (block floats - rank 0's part) * 4 in fp32) less than the same
-// run in fp32; everything else (the embeddings' and ln_f's gathers, every reduce-scatter) is
-// unchanged.
-void expect_half_block_gathers(const Family& f, const std::string& dir,
-                               const test::TrainedRun& bf16) {
+// ZeRO-3 in bf16 gathers every parameter as bf16: rank 0 sends exactly half the bytes of its
+// gathers less than the same run in fp32 -- the blocks' twice a step and the embeddings' and
+// ln_f's once, each (unit floats - rank 0's part) * 4 in fp32; the reduce-scatters (gradients
+// stay fp32) are unchanged.
+void expect_half_gathers(const Family& f, const std::string& dir, const test::TrainedRun& bf16) {
     const test::TrainedRun fp32 =
         test::train_run(2, dir + "/dp32", flags(f, dir + "/dp32", 2, 2, 1, 3), f.model);
     ASSERT_EQ(fp32.steps.size(), static_cast<std::size_t>(kSteps)) << fp32.output;
     const ParamLayout layout = transformer_layout(f.model);
     const std::size_t chunk = ((layout.total() + 1) / 2 + 15) / 16 * 16;
+    // The floats rank 0 receives when [lo, hi) is gathered: what lies outside its chunk.
+    auto received = [&](std::size_t lo, std::size_t hi) {
+        return (hi - lo) - (std::min(hi, chunk) > lo ? std::min(hi, chunk) - lo : 0);
+    };
     const auto spans = test::block_spans(layout, f.model.n_layer);
-    std::size_t gathered = 0;  // block floats rank 0 receives per gather round
-    for (int l = 0; l < f.model.n_layer; ++l) {
-        const std::size_t lo = spans.lo[l], hi = spans.hi[l];
-        gathered += (hi - lo) - (std::min(hi, chunk) > lo ? std::min(hi, chunk) - lo : 0);
-    }
-    const std::uint64_t saved = 2 * gathered * 2;  // forward + backward, 2 bytes less each
-    ASSERT_GT(saved, 0u);
+    std::size_t blocks = 0;
+    for (int l = 0; l < f.model.n_layer; ++l) blocks += received(spans.lo[l], spans.hi[l]);
+    const std::size_t root =
+        received(0, spans.lo[0]) + received(spans.hi[f.model.n_layer - 1], spans.end);
+    ASSERT_GT(root, 0u);
+    const std::uint64_t saved = (2 * blocks + root) * 2;  // 2 bytes less per float gathered
     for (int s = 0; s < kSteps; ++s)
         EXPECT_EQ(bf16.steps[s]["comm_bytes"].get<std::uint64_t>() + saved,
                   fp32.steps[s]["comm_bytes"].get<std::uint64_t>())
@@ -388,7 +390,7 @@ TEST(FamilyTraining, Bf16ShardsAndResumes) {
             EXPECT_LT(d.loss, yardstick.loss) << label;
             EXPECT_LT(d.weights, yardstick.weights) << label;
             if (std::string(sub) == "/dp") {
-                expect_half_block_gathers(f, dir, got);
+                expect_half_gathers(f, dir, got);
                 // `meshlm info` plans the bf16 run's working buffers (its bf16 receive buffers).
                 const std::regex working("working ([0-9]+)");
                 std::smatch trained, planned;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "meshlm/core/param_layout.h"
+#include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/vocab_parallel.h"
 #include "meshlm/model/positions.h"
 
@@ -40,11 +41,26 @@ const float* Embedding::sinusoid_at(std::int64_t p, float* row) const {
 
 void Embedding::forward(float* x, const std::int32_t* tokens, const float* wte, const float* wpe,
                         const float* pe_scale, int N, int T, const std::int64_t* pos0) const {
+    const std::size_t NC = static_cast<std::size_t>(N) * C;
     k::embedding_forward_vocab_range(x, tokens, wte, v0, Vvalid, N, C);
-    mp->sum(x, static_cast<std::size_t>(N) * C);
-    if (learned) k::position_embedding_forward(x, wpe, N, T, C);
+    mp->sum(x, NC);  // each row is one rank's wte row (zeros elsewhere): rounding it after is exact
+    if (bf16) k::round_bf16(x, x, NC);
+    if (learned && !bf16) k::position_embedding_forward(x, wpe, N, T, C);
+    if (learned && bf16) {
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < T; ++t) {
+            thread_local std::vector<float> row;
+            row.resize(C);
+            k::round_bf16(row.data(), wpe + static_cast<std::size_t>(t) * C, C);
+            for (int n = t; n < N; n += T) {
+                float* o = x + static_cast<std::size_t>(n) * C;
+                for (int c = 0; c < C; ++c) o[c] += row[c];
+            }
+        }
+    }
     if (scaled_sin) {
-        const float scale = *pe_scale;
+        float scale = *pe_scale;
+        if (bf16) k::round_bf16(&scale, &scale, 1);
 #pragma omp parallel for schedule(static)
         for (int n = 0; n < N; ++n) {
             thread_local std::vector<float> row;  // past the table only (decoding, long rows)

@@ -9,6 +9,9 @@
 // ranks): each rank looks up the tokens in its range, zeros elsewhere, and the rows are summed
 // over the ranks. Backward scatters dx into this rank's wte rows; the position tensors are
 // replicated.
+// With `bf16` (train.precision: bf16) the forward adds bf16 copies of wte's and the position
+// tensors' values, as every other weight is used in bf16 (and ZeRO-3 gathers them so); the
+// backward is unchanged: the copies' gradients go to the fp32 masters.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +25,7 @@ namespace meshlm {
 struct Embedding {
     int C, v0, Vvalid;  // this rank's vocabulary rows [v0, v0 + Vvalid)
     bool learned, scaled_sin;
+    bool bf16 = false;
     float lam;
     std::vector<float> table;  // scaled_sin: sinusoid(p) for p < max_seq_len
     ModelComm* mp;

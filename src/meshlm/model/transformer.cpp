@@ -86,13 +86,14 @@ Bf16Scratch bf16_scratch_shape(const Attention& attn, const Mlp& mlp, const VqAt
 }
 
 // A block's vectors (norm gains and biases, linear biases) at most, for their bf16 copies; with
-// VQ attention also its codebook statistics, biases and position projection.
+// VQ attention also its codebook statistics, biases and position projection. ln_f's and the
+// head bias's copies (Vl floats) use the same space outside the blocks.
 std::size_t block_vector_floats(const Attention& attn, const Mlp& mlp, const VqAttention* vq,
-                                std::size_t C) {
+                                std::size_t C, std::size_t Vl) {
     const std::size_t v = vq ? static_cast<std::size_t>(vq->S) * (vq->dk + 1) + 2 * vq->dk +
                                    static_cast<std::size_t>(vq->dk) * C + 64
                              : attn.qkv_width();
-    return 6 * C + v + mlp.h_width();
+    return std::max(6 * C + v + mlp.h_width(), 2 * C + Vl);
 }
 
 std::size_t vq_carried_state_floats(const ModelConfig& cfg, std::size_t rows, int model) {
@@ -154,7 +155,7 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
         const Bf16Scratch s =
             bf16_scratch_shape(attn, mlp, vq_on ? &vq : nullptr, cfg.d_model, static_cast<int>(N));
         for (std::size_t n : {s.x_size(), s.w_size(), s.dy_size()}) p.take((n + 1) / 2);
-        p.take(block_vector_floats(attn, mlp, vq_on ? &vq : nullptr, cfg.d_model));
+        p.take(block_vector_floats(attn, mlp, vq_on ? &vq : nullptr, cfg.d_model, Vl));
     }
     return p.floats;
 }
@@ -289,8 +290,9 @@ void Transformer::plan(P& p) {
         bf16_.x = take16(bf16_.x_size());
         bf16_.w = take16(bf16_.w_size());
         bf16_.dy = take16(bf16_.dy_size());
-        block_vectors16_ = p.take(block_vector_floats(attn_, mlp_, vq, C));
+        block_vectors16_ = p.take(block_vector_floats(attn_, mlp_, vq, C, head_.Vl));
         attn_.bf16 = mlp_.bf16 = head_.bf16 = vq_.bf16 = &bf16_;
+        embed_layer_.bf16 = true;
         // The fp32 of the kept bf16 inputs: backward scratch, free while a forward or a
         // recomputation writes them.
         for (auto& b : blocks_) b.ln1 = b.ln2 = dln_, b.a = da_;
@@ -324,6 +326,22 @@ const BlockTensors& Transformer::block_weights(int l) {
         round(block16_.vq_r_w, vq_.dk * C);
     }
     return block16_;
+}
+
+const ModelTensors& Transformer::root_weights() {
+    const ModelTensors& w = views_.w;
+    if (precision_ != Precision::bf16) return w;
+    root16_ = w;
+    float* at = block_vectors16_;
+    auto round = [&](float*& v, std::size_t n) {
+        if (!v) return;
+        k::round_bf16(at, v, n);
+        v = at;
+        at += n;
+    };
+    round(root16_.lnf_w, cfg_.d_model), round(root16_.lnf_b, cfg_.d_model);
+    round(root16_.head_b, head_.Vl);
+    return root16_;
 }
 
 k::AttnDropout Transformer::attn_dropout(int layer) const {
@@ -625,8 +643,9 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
         views_.end_block(l, Pass::forward);
         x = blocks_[l].out;
     }
-    norm_.forward(lnf_, lnf_mean_, lnf_rstd_, x, w.lnf_w, w.lnf_b, N);
-    head_.logits(logits_, lnf_, w.head_w, w.head_b, N);
+    const ModelTensors& r = root_weights();
+    norm_.forward(lnf_, lnf_mean_, lnf_rstd_, x, r.lnf_w, r.lnf_b, N);
+    head_.logits(logits_, lnf_, r.head_w, r.head_b, N);
     if (recording_) coord_->add(coord_->logits_slot(), logits_, N, head_.Vvalid, head_.Vl);
 
     tokens_ = tokens;
@@ -649,12 +668,13 @@ void Transformer::backward(const float* params, float* grads) {
     const std::size_t NC = static_cast<std::size_t>(N) * C;
     using Pass = ParamStream::Pass;
     views_.begin(params, grads, Pass::backward);
-    const ModelTensors &w = views_.w, &g = views_.g;
+    const ModelTensors& g = views_.g;
 
-    head_.backward(dln_, g.head_w, g.head_b, logits_, lnf_, w.head_w, N);
+    const ModelTensors& r = root_weights();
+    head_.backward(dln_, g.head_w, g.head_b, logits_, lnf_, r.head_w, N);
     std::memset(dres_, 0, NC * sizeof(float));
     const float* x_last = cfg_.n_layer ? blocks_.back().out : embed_;
-    norm_.backward(dres_, g.lnf_w, g.lnf_b, dln_, x_last, w.lnf_w, lnf_mean_, lnf_rstd_, N);
+    norm_.backward(dres_, g.lnf_w, g.lnf_b, dln_, x_last, r.lnf_w, lnf_mean_, lnf_rstd_, N);
     views_.head_done();
     for (int l = cfg_.n_layer - 1; l >= 0; --l) {
         views_.begin_block(l, Pass::backward);

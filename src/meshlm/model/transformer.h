@@ -162,6 +162,9 @@ class Transformer {
     kernels::AttnDropout attn_dropout(int layer) const;
     // Block l's parameters; with bf16 its vectors (norm gains, biases) are bf16 copies.
     const BlockTensors& block_weights(int l);
+    // The weights outside the blocks the forward and backward read: with bf16, ln_f and the
+    // head bias as bf16 copies (the embedding layer rounds its own; the head GEMM its operand).
+    const ModelTensors& root_weights();
     // bf16 precision: keeps a linear's input in bf16 (dst null: fp32, nothing to do).
     static void keep16(std::uint16_t* dst, const float* src, std::size_t n);
     void block_forward(int l, const float* x, int B, int T, bool train);
@@ -198,9 +201,11 @@ class Transformer {
     bool parallel_block_;
     Recompute recompute_;
     Precision precision_;
-    Bf16Scratch bf16_;                  // bf16 precision: the GEMMs' operands (in acts_)
-    float* block_vectors16_ = nullptr;  // bf16: the active block's vectors, rounded (in acts_)
+    Bf16Scratch bf16_;  // bf16 precision: the GEMMs' operands (in acts_)
+    // bf16: the active block's vectors, or ln_f's and the head bias, rounded (in acts_).
+    float* block_vectors16_ = nullptr;
     BlockTensors block16_;
+    ModelTensors root16_;
     int max_batch_, max_seq_;
     Arena acts_;
     float* embed_;  // (N,C) residual stream entering block 0

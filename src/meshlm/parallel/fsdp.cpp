@@ -20,9 +20,9 @@ std::pair<std::size_t, std::size_t> part_of(const ZeroPlan& p, int r, std::size_
 }  // namespace
 
 FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gather_params,
-                     bool bf16_blocks) {
+                     bool bf16) {
     const int units = layout.unit_count();
-    FsdpSizes s{gather_params, gather_params && bf16_blocks, 0, 0, 0};
+    FsdpSizes s{gather_params, gather_params && bf16, 0, 0, 0};
     for (int u = 0; u < units; ++u) {
         const auto [lo, hi] = layout.unit_range(u);
         if (u == 0 || u == units - 1) {
@@ -39,15 +39,16 @@ FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gathe
 }
 
 FsdpStream::FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layout,
-                       const float* params, float* grads, bool gather_params, bool bf16_blocks)
+                       const float* params, float* grads, bool gather_params, bool bf16)
     : comm_(comm),
       plan_(plan),
       params_(params),
       grads_(grads),
       n_units_(layout.unit_count()),
-      sizes_(fsdp_sizes(layout, plan, gather_params, bf16_blocks)),
+      sizes_(fsdp_sizes(layout, plan, gather_params, bf16)),
       root_params_(gather_params ? sizes_.root : 0),
-      root_grads_(sizes_.root) {
+      root_grads_(sizes_.root),
+      root_params16_(sizes_.bf16 ? sizes_.root : 0) {
     MESHLM_CHECK(comm.size() == plan.ranks && comm.rank() == plan.rank, "FSDP plan for rank ",
                  plan.rank, " of ", plan.ranks, " on rank ", comm.rank(), " of ", comm.size());
     for (int u = 0; u < n_units_; ++u) {
@@ -78,17 +79,21 @@ CommRequest FsdpStream::start_gather(int unit, float* dst) {
     return comm_.iall_gather(dst, std::span<const std::size_t>(counts_[unit]));
 }
 
+CommRequest FsdpStream::start_gather16(int unit, std::uint16_t* dst) {
+    // Each rank rounds its own part; the bf16 parts travel, and the caller widens the unit.
+    const auto [lo, hi] = units_[unit];
+    const auto [a, b] = part_of(plan_, plan_.rank, lo, hi);
+    if (a < b) kernels::to_bf16(dst + (a - lo), params_ + (a - plan_.begin()), b - a);
+    return comm_.iall_gather(dst, std::span<const std::size_t>(counts_[unit]));
+}
+
 void FsdpStream::start_block_gather(Slot& s, int unit) {
     s.unit = unit;
     if (!sizes_.bf16) {
         s.gather = start_gather(unit, s.params.data());
         return;
     }
-    // Each rank rounds its own part; the bf16 parts travel, and acquire() widens the unit.
-    const auto [lo, hi] = units_[unit];
-    const auto [a, b] = part_of(plan_, plan_.rank, lo, hi);
-    if (a < b) kernels::to_bf16(s.params16.data() + (a - lo), params_ + (a - plan_.begin()), b - a);
-    s.gather = comm_.iall_gather(s.params16.data(), std::span<const std::size_t>(counts_[unit]));
+    s.gather = start_gather16(unit, s.params16.data());
     s.widen = true;
 }
 
@@ -117,10 +122,22 @@ void FsdpStream::begin(bool gradients) {
     gradients_ = gradients;
     if (gradients) std::memset(root_grads_.data(), 0, root_grads_.bytes());
     if (!sizes_.gather) return;
-    CommRequest first = start_gather(0, root_at(root_params_, 0));
-    CommRequest last = start_gather(n_units_ - 1, root_at(root_params_, n_units_ - 1));
-    first.wait();
-    last.wait();
+    const int last = n_units_ - 1;
+    if (!sizes_.bf16) {
+        CommRequest a = start_gather(0, root_at(root_params_, 0));
+        CommRequest b = start_gather(last, root_at(root_params_, last));
+        a.wait();
+        b.wait();
+        return;
+    }
+    // The bf16 root buffer is laid out as the fp32 one (unit L + 1 after unit 0).
+    std::uint16_t* r16 = root_params16_.data();
+    const std::size_t n0 = units_[0].second - units_[0].first;
+    CommRequest a = start_gather16(0, r16);
+    CommRequest b = start_gather16(last, r16 + n0);
+    a.wait();
+    b.wait();
+    kernels::from_bf16(root_params_.data(), r16, sizes_.root);
 }
 
 void FsdpStream::end() {

@@ -20,8 +20,8 @@
 // chunk (blocks are reduced once per micro-batch) -- fsdp_sizes() says how many floats. Bytes sent
 // per step per rank (parallel/traffic.h convention): gathers of units 0 and L + 1 once, of every
 // block twice per micro-batch, reduce-scatters of every block once per micro-batch and of units 0
-// and L + 1 once: each (unit floats - this rank's part) * 4, or * 2 for the block gathers of a
-// bf16 run (bf16_blocks).
+// and L + 1 once: each (unit floats - this rank's part) * 4, or * 2 for every gather of a bf16
+// run (`bf16`: half the bytes of all parameter traffic; gradients stay fp32).
 #pragma once
 
 #include <array>
@@ -40,31 +40,31 @@ namespace meshlm {
 
 struct FsdpSizes {
     bool gather;          // parameters sharded (stage 3) or whole (stage 2: gradients only)
-    bool bf16 = false;    // blocks gathered in bf16 (a bf16 receive buffer per slot)
+    bool bf16 = false;    // units gathered in bf16 (bf16 receive buffers: one per slot, one root)
     std::size_t root;     // floats of units 0 and L + 1 together
     std::size_t block;    // floats of the largest block unit
     std::size_t receive;  // largest part of any block inside one rank's chunk
     std::size_t working() const {  // floats: gradient buffers, and with `gather` parameter ones
         return root + 2 * (block + receive) + (gather ? root + 2 * block : 0) +
-               (gather && bf16 ? 2 * ((block + 1) / 2) : 0);
+               (gather && bf16 ? 2 * ((block + 1) / 2) + (root + 1) / 2 : 0);
     }
 };
 
 // The units of `layout` (ParamLayout::unit_range) and what a rank of `plan` buffers for them;
-// bf16_blocks: stage 3 gathers the blocks in bf16.
+// bf16: stage 3 gathers the parameters in bf16.
 FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gather_params,
-                     bool bf16_blocks = false);
+                     bool bf16 = false);
 
 class FsdpStream final : public ParamStream {
   public:
     // grads: this rank's chunk (plan.chunk floats) of the flat gradient buffer of `layout`;
     // params: its chunk of the parameters when gather_params (stage 3), else the whole buffer
     // (stage 2: only gradients are streamed). They, comm and layout outlive the stream.
-    // bf16_blocks (train.precision: bf16, stage 3): blocks travel as bf16, rounded by each rank
-    // from its own part, half the bytes; the layers then compute with those rounded values.
-    // Units 0 and L + 1 (embeddings, ln_f; gathered once per step) stay fp32.
+    // bf16 (train.precision: bf16, stage 3): every unit travels as bf16, rounded by each rank
+    // from its own part, half the bytes; the model then computes with those rounded values, as
+    // a one-process bf16 run computes with bf16 copies of every weight.
     FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layout, const float* params,
-               float* grads, bool gather_params = true, bool bf16_blocks = false);
+               float* grads, bool gather_params = true, bool bf16 = false);
 
     // Gathers units 0 and L + 1 (kept until end()); with gradients, zeroes their accumulators.
     // Collective.
@@ -96,6 +96,8 @@ class FsdpStream final : public ParamStream {
     float* root_at(Buffer<float>& buf, int unit);
     // Copies this rank's part of `unit` into dst (the unit's layout) and starts its all-gather.
     CommRequest start_gather(int unit, float* dst);
+    // The same in bf16: rounds this rank's part into dst (the unit's layout).
+    CommRequest start_gather16(int unit, std::uint16_t* dst);
     // Starts gathering block `unit` into slot s (in bf16 with sizes_.bf16); finish_gather waits
     // and, for a bf16 gather, widens it into s.params.
     void start_block_gather(Slot& s, int unit);
@@ -113,6 +115,7 @@ class FsdpStream final : public ParamStream {
     std::vector<std::vector<std::size_t>> counts_;            // per unit, per rank
     FsdpSizes sizes_;
     Buffer<float> root_params_, root_grads_;
+    Buffer<std::uint16_t> root_params16_;  // bf16: what the root units' all-gathers fill
     std::array<Slot, 2> slots_;
     unsigned next_grads_ = 0;  // blocks' gradients alternate between the two slots
     bool gradients_ = false;

@@ -15,14 +15,14 @@ ZeroPlan::ZeroPlan(std::size_t total_floats, int ranks_, int rank_, int stage_)
 }
 
 ZeroMemory zero_memory(const ZeroPlan& p, const ParamLayout& layout, int optimizer_states,
-                       bool bf16_blocks) {
+                       bool bf16) {
     const std::size_t full = p.padded * sizeof(float), shard = p.chunk * sizeof(float);
     ZeroMemory m{};
     m.params = p.stage >= 3 ? shard : full;
     m.grads = p.stage >= 2 ? shard : full;
     m.optimizer = optimizer_states * (p.stage >= 1 ? shard : full);
     if (p.stage >= 2 && p.ranks > 1)
-        m.working = fsdp_sizes(layout, p, p.stage >= 3, bf16_blocks).working() * sizeof(float);
+        m.working = fsdp_sizes(layout, p, p.stage >= 3, bf16).working() * sizeof(float);
     else
         m.working = (p.stage >= 2 ? full : 0) + (p.stage >= 3 ? full : 0);
     return m;

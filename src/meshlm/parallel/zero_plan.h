@@ -41,9 +41,9 @@ struct ZeroMemory {
 // What a rank of `plan` allocates (fp32 params and grads, `optimizer_states` fp32 buffers of
 // optimizer state per parameter: AdamW 2, Lion 1) for `layout`, the buffer the plan chunks (a
 // model layout, whole or a tensor-parallel shard).
-// bf16_blocks: a bf16 run's stage 3, which gathers blocks in bf16 (parallel/fsdp.h).
+// bf16: a bf16 run's stage 3, which gathers the parameters in bf16 (parallel/fsdp.h).
 ZeroMemory zero_memory(const ZeroPlan& plan, const ParamLayout& layout, int optimizer_states = 2,
-                       bool bf16_blocks = false);
+                       bool bf16 = false);
 // What the working bytes of `plan` hold, for reports: "FSDP unit buffers" (stage 3),
 // "gradient unit buffers" (stage 2), "whole-model working" (one rank).
 const char* zero_working_label(const ZeroPlan& plan);
