@@ -241,12 +241,11 @@ HfExport write_hf_model(const std::string& dir, const ModelConfig& model, const 
                     MESHLM_INVALID("--dtype f16: tensor '", p.name, "' holds ", *big,
                                    ", beyond float16's largest value 65504; export as bf16 or "
                                    "f32 instead");
+            }
+            if (opt.dtype != DType::f32) {
+                const auto to16 = opt.dtype == DType::f16 ? f16_from_f32 : bf16_from_f32;
                 std::vector<std::uint16_t> h(v.size());
-                for (std::size_t k = 0; k < v.size(); ++k) h[k] = f16_from_f32(v[k]);
-                half.push_back(std::move(h));
-            } else if (opt.dtype == DType::bf16) {
-                std::vector<std::uint16_t> h(v.size());
-                for (std::size_t k = 0; k < v.size(); ++k) h[k] = bf16_from_f32(v[k]);
+                for (std::size_t k = 0; k < v.size(); ++k) h[k] = to16(v[k]);
                 half.push_back(std::move(h));
             } else {
                 f32.push_back(std::move(v));

@@ -242,23 +242,22 @@ std::vector<float> SafetensorsSet::f32(const std::string& name, const Shape* exp
                        expect->str());
     std::vector<float> out(static_cast<std::size_t>(e.shape.numel()));
     const char* src = static_cast<const char*>(f.data(name));
+    auto widen = [&](float (*from16)(std::uint16_t)) {
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            std::uint16_t h;
+            std::memcpy(&h, src + 2 * i, 2);
+            out[i] = from16(h);
+        }
+    };
     switch (e.dtype) {
         case DType::f32:
             std::memcpy(out.data(), src, out.size() * 4);
             break;
         case DType::bf16:
-            for (std::size_t i = 0; i < out.size(); ++i) {
-                std::uint16_t b;
-                std::memcpy(&b, src + 2 * i, 2);
-                out[i] = f32_from_bf16(b);
-            }
+            widen(f32_from_bf16);
             break;
         case DType::f16:
-            for (std::size_t i = 0; i < out.size(); ++i) {
-                std::uint16_t h;
-                std::memcpy(&h, src + 2 * i, 2);
-                out[i] = f32_from_f16(h);
-            }
+            widen(f32_from_f16);
             break;
         default:
             MESHLM_INVALID(f.path(), ": tensor '", name, "' is ", dtype_name(e.dtype),
