@@ -144,6 +144,27 @@ void check_gemm(bool ta, bool tb, int M, int N, int K, float alpha, float beta, 
                       C0[static_cast<std::size_t>(i) * ldc + j]);
 }
 
+// ZeRO-3 receives the embeddings as bf16 in the first half of their fp32 buffer and widens them
+// in place, in parallel passes: every value must come out as the float it stands for, for sizes
+// around the passes' parallel threshold and odd ones.
+TEST(Bf16, WidensInPlace) {
+    k::set_threads(2);
+    for (std::size_t n : {0, 1, 2, 3, 8, 4095, 8193, 8194, 100001}) {
+        std::vector<std::uint16_t> in(n);
+        Philox rng(n, 1);
+        for (auto& h : in) h = static_cast<std::uint16_t>(rng.below(65536));
+        std::vector<float> buf(n + 1, -1.f);
+        std::memcpy(buf.data(), in.data(), 2 * n);
+        k::from_bf16_in_place(buf.data(), n);
+        for (std::size_t i = 0; i < n; ++i) {
+            std::uint32_t got;
+            std::memcpy(&got, &buf[i], 4);
+            ASSERT_EQ(got, static_cast<std::uint32_t>(in[i]) << 16) << n << " " << i;
+        }
+        EXPECT_EQ(buf[n], -1.f) << n << ": wrote past the end";
+    }
+}
+
 TEST(Bf16Gemm, MatchesDoubleProductsOfTheRoundedOperands) {
     for (bool ta : {false, true})
         for (bool tb : {false, true}) {

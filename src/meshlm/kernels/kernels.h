@@ -38,6 +38,8 @@ bool native_bf16();
 void from_bf16(float* out, const std::uint16_t* in, std::size_t n);
 // The same over rows x cols of `in` with row stride ld, into dense rows of out.
 void from_bf16_rows(float* out, const std::uint16_t* in, int rows, int cols, int ld);
+// The same in place: buf's first 2n bytes hold n bf16 values, which become its n floats.
+void from_bf16_in_place(float* buf, std::size_t n);
 
 // out = (x - mean) * rstd * w + b per row (b may be null); saves mean[N], rstd[N].
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,

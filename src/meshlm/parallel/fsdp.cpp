@@ -47,8 +47,7 @@ FsdpStream::FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layo
       n_units_(layout.unit_count()),
       sizes_(fsdp_sizes(layout, plan, gather_params, bf16)),
       root_params_(gather_params ? sizes_.root : 0),
-      root_grads_(sizes_.root),
-      root_params16_(sizes_.bf16 ? sizes_.root : 0) {
+      root_grads_(sizes_.root) {
     MESHLM_CHECK(comm.size() == plan.ranks && comm.rank() == plan.rank, "FSDP plan for rank ",
                  plan.rank, " of ", plan.ranks, " on rank ", comm.rank(), " of ", comm.size());
     for (int u = 0; u < n_units_; ++u) {
@@ -130,14 +129,15 @@ void FsdpStream::begin(bool gradients) {
         b.wait();
         return;
     }
-    // The bf16 root buffer is laid out as the fp32 one (unit L + 1 after unit 0).
-    std::uint16_t* r16 = root_params16_.data();
+    // The bf16 units fill the first half of the fp32 buffer (unit L + 1 after unit 0), which is
+    // then widened in place: no second buffer for the embeddings.
+    auto* r16 = reinterpret_cast<std::uint16_t*>(root_params_.data());
     const std::size_t n0 = units_[0].second - units_[0].first;
     CommRequest a = start_gather16(0, r16);
     CommRequest b = start_gather16(last, r16 + n0);
     a.wait();
     b.wait();
-    kernels::from_bf16(root_params_.data(), r16, sizes_.root);
+    kernels::from_bf16_in_place(root_params_.data(), sizes_.root);
 }
 
 void FsdpStream::end() {

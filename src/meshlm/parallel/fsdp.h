@@ -40,13 +40,13 @@ namespace meshlm {
 
 struct FsdpSizes {
     bool gather;          // parameters sharded (stage 3) or whole (stage 2: gradients only)
-    bool bf16 = false;    // units gathered in bf16 (bf16 receive buffers: one per slot, one root)
+    bool bf16 = false;    // units gathered in bf16 (a bf16 receive buffer per block slot)
     std::size_t root;     // floats of units 0 and L + 1 together
     std::size_t block;    // floats of the largest block unit
     std::size_t receive;  // largest part of any block inside one rank's chunk
     std::size_t working() const {  // floats: gradient buffers, and with `gather` parameter ones
         return root + 2 * (block + receive) + (gather ? root + 2 * block : 0) +
-               (gather && bf16 ? 2 * ((block + 1) / 2) + (root + 1) / 2 : 0);
+               (gather && bf16 ? 2 * ((block + 1) / 2) : 0);
     }
 };
 
@@ -115,7 +115,6 @@ class FsdpStream final : public ParamStream {
     std::vector<std::vector<std::size_t>> counts_;            // per unit, per rank
     FsdpSizes sizes_;
     Buffer<float> root_params_, root_grads_;
-    Buffer<std::uint16_t> root_params16_;  // bf16: what the root units' all-gathers fill
     std::array<Slot, 2> slots_;
     unsigned next_grads_ = 0;  // blocks' gradients alternate between the two slots
     bool gradients_ = false;

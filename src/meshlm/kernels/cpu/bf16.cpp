@@ -42,6 +42,29 @@ void round_bf16(float* out, const float* in, std::size_t n) {
     }
 }
 
+void from_bf16_in_place(float* buf, std::size_t n) {
+    // Value i moves from byte 2i to byte 4i. Going down in halves [ceil(hi / 2), hi), a pass
+    // reads bytes [2 lo, 2 hi) and writes [4 lo, 4 hi): apart, since 4 lo >= 2 hi, and what it
+    // overwrites (values >= hi) earlier passes have moved. So each pass can run in parallel.
+    char* bytes = reinterpret_cast<char*>(buf);
+    auto move = [bytes](std::size_t i) {
+        std::uint16_t h;
+        std::memcpy(&h, bytes + 2 * i, 2);
+        const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+        std::memcpy(bytes + 4 * i, &u, 4);
+    };
+    std::size_t hi = n;
+    while (hi > 1) {
+        const std::size_t lo = (hi + 1) / 2;
+        const std::ptrdiff_t a = static_cast<std::ptrdiff_t>(lo),
+                             b = static_cast<std::ptrdiff_t>(hi);
+#pragma omp parallel for schedule(static) if (b - a > 4096)
+        for (std::ptrdiff_t i = a; i < b; ++i) move(static_cast<std::size_t>(i));
+        hi = lo;
+    }
+    if (n > 0) move(0);
+}
+
 void from_bf16_rows(float* out, const std::uint16_t* in, int rows, int cols, int ld) {
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < rows; ++r) {
