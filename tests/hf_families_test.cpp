@@ -500,13 +500,19 @@ ModelConfig cli_llama() {
     return m;
 }
 
-TEST(HfFamiliesCli, ConvertBothWays) {
-    const std::string tmp = test::temp_dir("hf_fam_cli");
+// cli_llama() with weights of init seed `seed`, written as an HF directory.
+void write_cli_llama(const std::string& dir, int seed, const HfExportOptions& opt) {
     const ModelConfig m = cli_llama();
     const ParamLayout layout = transformer_layout(m);
     Buffer<float> params(layout.total());
-    init_params(m, layout, params.data(), 7);
-    write_hf_model(tmp + "/hf", m, layout, params.data(), {});
+    init_params(m, layout, params.data(), seed);
+    write_hf_model(dir, m, layout, params.data(), opt);
+}
+
+TEST(HfFamiliesCli, ConvertBothWays) {
+    const std::string tmp = test::temp_dir("hf_fam_cli");
+    const ModelConfig m = cli_llama();
+    write_cli_llama(tmp + "/hf", 7, {});
 
     auto r = convert("--from hf --to meshlm " + tmp + "/hf " + tmp + "/run");
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -544,11 +550,7 @@ TEST(HfFamiliesCli, ConvertBothWays) {
 
 TEST(HfFamiliesCli, ConvertsFloat16BothWays) {
     const std::string tmp = test::temp_dir("hf_fam_cli_f16");
-    const ModelConfig m = cli_llama();
-    const ParamLayout layout = transformer_layout(m);
-    Buffer<float> params(layout.total());
-    init_params(m, layout, params.data(), 9);
-    write_hf_model(tmp + "/hf", m, layout, params.data(), {DType::f16, 0, -1});
+    write_cli_llama(tmp + "/hf", 9, {DType::f16, 0, -1});
     auto r = convert("--from hf --to meshlm " + tmp + "/hf " + tmp + "/run");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     r = convert("--from meshlm --to hf --dtype f16 " + tmp + "/run " + tmp + "/hf2");

@@ -45,8 +45,9 @@ void Embedding::forward(float* x, const std::int32_t* tokens, const float* wte, 
     k::embedding_forward_vocab_range(x, tokens, wte, v0, Vvalid, N, C);
     mp->sum(x, NC);  // each row is one rank's wte row (zeros elsewhere): rounding it after is exact
     if (bf16) k::round_bf16(x, x, NC);
-    if (learned && !bf16) k::position_embedding_forward(x, wpe, N, T, C);
-    if (learned && bf16) {
+    if (learned && !bf16) {
+        k::position_embedding_forward(x, wpe, N, T, C);
+    } else if (learned) {  // bf16: each position's row rounded once, added to its B rows
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < T; ++t) {
             thread_local std::vector<float> row;
