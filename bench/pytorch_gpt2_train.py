@@ -61,6 +61,13 @@ def parse_args():
     p.add_argument("--fused-adamw", type=int, choices=[0, 1], default=None,
                    help="AdamW(fused=...); default 1 where torch has fused CPU AdamW (2.4+)")
     p.add_argument("--quiet", action="store_true", help="no per-step lines on stderr")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="cuda: the model, data and optimizer on GPU 0 (bf16 autocast on the GPU, "
+                        "fused CUDA AdamW, SDPA's flash kernel); steps are timed after a "
+                        "synchronize and peak_gpu_mib is torch's peak allocation")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model (default mode); its compile time falls in the "
+                        "warmup steps")
     add_env_args(p, omp_wait_policy="PASSIVE")
     return p.parse_args()
 
@@ -185,9 +192,10 @@ def main():
     a = ARGS
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
-    blas = openblas_info()
+    cuda = a.device == "cuda"
+    blas = {} if cuda else openblas_info()
 
-    model = GPT(a.layers, a.width, a.heads, a.vocab, a.context)
+    model = GPT(a.layers, a.width, a.heads, a.vocab, a.context).to(a.device)
     model.train()
     n_params = sum(p.numel() for p in model.parameters())  # tied weight counted once
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -201,7 +209,10 @@ def main():
         # PyTorch 2.x's fused CPU AdamW is its fastest (and leanest) here: measured 385 vs
         # 302 tokens/s for the bf16 step on the 2-core dev VM (bench/README.md).
         opt_kwargs["fused"] = bool(a.fused_adamw)
+    if cuda:
+        opt_kwargs["fused"] = True  # torch's fastest CUDA AdamW
     opt = torch.optim.AdamW(groups, **opt_kwargs)
+    step_model = torch.compile(model) if a.compile else model
 
     gen = torch.Generator().manual_seed(a.seed)
     step_s, losses = [], []
@@ -209,16 +220,19 @@ def main():
     for step in range(total):
         tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1), generator=gen)
         x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+        x, y = x.to(a.device), y.to(a.device)
+        if cuda:
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         if a.precision == "bf16":
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = model(x, y)
+            with torch.autocast(a.device, dtype=torch.bfloat16):
+                loss = step_model(x, y)
         else:
-            loss = model(x, y)
+            loss = step_model(x, y)
         loss.backward()
         opt.step()
-        loss_v = loss.item()
+        loss_v = loss.item()  # waits for the step on the GPU too
         dt = time.perf_counter() - t0
         if step >= a.warmup:
             step_s.append(dt)
@@ -241,6 +255,9 @@ def main():
         "tokens_per_s": round(tps, 3),
         "step_s_median": round(med, 5),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+        "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "compile": a.compile,
+        "peak_gpu_mib": round(torch.cuda.max_memory_allocated() / 2**20, 1) if cuda else None,
         "gflops": round(tps * flops_per_token / 1e9, 2),
         "flops_per_token": flops_per_token,
         "step_s": [round(s, 5) for s in step_s],

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Prepares gpu_bundle/ (git-ignored) on this CPU machine for scripts/gpu_check.sh on a GPU host
+# that has a driver, the CUDA toolkit and PyTorch but no package registry: builds the CUDA test
+# binaries in build-cuda/ (scripts/cuda_build.sh) and copies them with every shared library
+# they load (ldd) except glibc's and the CUDA ones, which the GPU host's own toolkit and driver
+# provide (cuBLASLt alone is 540 MB, over the 64 MiB a bundle may weigh). The GPU host's CUDA
+# major version must be this toolkit's (nvcc --version); gpu_check.sh says so if it is not.
+#
+#   scripts/gpu_bundle.sh          # then: scripts/gpu_check.sh on the GPU host (README, "GPU")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/cuda_build.sh >/dev/null
+out=gpu_bundle
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib"
+bins=(build-cuda/tests/cuda/cuda_ops_test)
+cp "${bins[@]}" "$out/bin/"
+# Libraries the GPU host brings itself: the C library's and the CUDA toolkit's / driver's.
+host_provided='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libcuda|libcudart|libcublas|libcublasLt|libnccl|libnvidia)\.'
+for b in "${bins[@]}"; do
+  ldd "$b" | awk '/=> \// {print $1, $3}'
+done | sort -u | while read -r name path; do
+  [[ "$name" =~ $host_provided ]] && continue
+  cp -L "$path" "$out/lib/$name"
+done
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+"$nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p' >"$out/cuda_major"
+git rev-parse --short HEAD >"$out/commit"
+size=$(du -sm "$out" | cut -f1)
+if [ "$size" -gt 64 ]; then
+  echo "gpu_bundle: $out is $size MiB, over the 64 MiB a device run may carry" >&2
+  exit 1
+fi
+echo "gpu_bundle: $out ($size MiB): ${bins[*]##*/} and $(ls "$out/lib" | wc -l) libraries"
