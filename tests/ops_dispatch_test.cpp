@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,12 +17,17 @@
 #include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/ops/activation.h"
+#include "meshlm/kernels/ops/adafactor.h"
 #include "meshlm/kernels/ops/adamw.h"
 #include "meshlm/kernels/ops/attention.h"
+#include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/clip.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/layernorm.h"
+#include "meshlm/kernels/ops/lion.h"
+#include "meshlm/kernels/ops/residual.h"
 #include "meshlm/kernels/ops/rmsnorm.h"
 #include "meshlm/kernels/ops/rope.h"
 #include "meshlm/kernels/vocab_parallel.h"
@@ -291,6 +297,134 @@ TEST(OpsDispatch, WrongDeviceDtypeOrShapeIsNamed) {
             ops::glu_forward(kernels::Act::silu, view(out, {8, 8}), Tensor{});
         },
         "glu_forward: h has no data");
+}
+
+// --- Optimizer passes, clipping, bf16 conversions, residual ------------------------------------
+
+TEST(OpsDispatch, LionAndAdafactor) {
+    const int n = 1000;
+    auto p1 = randn(n, 30), g = randn(n, 31), m1 = randn(n, 32, 0.1f);
+    auto p2 = p1, m2 = m1;
+    kernels::lion(p1.data(), g.data(), m1.data(), n, 3e-4f, 0.9f, 0.99f, 0.1f, 0.5f);
+    ops::lion(
+        view(p2, {n}), view(g, {n}), view(m2, {n}),
+        {.lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.99f, .weight_decay = 0.1f, .grad_scale = 0.5f});
+    EXPECT_TRUE(bitwise_equal(p1, p2) && bitwise_equal(m1, m2));
+
+    auto v1 = randn(n, 33, 0.1f);
+    for (auto& v : v1) v = std::fabs(v);
+    auto v2 = v1;
+    const double s1 = kernels::adafactor_moment(v1.data(), g.data(), n, 0.8f, 1e-30f);
+    EXPECT_EQ(ops::adafactor_moment(view(v2, {n}), view(g, {n}), 0.8f, 1e-30f), s1);
+    kernels::adafactor_apply(p1.data(), g.data(), v1.data(), n, 1e-2f, 0.99f);
+    ops::adafactor_apply(view(p2, {n}), view(g, {n}), view(v2, {n}), 1e-2f, 0.99f);
+    EXPECT_TRUE(bitwise_equal(v1, v2) && bitwise_equal(p1, p2));
+
+    // 1000 elements of a [*, 30] block from element 7, at (2, 3) of a [40, 36] tensor.
+    const kernels::MatrixRun run{n, 7, 30, 2, 3};
+    auto rs = randn(40, 34, 0.3f, 1.f), cs = randn(36, 35, 0.3f, 1.f);
+    std::vector<double> r1(40, 0.5), c1(36, 0.25), r2 = r1, c2 = c1;
+    kernels::adafactor_factored_sums(g.data(), run, 1e-30f, r1.data(), c1.data());
+    const ops::AdafactorRun orun{.first = 7, .width = 30, .row0 = 2, .col0 = 3};
+    ops::adafactor_factored_sums(view(g, {n}), orun, 1e-30f, r2, c2);
+    EXPECT_TRUE(r1 == r2 && c1 == c2);
+    EXPECT_EQ(ops::adafactor_factored_sumsq(view(g, {n}), orun, view(rs, {40}), view(cs, {36})),
+              kernels::adafactor_factored_sumsq(g.data(), run, rs.data(), cs.data()));
+    kernels::adafactor_factored_apply(p1.data(), g.data(), run, rs.data(), cs.data(), 1e-2f, 0.9f);
+    ops::adafactor_factored_apply(view(p2, {n}), view(g, {n}), orun, view(rs, {40}), view(cs, {36}),
+                                  1e-2f, 0.9f);
+    EXPECT_TRUE(bitwise_equal(p1, p2));
+}
+
+TEST(OpsDispatch, ClippingAndResidual) {
+    const int n = 3001;
+    auto x1 = randn(n, 36, 2.f), y = randn(n, 37), x2 = x1;
+    EXPECT_EQ(ops::sum_squares(view(x2, {n})), kernels::sum_squares(x1.data(), n));
+    kernels::clamp(x1.data(), 1.5f, n);
+    ops::clamp(view(x2, {n}), 1.5f);
+    kernels::scale(x1.data(), 0.3f, n);
+    ops::scale(view(x2, {n}), 0.3f);
+    EXPECT_TRUE(bitwise_equal(x1, x2));
+    std::vector<float> o1(n), o2(n);
+    kernels::residual_forward(o1.data(), x1.data(), y.data(), n);
+    ops::residual_forward(view(o2, {n}), view(x2, {n}), view(y, {n}));
+    EXPECT_TRUE(bitwise_equal(o1, o2));
+}
+
+TEST(OpsDispatch, Bf16Conversions) {
+    const int R = 9, C = 20, ld = 31, col0 = 5, n = R * ld;
+    auto x = randn(n, 38, 3.f);
+    std::vector<std::uint16_t> h1(n), h2(n), r1(R * C), r2(R * C);
+    kernels::to_bf16(h1.data(), x.data(), n);
+    ops::to_bf16(view(h2, {R, ld}), view(x, {R, ld}));
+    kernels::to_bf16_rows(r1.data(), x.data() + col0, R, C, ld);
+    ops::to_bf16_rows(view(r2, {R, C}), view(x, {R, ld}), col0);
+    EXPECT_TRUE(h1 == h2 && r1 == r2);
+    std::vector<float> f1(n), f2(n), w1(R * C), w2(R * C), b1(n), b2(n);
+    kernels::round_bf16(f1.data(), x.data(), n);
+    ops::round_bf16(view(f2, {n}), view(x, {n}));
+    kernels::from_bf16(b1.data(), h1.data(), n);
+    ops::from_bf16(view(b2, {R, ld}), view(h1, {R, ld}));
+    kernels::from_bf16_rows(w1.data(), h1.data() + col0, R, C, ld);
+    ops::from_bf16_rows(view(w2, {R, C}), view(h1, {R, ld}), col0);
+    EXPECT_TRUE(bitwise_equal(f1, f2) && bitwise_equal(b1, b2) && bitwise_equal(w1, w2));
+    std::vector<float> in_place(n);
+    std::memcpy(in_place.data(), h1.data(), n * sizeof(std::uint16_t));
+    ops::from_bf16_in_place(view(in_place, {n}));
+    EXPECT_TRUE(bitwise_equal(in_place, b1));
+}
+
+// One bad argument per op: the message names the op and the argument.
+TEST(OpsDispatch, OptimizerAndConversionErrorsAreNamed) {
+    std::vector<float> a(64), b(64), c(8);
+    std::vector<std::uint16_t> h(64);
+    std::vector<double> rows(8), cols(4);
+    expect_error([&] { ops::lion(view(a, {64}), view(b, {64}), view(c, {8}), {}); },
+                 "lion: m has shape [8], expected [64]");
+    expect_error(
+        [&] { ops::adafactor_factored_sums(view(a, {64}), {.width = 8}, 1e-30f, rows, cols); },
+        "adafactor_factored_sums: col_sums has 4 elements, the run needs 8");
+    expect_error(
+        [&] {
+            ops::adafactor_factored_sumsq(view(a, {64}), {.width = 8}, view(c, {4}), view(c, {8}));
+        },
+        "adafactor_factored_sumsq: row_scale has 4 elements, the run needs 8");
+    expect_error(
+        [&] {
+            ops::adafactor_factored_apply(view(a, {64}), view(b, {64}), {.width = 0}, view(c, {8}),
+                                          view(c, {8}), 1.f, 1.f);
+        },
+        "adafactor_factored_apply: run {first 0, width 0");
+    expect_error([&] { ops::adafactor_moment(view(a, {64}), view(h, {64}), 0.8f, 1e-30f); },
+                 "adafactor_moment: g is bf16, expected f32");
+    expect_error([&] { ops::adafactor_apply(view(a, {64}), view(b, {64}), view(c, {8}), 1, 1); },
+                 "adafactor_apply: v has shape [8], expected [64]");
+    expect_error([&] { ops::sum_squares(view(h, {64})); }, "sum_squares: x is bf16, expected f32");
+    expect_error([&] { ops::scale(Tensor{}, 2.f); }, "scale: x has no data");
+    expect_error([&] { ops::clamp(view(h, {64}), 1.f); }, "clamp: x is bf16, expected f32");
+    expect_error([&] { ops::residual_forward(view(a, {64}), view(b, {64}), view(c, {8})); },
+                 "residual_forward: b has shape [8], expected [64]");
+    expect_error([&] { ops::to_bf16(view(a, {64}), view(b, {64})); },
+                 "to_bf16: out is f32, expected bf16");
+    expect_error(
+        [&] {
+            ops::round_bf16(view(a, {64}), view(b, {8, 8}));
+        },
+        "round_bf16: out has shape [64], expected [8, 8]");
+    expect_error([&] { ops::from_bf16(view(a, {64}), view(b, {64})); },
+                 "from_bf16: in is f32, expected bf16");
+    expect_error(
+        [&] {
+            ops::to_bf16_rows(view(h, {8, 4}), view(a, {8, 8}), 5);
+        },
+        "to_bf16_rows: columns [5, 9) are outside in's 8 columns");
+    expect_error(
+        [&] {
+            ops::from_bf16_rows(view(a, {8, 4}), view(h, {4, 16}), 0);
+        },
+        "from_bf16_rows: in has shape [4, 16], expected [8, 16]");
+    expect_error([&] { ops::from_bf16_in_place(view(h, {64})); },
+                 "from_bf16_in_place: buf is bf16, expected f32");
 }
 
 TEST(OpsDispatch, CudaRequestInCpuBuildNamesTheFlag) {

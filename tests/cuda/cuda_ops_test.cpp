@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -20,12 +21,17 @@
 #include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/ops/activation.h"
+#include "meshlm/kernels/ops/adafactor.h"
 #include "meshlm/kernels/ops/adamw.h"
 #include "meshlm/kernels/ops/attention.h"
+#include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/clip.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/layernorm.h"
+#include "meshlm/kernels/ops/lion.h"
+#include "meshlm/kernels/ops/residual.h"
 #include "meshlm/kernels/ops/rmsnorm.h"
 #include "meshlm/kernels/ops/rope.h"
 
@@ -245,6 +251,230 @@ TEST_F(CudaOps, AdamW) {
                         return Outputs{{"p", download(p)}, {"m", download(m)}, {"v", download(v)}};
                     },
                     {1e-6, 1e-5});
+}
+
+// --- Optimizer passes, clipping, bf16 conversions, residual -------------------------------------
+// Bitwise where both backends do the same IEEE operations (conversions, clamp, scale, the
+// residual add); the optimizer steps within an ulp or two, since GCC (-ffp-contract=fast) and
+// nvcc (--fmad=true) may fuse different products into FMAs; the double sums within 1e-6
+// relative (different summation orders), and bitwise the same from one GPU run to the next.
+
+template <typename T>
+std::vector<T> download_as(const DeviceBuffer& b) {
+    std::vector<T> v(b.view().numel());
+    kernels::copy(Tensor{v.data(), dtype_of<T>(), b.view().shape, Device::cpu}, b.view());
+    return v;
+}
+
+// Bit for bit, except that with any_nan a NaN matches any NaN: arithmetic on a NaN gives the
+// GPU's canonical NaN but x86's quieted operand.
+template <typename T>
+void expect_same_bits(const std::string& what, const std::vector<T>& got,
+                      const std::vector<T>& want, bool any_nan = false) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    std::size_t diff = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        if constexpr (std::is_same_v<T, float>)
+            if (any_nan && std::isnan(got[i]) && std::isnan(want[i])) continue;
+        if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0 && ++diff <= 5)
+            ADD_FAILURE() << what << "[" << i << "]: bits differ";
+    }
+    EXPECT_EQ(diff, 0u) << what;
+    test::report(what + " (bits)", want.size(), 0, 0);
+}
+
+void expect_sum_close(const std::string& what, double got, double want, double rel) {
+    EXPECT_LE(std::fabs(got - want), rel * std::fabs(want))
+        << what << ": " << got << " vs " << want;
+    test::report(what, 1, std::fabs(got - want), std::fabs(got - want) / (rel * std::fabs(want)));
+}
+
+// Two calls of run give bitwise the same sums.
+void expect_repeats(const std::string& what, const std::function<std::vector<double>()>& run) {
+    const auto a = run(), b = run();
+    ASSERT_EQ(a.size(), b.size()) << what;
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)), 0)
+        << what << " differs from run to run";
+}
+
+float bits_to_float(std::uint32_t u) {
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+TEST_F(CudaOps, Lion) {
+    const int n = 10007;
+    compare_devices("lion",
+                    [&](Device d) {
+                        DeviceBuffer p = upload(d, randn(n, 30), {n}),
+                                     g = upload(d, randn(n, 31), {n});
+                        DeviceBuffer m = upload(d, randn(n, 32, 0.1f), {n});
+                        for (int step = 0; step < 3; ++step)
+                            ops::lion(p.view(), g.view(), m.view(),
+                                      {.lr = 1e-3f,
+                                       .beta1 = 0.9f,
+                                       .beta2 = 0.99f,
+                                       .weight_decay = 0.1f,
+                                       .grad_scale = 0.5f});
+                        return Outputs{{"p", download(p)}, {"m", download(m)}};
+                    },
+                    {1e-7, 1e-6});
+}
+
+TEST_F(CudaOps, AdafactorFullMoment) {
+    const int n = 70001;
+    double sums[2];
+    compare_devices("adafactor moment",
+                    [&](Device d) {
+                        auto v0 = randn(n, 33, 0.1f);
+                        for (auto& v : v0) v = std::fabs(v);
+                        DeviceBuffer v = upload(d, v0, {n}), g = upload(d, randn(n, 34), {n});
+                        DeviceBuffer p = upload(d, randn(n, 35), {n});
+                        sums[d == Device::cuda] =
+                            ops::adafactor_moment(v.view(), g.view(), 0.8f, 1e-30f);
+                        ops::adafactor_apply(p.view(), g.view(), v.view(), 1e-2f, 0.999f);
+                        return Outputs{{"v", download(v)}, {"p", download(p)}};
+                    },
+                    {1e-7, 1e-6});
+    expect_sum_close("adafactor moment sum u^2", sums[1], sums[0], 1e-6);
+}
+
+// A run that starts and ends mid-row, crosses several 64-row column chunks and sits at
+// (row0, col0) of a larger tensor.
+TEST_F(CudaOps, AdafactorFactored) {
+    const std::int64_t width = 301, R = 300, C = 320;
+    const ops::AdafactorRun run{.first = 150, .width = width, .row0 = 7, .col0 = 11};
+    const std::int64_t n = width * 250 + 77;
+    std::vector<double> rows[2], cols[2];
+    double sumsq[2];
+    compare_devices(
+        "adafactor factored",
+        [&](Device d) {
+            const int k = d == Device::cuda;
+            DeviceBuffer g = upload(d, randn(n, 36), {n}), p = upload(d, randn(n, 37), {n});
+            DeviceBuffer rs = upload(d, randn(R, 38, 0.3f, 1.f), {R});
+            DeviceBuffer cs = upload(d, randn(C, 39, 0.3f, 1.f), {C});
+            rows[k].assign(R, 0.5), cols[k].assign(C, 0.25);
+            ops::adafactor_factored_sums(g.view(), run, 1e-30f, rows[k], cols[k]);
+            sumsq[k] = ops::adafactor_factored_sumsq(g.view(), run, rs.view(), cs.view());
+            ops::adafactor_factored_apply(p.view(), g.view(), run, rs.view(), cs.view(), 1e-2f,
+                                          0.999f);
+            return Outputs{{"p", download(p)}};
+        },
+        {1e-7, 1e-6});
+    test::expect_close("adafactor factored row sums",
+                       std::vector<float>(rows[1].begin(), rows[1].end()), rows[0], {0, 1e-6});
+    test::expect_close("adafactor factored col sums",
+                       std::vector<float>(cols[1].begin(), cols[1].end()), cols[0], {0, 1e-6});
+    expect_sum_close("adafactor factored sum u^2", sumsq[1], sumsq[0], 1e-6);
+}
+
+// The double sums repeat their bits: fixed grids, fixed-order trees, no float atomics.
+TEST_F(CudaOps, OptimizerSumsAreDeterministic) {
+    const std::int64_t n = 1 << 20, width = 1000;
+    DeviceBuffer g = upload(Device::cuda, randn(n, 40), {n});
+    DeviceBuffer rs = upload(Device::cuda, randn(n / width + 2, 41), {n / width + 2});
+    DeviceBuffer cs = upload(Device::cuda, randn(width, 42), {width});
+    const ops::AdafactorRun run{.first = 3, .width = width};
+    expect_repeats("sum_squares", [&] { return std::vector<double>{ops::sum_squares(g.view())}; });
+    expect_repeats("adafactor_factored_sumsq", [&] {
+        return std::vector<double>{
+            ops::adafactor_factored_sumsq(g.view(), run, rs.view(), cs.view())};
+    });
+    expect_repeats("adafactor_moment", [&] {
+        DeviceBuffer v(Device::cuda, DType::f32, {n});
+        return std::vector<double>{ops::adafactor_moment(v.view(), g.view(), 0.8f, 1e-30f)};
+    });
+    expect_repeats("adafactor_factored_sums", [&] {
+        std::vector<double> s(n / width + 2 + width);
+        ops::adafactor_factored_sums(g.view(), run, 1e-30f, std::span(s).first(n / width + 2),
+                                     std::span(s).last(width));
+        return s;
+    });
+}
+
+TEST_F(CudaOps, ClippingAndResidual) {
+    const int n = 100003;
+    auto x = randn(n, 43, 2.f);
+    for (std::uint32_t u : {0x7FC00000u, 0x7F800000u, 0xFF800000u, 0x80000000u, 0x00000001u})
+        x[7 * (u % 97)] = bits_to_float(u);  // NaN, infinities, -0, a denormal
+    const auto y = randn(n, 44);
+    std::vector<float> clamped[2], sums[2];
+    for (Device d : {Device::cpu, Device::cuda}) {
+        const int k = d == Device::cuda;
+        DeviceBuffer a = upload(d, x, {n}), b = upload(d, y, {n});
+        ops::clamp(a.view(), 1.5f);
+        clamped[k] = download(a);
+        ops::scale(a.view(), 0.37f);
+        ops::residual_forward(b.view(), a.view(), b.view());  // out = b, in place
+        sums[k] = download(b);
+    }
+    expect_same_bits("clamp", clamped[1], clamped[0]);
+    expect_same_bits("scale, residual_forward", sums[1], sums[0], true);
+    const auto z = randn(n, 45, 3.f);
+    double s[2];
+    for (Device d : {Device::cpu, Device::cuda})
+        s[d == Device::cuda] = ops::sum_squares(upload(d, z, {n}).view());
+    expect_sum_close("sum_squares", s[1], s[0], 1e-6);
+}
+
+// Rounding's edge cases (signed zeros, denormals, ties either way, the largest finite, which
+// rounds to infinity, infinities, NaNs that round to infinity or carry into the sign), then every
+// top half with low halves around a tie.
+std::vector<float> bf16_cases() {
+    std::vector<float> v;
+    for (std::uint32_t u :
+         {0x00000000u, 0x80000000u, 0x00000001u, 0x007FFFFFu, 0x807F8000u, 0x3F808000u, 0x3F818000u,
+          0x3F80FFFFu, 0x7F7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7F800001u, 0x7FFF8000u,
+          0xFFFFFFFFu, 0xFFC00001u})
+        v.push_back(bits_to_float(u));
+    for (std::uint32_t hi = 0; hi < 65536; ++hi)
+        for (std::uint32_t lo : {0x0000u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu})
+            v.push_back(bits_to_float(hi << 16 | lo));
+    return v;
+}
+
+TEST_F(CudaOps, Bf16ConversionsAreBitwise) {
+    const auto x = bf16_cases();
+    const std::int64_t n = static_cast<std::int64_t>(x.size());
+    std::vector<std::uint16_t> all(65536);
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+    const int rows = 300, cols = 150, ld = 211, col0 = 40;
+    std::vector<std::uint16_t> h[2], hr[2];
+    std::vector<float> r[2], w[2], wr[2], wp[2];
+    for (Device d : {Device::cpu, Device::cuda}) {
+        const int k = d == Device::cuda;
+        DeviceBuffer in = upload(d, x, {n}), out16(d, DType::bf16, {n});
+        ops::to_bf16(out16.view(), in.view());
+        h[k] = download_as<std::uint16_t>(out16);
+        DeviceBuffer rounded = upload(d, x, {n});
+        ops::round_bf16(rounded.view(), rounded.view());  // in place
+        r[k] = download(rounded);
+        DeviceBuffer bits = upload(d, all, {65536}), wide(d, DType::f32, {65536});
+        ops::from_bf16(wide.view(), bits.view());
+        w[k] = download(wide);
+        // Columns [col0, col0 + cols) of the first rows * ld values seen as [rows, ld].
+        const Tensor x2{in.view().data, DType::f32, {rows, ld}, d};
+        DeviceBuffer rows16(d, DType::bf16, {rows, cols}), rows32(d, DType::f32, {rows, cols});
+        ops::to_bf16_rows(rows16.view(), x2, col0);
+        hr[k] = download_as<std::uint16_t>(rows16);
+        const Tensor bits2{bits.view().data, DType::bf16, {rows, ld}, d};
+        ops::from_bf16_rows(rows32.view(), bits2, col0);
+        wr[k] = download(rows32);
+        // In place: the first 2 * 65536 bytes of a [65536] f32 buffer hold the bf16 values.
+        DeviceBuffer buf(d, DType::f32, {65536});
+        kernels::copy(Tensor{buf.view().data, DType::bf16, {65536}, d}, bits.view());
+        ops::from_bf16_in_place(buf.view());
+        wp[k] = download(buf);
+    }
+    expect_same_bits("to_bf16", h[1], h[0]);
+    expect_same_bits("round_bf16", r[1], r[0]);
+    expect_same_bits("from_bf16", w[1], w[0]);
+    expect_same_bits("to_bf16_rows", hr[1], hr[0]);
+    expect_same_bits("from_bf16_rows", wr[1], wr[0]);
+    expect_same_bits("from_bf16_in_place", wp[1], wp[0]);
+    expect_same_bits("from_bf16_in_place vs from_bf16", wp[1], w[0]);
 }
 
 // --- Positions and embeddings -------------------------------------------------------------------

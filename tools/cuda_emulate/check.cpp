@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "meshlm/kernels/cuda/cuda_kernels.h"
@@ -150,7 +153,8 @@ void adamw() {
     auto p2 = p1, m2 = m1, v2 = v1;
     for (long s = 1; s <= 3; ++s) {
         k::adamw(p1.data(), g.data(), m1.data(), v1.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s);
-        kc::adamw(p2.data(), g.data(), m2.data(), v2.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s);
+        kc::adamw(p2.data(), g.data(), m2.data(), v2.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s,
+                  1.f);
     }
     compare("adamw p", p2, p1, 1e-7, 1e-6);
     compare("adamw m", m2, m1, 1e-7, 1e-6);
@@ -225,6 +229,183 @@ void attention() {
     }
 }
 
+// --- Optimizer passes, clipping, bf16 conversions, residual ----------------------------------
+// Element-wise ops that must give the CPU's bits are compared bit for bit; the optimizer steps
+// within an ulp or two (either compiler may fuse a*b+c into an FMA, not always the same ones);
+// the double sums within 1e-6 relative (different summation orders) and bitwise run to run.
+
+// any_nan: a NaN matches any NaN, for arithmetic on a NaN (a GPU returns its canonical NaN,
+// x86 the operand's quieted payload); everything else bit for bit.
+template <typename T>
+void same_bits(const char* what, const std::vector<T>& got, const std::vector<T>& want,
+               bool any_nan = false) {
+    std::size_t diff = 0, at = 0;
+    for (std::size_t i = 0; i < want.size() && i < got.size(); ++i) {
+        if constexpr (std::is_same_v<T, float>)
+            if (any_nan && std::isnan(got[i]) && std::isnan(want[i])) continue;
+        if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0 && diff++ == 0) at = i;
+    }
+    const bool ok = got.size() == want.size() && diff == 0;
+    if (!ok) ++g_failures;
+    std::printf("%-4s %-24s %7zu values  %zu differ in their bits  (first at %zu)\n",
+                ok ? "ok" : "FAIL", what, want.size(), diff, at);
+}
+
+void compare_sum(const char* what, double got, double want, double rel) {
+    const double err = std::fabs(got - want), allowed = rel * std::fabs(want);
+    const bool ok = err <= allowed;
+    if (!ok) ++g_failures;
+    std::printf("%-4s %-24s %.17g vs %.17g  rel err %.2e\n", ok ? "ok" : "FAIL", what, got, want,
+                want != 0 ? err / std::fabs(want) : err);
+}
+
+// Calls sum() twice on fresh copies of its inputs: a deterministic reduction repeats its bits.
+void repeats(const char* what, const std::function<double()>& sum) {
+    const double a = sum(), b = sum();
+    const bool ok = std::memcmp(&a, &b, sizeof a) == 0;
+    if (!ok) ++g_failures;
+    std::printf("%-4s %-24s run to run\n", ok ? "ok" : "FAIL", what);
+}
+
+void lion() {
+    const int n = 3000;
+    auto p1 = randn(n, 30), m1 = randn(n, 31, 0.1f);
+    const auto g = randn(n, 32);
+    auto p2 = p1, m2 = m1;
+    for (int s = 0; s < 3; ++s) {
+        k::lion(p1.data(), g.data(), m1.data(), n, 1e-3f, 0.9f, 0.99f, 0.1f, 0.5f);
+        kc::lion(p2.data(), g.data(), m2.data(), n, 1e-3f, 0.9f, 0.99f, 0.1f, 0.5f);
+    }
+    compare("lion p", p2, p1, 1e-7, 1e-6);
+    compare("lion m", m2, m1, 1e-7, 1e-6);
+}
+
+void adafactor_full() {
+    const int n = 3001;
+    const auto g = randn(n, 33);
+    auto v1 = randn(n, 34, 0.1f);
+    for (auto& v : v1) v = std::fabs(v);
+    auto v2 = v1;
+    const double s1 = k::adafactor_moment(v1.data(), g.data(), n, 0.8f, 1e-30f);
+    const double s2 = kc::adafactor_moment(v2.data(), g.data(), n, 0.8f, 1e-30f);
+    compare("adafactor_moment v", v2, v1, 0, 1e-6);
+    compare_sum("adafactor_moment sum", s2, s1, 1e-6);
+    repeats("adafactor_moment sum", [&] {
+        auto v = v1;
+        return kc::adafactor_moment(v.data(), g.data(), n, 0.8f, 1e-30f);
+    });
+    auto p1 = randn(n, 35), p2 = p1;
+    k::adafactor_apply(p1.data(), g.data(), v1.data(), n, 1e-2f, 0.999f);
+    kc::adafactor_apply(p2.data(), g.data(), v1.data(), n, 1e-2f, 0.999f);
+    compare("adafactor_apply p", p2, p1, 1e-7, 1e-6);
+}
+
+// A run that starts and ends mid-row, spans more than one chunk of column rows, and sits at
+// (row0, col0) of a larger tensor.
+void adafactor_factored() {
+    const std::int64_t width = 37, R = 80, C = 45;
+    const k::MatrixRun run{width * 70 + 15, 20, width, 3, 5};
+    const auto g = randn(run.n, 36);
+    const auto rs = randn(R, 37, 0.3f, 1.f), cs = randn(C, 38, 0.3f, 1.f);
+    std::vector<double> r1(R, 0.5), c1(C, 0.25), r2 = r1, c2 = c1;
+    k::adafactor_factored_sums(g.data(), run, 1e-30f, r1.data(), c1.data());
+    kc::adafactor_factored_sums(g.data(), run, 1e-30f, r2.data(), c2.data());
+    compare("factored row sums", std::vector<float>(r2.begin(), r2.end()),
+            std::vector<float>(r1.begin(), r1.end()), 0, 1e-6);
+    compare("factored col sums", std::vector<float>(c2.begin(), c2.end()),
+            std::vector<float>(c1.begin(), c1.end()), 0, 1e-6);
+    const double q1 = k::adafactor_factored_sumsq(g.data(), run, rs.data(), cs.data());
+    const double q2 = kc::adafactor_factored_sumsq(g.data(), run, rs.data(), cs.data());
+    compare_sum("factored sumsq", q2, q1, 1e-6);
+    repeats("factored sumsq",
+            [&] { return kc::adafactor_factored_sumsq(g.data(), run, rs.data(), cs.data()); });
+    auto p1 = randn(run.n, 39), p2 = p1;
+    k::adafactor_factored_apply(p1.data(), g.data(), run, rs.data(), cs.data(), 1e-2f, 0.999f);
+    kc::adafactor_factored_apply(p2.data(), g.data(), run, rs.data(), cs.data(), 1e-2f, 0.999f);
+    compare("factored apply p", p2, p1, 1e-7, 1e-6);
+}
+
+float from_bits(std::uint32_t u) {
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+// Rounding's edge cases: signed zeros, denormals, ties either way, the largest finite (rounds
+// to infinity), infinities and NaNs (some round to infinity or carry into the sign), then a
+// sweep of top halves with the low halves around a tie.
+std::vector<float> bf16_cases() {
+    std::vector<float> v;
+    for (std::uint32_t u :
+         {0x00000000u, 0x80000000u, 0x00000001u, 0x007FFFFFu, 0x807F8000u, 0x3F808000u, 0x3F818000u,
+          0x3F80FFFFu, 0x7F7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7F800001u, 0x7FFF8000u,
+          0xFFFFFFFFu, 0xFFC00001u})
+        v.push_back(from_bits(u));
+    for (std::uint32_t hi = 0; hi < 65536; hi += 7)
+        for (std::uint32_t lo : {0x0000u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu})
+            v.push_back(from_bits(hi << 16 | lo));
+    return v;
+}
+
+void bf16_conversions() {
+    const auto x = bf16_cases();
+    const std::size_t n = x.size();
+    std::vector<std::uint16_t> h1(n), h2(n);
+    k::to_bf16(h1.data(), x.data(), n);
+    kc::to_bf16(h2.data(), x.data(), n);
+    same_bits("to_bf16", h2, h1);
+    std::vector<float> f1(n), f2 = x;
+    k::round_bf16(f1.data(), x.data(), n);
+    kc::round_bf16(f2.data(), f2.data(), n);  // in place
+    same_bits("round_bf16", f2, f1);
+    std::vector<std::uint16_t> all(65536);
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+    std::vector<float> w1(all.size()), w2(all.size());
+    k::from_bf16(w1.data(), all.data(), all.size());
+    kc::from_bf16(w2.data(), all.data(), all.size());
+    same_bits("from_bf16", w2, w1);
+    // In place, at sizes that halve unevenly down to the last pass.
+    for (std::size_t m : {std::size_t{1}, std::size_t{2}, std::size_t{3001}}) {
+        std::vector<float> b1(m), b2(m);
+        std::memcpy(b1.data(), all.data() + 1000, m * 2);
+        std::memcpy(b2.data(), all.data() + 1000, m * 2);
+        k::from_bf16_in_place(b1.data(), m);
+        kc::from_bf16_in_place(b2.data(), m);
+        same_bits("from_bf16_in_place", b2, b1);
+    }
+    const int rows = 23, cols = 61, ld = 100, col0 = 17;
+    std::vector<std::uint16_t> r1(rows * cols), r2(rows * cols);
+    k::to_bf16_rows(r1.data(), x.data() + col0, rows, cols, ld);
+    kc::to_bf16_rows(r2.data(), x.data() + col0, rows, cols, ld);
+    same_bits("to_bf16_rows", r2, r1);
+    std::vector<float> o1(rows * cols), o2(rows * cols);
+    k::from_bf16_rows(o1.data(), all.data() + col0, rows, cols, ld);
+    kc::from_bf16_rows(o2.data(), all.data() + col0, rows, cols, ld);
+    same_bits("from_bf16_rows", o2, o1);
+}
+
+void clipping_and_residual() {
+    const int n = 5003;
+    auto x = randn(n, 40, 2.f);
+    for (std::uint32_t u : {0x7FC00000u, 0x7F800000u, 0xFF800000u, 0x80000000u, 0x00000001u})
+        x[7 * (u % 97)] = from_bits(u);  // NaN, infinities, -0, a denormal
+    auto a = x, b = x;
+    k::clamp(a.data(), 1.5f, n);
+    kc::clamp(b.data(), 1.5f, n);
+    same_bits("clamp", b, a);
+    k::scale(a.data(), 0.37f, n);
+    kc::scale(b.data(), 0.37f, n);
+    same_bits("scale", b, a, true);
+    const auto y = randn(n, 41);
+    std::vector<float> o1(n), o2 = a;
+    k::residual_forward(o1.data(), a.data(), y.data(), n);
+    kc::residual_forward(o2.data(), o2.data(), y.data(), n);  // out = a, in place
+    same_bits("residual_forward", o2, o1, true);
+    const auto z = randn(n, 42, 3.f);
+    compare_sum("sum_squares", kc::sum_squares(z.data(), n), k::sum_squares(z.data(), n), 1e-6);
+    repeats("sum_squares", [&] { return kc::sum_squares(z.data(), n); });
+}
+
 }  // namespace
 
 int main() {
@@ -237,6 +418,11 @@ int main() {
     rope();
     embeddings();
     attention();
+    lion();
+    adafactor_full();
+    adafactor_factored();
+    bf16_conversions();
+    clipping_and_residual();
     std::printf("%d failed\n", g_failures);
     return g_failures == 0 ? 0 : 1;
 }

@@ -12,6 +12,7 @@
 #include <barrier>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -50,6 +51,31 @@ inline cudaError_t cudaGetDevice(int* d) {
 inline cudaError_t cudaMalloc(void** p, std::size_t n) {
     *p = ::operator new(n);
     return cudaSuccess;
+}
+// Stream-ordered allocation and copies: with one host memory and blocks run to completion at
+// launch, these are plain allocation and memcpy.
+using cudaStream_t = void*;
+enum cudaMemcpyKind { cudaMemcpyDeviceToHost = 2, cudaMemcpyDefault = 4 };
+inline cudaError_t cudaMallocAsync(void** p, std::size_t n, cudaStream_t) {
+    return cudaMalloc(p, n);
+}
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) {
+    ::operator delete(p);
+    return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t n, cudaMemcpyKind) {
+    std::memcpy(dst, src, n);
+    return cudaSuccess;
+}
+inline unsigned __float_as_uint(float x) {
+    unsigned u;
+    std::memcpy(&u, &x, sizeof u);
+    return u;
+}
+inline float __uint_as_float(unsigned u) {
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
 }
 template <typename T>
 cudaError_t cudaFuncSetAttribute(T*, cudaFuncAttribute, int) {

@@ -83,4 +83,32 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                         const float* qkv, int B, int T, int H, int Hkv, int D,
                         const float* alibi_slopes, float scale);
 
+// --- Optimizer passes, gradient clipping, bf16 conversions, residual ---
+// (lion.cu, adafactor*.cu, clip.cu, bf16.cu, residual.cu) kernels.h's contracts. The element-wise
+// ops and the bf16 conversions give the CPU's bits (the optimizer steps up to FMA contraction);
+// a reduction returned as a double copies it to the host (waiting for the device) and is
+// deterministic: fixed grids and fixed-order trees, no atomics. adafactor_factored_sums adds
+// into row_sums / col_sums in HOST memory.
+void lion(float* p, const float* g, float* m, std::size_t n, float lr, float beta1, float beta2,
+          float weight_decay, float grad_scale);
+void adafactor_factored_sums(const float* g, MatrixRun run, float eps, double* row_sums,
+                             double* col_sums);
+double adafactor_factored_sumsq(const float* g, MatrixRun run, const float* row_scale,
+                                const float* col_scale);
+void adafactor_factored_apply(float* p, const float* g, MatrixRun run, const float* row_scale,
+                              const float* col_scale, float step, float decay);
+double adafactor_moment(float* v, const float* g, std::size_t n, float beta, float eps);
+void adafactor_apply(float* p, const float* g, const float* v, std::size_t n, float step,
+                     float decay);
+double sum_squares(const float* x, std::size_t n);
+void scale(float* x, float s, std::size_t n);
+void clamp(float* x, float limit, std::size_t n);
+void to_bf16(std::uint16_t* out, const float* in, std::size_t n);
+void round_bf16(float* out, const float* in, std::size_t n);
+void to_bf16_rows(std::uint16_t* out, const float* in, int rows, int cols, int ld);
+void from_bf16(float* out, const std::uint16_t* in, std::size_t n);
+void from_bf16_rows(float* out, const std::uint16_t* in, int rows, int cols, int ld);
+void from_bf16_in_place(float* buf, std::size_t n);
+void residual_forward(float* out, const float* a, const float* b, std::size_t n);
+
 }  // namespace meshlm::kernels::cuda
