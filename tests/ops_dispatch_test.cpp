@@ -19,6 +19,7 @@
 #include "meshlm/kernels/ops/adamw.h"
 #include "meshlm/kernels/ops/attention.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
+#include "meshlm/kernels/ops/dropout.h"
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/layernorm.h"
@@ -291,6 +292,32 @@ TEST(OpsDispatch, WrongDeviceDtypeOrShapeIsNamed) {
             ops::glu_forward(kernels::Act::silu, view(out, {8, 8}), Tensor{});
         },
         "glu_forward: h has no data");
+}
+
+// --- Model ops: dropout, ... -------------------------------------------------------------------
+
+TEST(OpsDispatch, Dropout) {
+    const int N = 9, C = 31;
+    auto a = randn(N * C, 30), b = a;
+    kernels::dropout(a.data(), N, C, 0.3f, 11, 2, 5);
+    ops::dropout(view(b, {N, C}), {.rate = 0.3f, .seed = 11, .stream = 2, .row0 = 5});
+    EXPECT_TRUE(bitwise_equal(a, b));
+}
+
+// One bad argument per op: the message names the op and the argument.
+TEST(OpsDispatch, ModelOpsNameBadArguments) {
+    std::vector<float> x(64);
+    std::vector<std::int32_t> xi(64);
+    expect_error(
+        [&] {
+            ops::dropout(view(xi, {8, 8}), {.rate = 0.1f});
+        },
+        "dropout: x is i32, expected f32");
+    expect_error(
+        [&] {
+            ops::dropout(view(x, {8, 8}), {.rate = 1.f});
+        },
+        "dropout: rate 1 outside [0, 1)");
 }
 
 TEST(OpsDispatch, CudaRequestInCpuBuildNamesTheFlag) {

@@ -23,6 +23,7 @@
 #include "meshlm/kernels/ops/adamw.h"
 #include "meshlm/kernels/ops/attention.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
+#include "meshlm/kernels/ops/dropout.h"
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/layernorm.h"
@@ -372,6 +373,28 @@ TEST_F(CudaOps, AttentionBackwardIsDeterministic) {
         else
             EXPECT_TRUE(test::bitwise_equal(first, download(dqkv)));
     }
+}
+
+// --- Model ops: dropout, ... -------------------------------------------------------------------
+
+// The mask is integer Philox on both devices and the scale the same float: bitwise equal. Odd
+// C and row0 start and end the rows part-way through a Philox block; applying it twice (forward,
+// then the backward on the same buffer) checks the same mask comes back.
+TEST_F(CudaOps, DropoutMaskIsBitwiseTheCpus) {
+    const int N = 301, C = 97;
+    for (float rate : {0.1f, 0.5f})
+        compare_devices(
+            "dropout",
+            [&](Device d) {
+                DeviceBuffer x = upload(d, randn(N * C, 40), {N, C});
+                const ops::DropoutMask m{
+                    .rate = rate, .seed = 0x9e3779b97f4a7c15ull, .stream = 7, .row0 = 1001};
+                ops::dropout(x.view(), m);
+                auto once = download(x);
+                ops::dropout(x.view(), m);
+                return Outputs{{"forward", once}, {"twice", download(x)}};
+            },
+            {0, 0});
 }
 
 // --- Buffers ------------------------------------------------------------------------------------

@@ -83,4 +83,9 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                         const float* qkv, int B, int T, int H, int Hkv, int D,
                         const float* alibi_slopes, float scale);
 
+// --- Model ops: dropout, ... ---
+// Dropout (dropout.cu): kernels.h's contract; the mask is bitwise the CPU's (philox.cuh).
+void dropout(float* x, int N, int C, float rate, std::uint64_t seed, std::uint64_t stream,
+             std::int64_t row0);
+
 }  // namespace meshlm::kernels::cuda
