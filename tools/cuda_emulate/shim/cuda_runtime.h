@@ -12,6 +12,7 @@
 #include <barrier>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -58,6 +59,11 @@ cudaError_t cudaFuncSetAttribute(T*, cudaFuncAttribute, int) {
 inline float __fmul_rn(float a, float b) {
     volatile float r = a * b;  // not fused into a later add
     return r;
+}
+inline float __uint_as_float(unsigned u) {
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
 }
 inline float normcdff(float x) {
     return 0.5f * std::erfc(-x * 0.70710678118654752f);
