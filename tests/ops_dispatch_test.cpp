@@ -18,6 +18,7 @@
 #include "meshlm/kernels/ops/activation.h"
 #include "meshlm/kernels/ops/adamw.h"
 #include "meshlm/kernels/ops/attention.h"
+#include "meshlm/kernels/ops/attention_act.h"
 #include "meshlm/kernels/ops/attention_decode.h"
 #include "meshlm/kernels/ops/bias_backward.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
@@ -368,6 +369,23 @@ TEST(OpsDispatch, LinearDecode) {
     EXPECT_TRUE(bitwise_equal(y1, y2));
 }
 
+TEST(OpsDispatch, AttentionAct) {
+    const int B = 2, T = 20, H = 4, Hkv = 2, D = 8, W = (H + 2 * Hkv) * D;
+    auto qkv = randn(B * T * W, 43, 0.5f), dout = randn(B * T * H * D, 44);
+    std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+    const kernels::AttnActParams act{kernels::AttnAct::norm_sqrelu, 1.f, 1e-5f};
+    std::vector<float> o1(B * T * H * D), o2 = o1, d1(qkv.size()), d2(qkv.size());
+    kernels::attention_act_forward(o1.data(), qkv.data(), B, T, H, Hkv, D, slopes.data(), act);
+    ops::attention_act_forward(view(o2, {B, T, H * D}), view(qkv, {B, T, W}), view(slopes, {H}),
+                               {.H = H, .Hkv = Hkv}, act);
+    EXPECT_TRUE(bitwise_equal(o1, o2));
+    kernels::attention_act_backward(d1.data(), dout.data(), qkv.data(), B, T, H, Hkv, D,
+                                    slopes.data(), act);
+    ops::attention_act_backward(view(d2, {B, T, W}), view(dout, {B, T, H * D}),
+                                view(qkv, {B, T, W}), view(slopes, {H}), {.H = H, .Hkv = Hkv}, act);
+    EXPECT_TRUE(bitwise_equal(d1, d2));
+}
+
 // One bad argument per op: the message names the op and the argument.
 TEST(OpsDispatch, ModelOpsNameBadArguments) {
     std::vector<float> x(64);
@@ -417,6 +435,12 @@ TEST(OpsDispatch, ModelOpsNameBadArguments) {
             ops::linear_decode(view(o, {2, 8}), view(x, {2, 8}), view(x, {8, 4}), Tensor{});
         },
         "linear_decode: W has shape [8, 4], expected [8, 8]");
+    expect_error(
+        [&] {
+            ops::attention_act_forward(view(o, {1, 2, 8}), view(x, {1, 2, 24}), Tensor{},
+                                       {.H = 1, .Hkv = 1}, {});
+        },
+        "attention_act_forward: act is softmax");
 }
 
 TEST(OpsDispatch, CudaRequestInCpuBuildNamesTheFlag) {

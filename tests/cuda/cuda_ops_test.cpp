@@ -22,6 +22,7 @@
 #include "meshlm/kernels/ops/activation.h"
 #include "meshlm/kernels/ops/adamw.h"
 #include "meshlm/kernels/ops/attention.h"
+#include "meshlm/kernels/ops/attention_act.h"
 #include "meshlm/kernels/ops/attention_decode.h"
 #include "meshlm/kernels/ops/bias_backward.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
@@ -561,6 +562,67 @@ TEST_F(CudaOps, LinearDecodeRowIsBatchInvariant) {
     const auto all = download(ys);
     EXPECT_TRUE(test::bitwise_equal(std::vector<float>(all.begin() + 5 * O, all.begin() + 6 * O),
                                     download(y5)));
+}
+
+// Sums of D-term dot products and of key (query) terms in other orders, exp within a few ulp:
+// as the softmax attention ({2e-5, 2e-4}) for sqrelu and elu. The normalized backward divides
+// by eps + z (large where z is small) after the difference dp - c, which cancels where one key
+// dominates a row: its errors are ~10x larger (emulation: 4e-5 relative), hence {5e-5, 1e-3}.
+// Scores' inputs are scaled by 0.5 so sqrelu's squares stay of order 1.
+void compare_attention_act(const AttnCase& c, const kernels::AttnActParams& act, const char* name) {
+    const bool norm =
+        act.act == kernels::AttnAct::norm_sqrelu || act.act == kernels::AttnAct::norm_elu;
+    const int W = (c.H + 2 * c.Hkv) * c.D;
+    compare_devices(
+        std::string("attention_act ") + name + " T" + std::to_string(c.T) + " D" +
+            std::to_string(c.D),
+        [&](Device d) {
+            DeviceBuffer qkv =
+                upload(d, randn(std::size_t(c.B) * c.T * W, 56, 0.5f), {c.B, c.T, W});
+            DeviceBuffer dout =
+                upload(d, randn(std::size_t(c.B) * c.T * c.H * c.D, 57), {c.B, c.T, c.H * c.D});
+            DeviceBuffer sl = upload(d, alibi_slopes(c.H), {c.H});
+            const Tensor alibi = c.alibi ? sl.view() : Tensor{};
+            const ops::AttentionHeads heads{.H = c.H, .Hkv = c.Hkv, .scale = c.scale};
+            DeviceBuffer out(d, DType::f32, {c.B, c.T, c.H * c.D}),
+                dqkv(d, DType::f32, {c.B, c.T, W});
+            ops::attention_act_forward(out.view(), qkv.view(), alibi, heads, act);
+            ops::attention_act_backward(dqkv.view(), dout.view(), qkv.view(), alibi, heads, act);
+            return Outputs{{"out", download(out)}, {"dqkv", download(dqkv)}};
+        },
+        norm ? Tolerance{5e-5, 1e-3} : Tolerance{2e-5, 2e-4});
+}
+
+TEST_F(CudaOps, AttentionActNonlinearities) {
+    using kernels::AttnAct;
+    compare_attention_act({.B = 2, .T = 70, .H = 4, .Hkv = 2, .D = 64, .alibi = true, .scale = 0.f},
+                          {AttnAct::sqrelu, 128.f, 1e-5f}, "sqrelu");
+    compare_attention_act(
+        {.B = 1, .T = 200, .H = 2, .Hkv = 1, .D = 40, .alibi = false, .scale = 0.f},
+        {AttnAct::elu, 256.f, 1e-5f}, "elu");
+    compare_attention_act(
+        {.B = 1, .T = 97, .H = 6, .Hkv = 2, .D = 256, .alibi = true, .scale = 0.f},
+        {AttnAct::norm_sqrelu, 1.f, 1e-5f}, "norm_sqrelu");
+    compare_attention_act(
+        {.B = 3, .T = 5, .H = 2, .Hkv = 2, .D = 8, .alibi = false, .scale = 0.125f},
+        {AttnAct::norm_elu, 1.f, 1e-5f}, "norm_elu");
+}
+
+TEST_F(CudaOps, AttentionActBackwardIsDeterministic) {
+    const int B = 2, T = 130, H = 4, Hkv = 2, D = 64, W = (H + 2 * Hkv) * D;
+    DeviceBuffer qkv = upload(Device::cuda, randn(B * T * W, 58, 0.5f), {B, T, W});
+    DeviceBuffer dout = upload(Device::cuda, randn(B * T * H * D, 59), {B, T, H * D});
+    const kernels::AttnActParams act{kernels::AttnAct::norm_elu, 1.f, 1e-5f};
+    std::vector<float> first;
+    for (int run = 0; run < 2; ++run) {
+        DeviceBuffer dqkv(Device::cuda, DType::f32, {B, T, W});
+        ops::attention_act_backward(dqkv.view(), dout.view(), qkv.view(), Tensor{},
+                                    {.H = H, .Hkv = Hkv}, act);
+        if (run == 0)
+            first = download(dqkv);
+        else
+            EXPECT_TRUE(test::bitwise_equal(first, download(dqkv)));
+    }
 }
 
 // --- Buffers ------------------------------------------------------------------------------------

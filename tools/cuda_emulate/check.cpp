@@ -340,6 +340,38 @@ void linear_decode() {
     compare("linear_decode bf16", y2, y1, 2e-6, 1e-5);
 }
 
+void attention_act() {
+    // Every nonlinearity, ALiBi on some, T over a 128-key tile on one, D over 128 threads on one;
+    // dqkv starts as NaN, so every element must be written.
+    struct Case {
+        int B, T, H, Hkv, D;
+        k::AttnActParams act;
+        bool alibi;
+    };
+    const Case cases[] = {{2, 37, 4, 2, 24, {k::AttnAct::sqrelu, 64.f, 1e-5f}, false},
+                          {2, 37, 4, 2, 24, {k::AttnAct::elu, 64.f, 1e-5f}, true},
+                          {1, 150, 2, 1, 16, {k::AttnAct::norm_sqrelu, 1.f, 1e-5f}, true},
+                          {1, 9, 2, 2, 136, {k::AttnAct::norm_elu, 1.f, 1e-5f}, false}};
+    for (const Case& c : cases) {
+        const int W = (c.H + 2 * c.Hkv) * c.D;
+        const std::size_t rows = std::size_t(c.B) * c.T;
+        const auto qkv = randn(rows * W, 44, 0.5f), dout = randn(rows * c.H * c.D, 45);
+        std::vector<float> slopes(c.H);
+        for (int h = 0; h < c.H; ++h) slopes[h] = std::pow(2.f, -8.f * (h + 1) / c.H);
+        const float* s = c.alibi ? slopes.data() : nullptr;
+        std::vector<float> o1(rows * c.H * c.D), o2(o1.size(), NAN);
+        k::attention_act_forward(o1.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s, c.act);
+        kc::attention_act_forward(o2.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s, c.act, 0.f);
+        compare("attention_act out", o2, o1, 1e-5, 1e-4);
+        std::vector<float> d1(qkv.size()), d2(qkv.size(), NAN);
+        k::attention_act_backward(d1.data(), dout.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s,
+                                  c.act);
+        kc::attention_act_backward(d2.data(), dout.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s,
+                                   c.act, 0.f);
+        compare("attention_act dqkv", d2, d1, 1e-5, 1e-4);
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -358,6 +390,7 @@ int main() {
     attention_decode();
     attention_paged();
     linear_decode();
+    attention_act();
     std::printf("%d failed\n", g_failures);
     return g_failures == 0 ? 0 : 1;
 }

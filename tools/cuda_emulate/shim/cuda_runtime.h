@@ -52,6 +52,10 @@ inline cudaError_t cudaMalloc(void** p, std::size_t n) {
     *p = ::operator new(n);
     return cudaSuccess;
 }
+inline cudaError_t cudaFree(void* p) {
+    ::operator delete(p);
+    return cudaSuccess;
+}
 template <typename T>
 cudaError_t cudaFuncSetAttribute(T*, cudaFuncAttribute, int) {
     return cudaSuccess;

@@ -3,8 +3,8 @@
 // CUDA build (-DMESHLM_CUDA=ON); the view ops (kernels/ops/) are the only callers. Kernels run
 // on the legacy default stream in call order and return without waiting for the device.
 //
-// What the CPU kernels have and these do not (yet): attention dropout, the training attention's
-// nonlinearities other than softmax (decoding has them), a cross-entropy row stride (ldv = V).
+// What the CPU kernels have and these do not (yet): attention dropout, a cross-entropy row
+// stride (ldv = V).
 #pragma once
 
 #include <cstddef>
@@ -111,5 +111,12 @@ void linear_decode(float* y, const float* x, const float* W, const float* bias, 
                    int O);
 void linear_decode_bf16(float* y, const float* x, const std::uint16_t* W, const float* bias, int M,
                         int I, int O);
+// Causal attention with a nonlinearity other than softmax (attention_act.cu): kernels.h's
+// contracts, D <= kMaxAttentionHeadDim; the backward overwrites dqkv, deterministically.
+void attention_act_forward(float* out, const float* qkv, int B, int T, int H, int Hkv, int D,
+                           const float* alibi_slopes, const AttnActParams& act, float scale);
+void attention_act_backward(float* dqkv, const float* dout, const float* qkv, int B, int T, int H,
+                            int Hkv, int D, const float* alibi_slopes, const AttnActParams& act,
+                            float scale);
 
 }  // namespace meshlm::kernels::cuda
