@@ -20,13 +20,19 @@
 #include "meshlm/kernels/ops/adafactor.h"
 #include "meshlm/kernels/ops/adamw.h"
 #include "meshlm/kernels/ops/attention.h"
+#include "meshlm/kernels/ops/attention_act.h"
+#include "meshlm/kernels/ops/attention_decode.h"
 #include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/bias_backward.h"
 #include "meshlm/kernels/ops/clip.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
+#include "meshlm/kernels/ops/dropout.h"
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/layernorm.h"
+#include "meshlm/kernels/ops/linear_decode.h"
 #include "meshlm/kernels/ops/lion.h"
+#include "meshlm/kernels/ops/qk_norm.h"
 #include "meshlm/kernels/ops/residual.h"
 #include "meshlm/kernels/ops/rmsnorm.h"
 #include "meshlm/kernels/ops/rope.h"
@@ -425,6 +431,150 @@ TEST(OpsDispatch, OptimizerAndConversionErrorsAreNamed) {
         "from_bf16_rows: in has shape [4, 16], expected [8, 16]");
     expect_error([&] { ops::from_bf16_in_place(view(h, {64})); },
                  "from_bf16_in_place: buf is bf16, expected f32");
+}
+
+// --- Model and decode ops ------------------------------------------------------------------------
+
+TEST(OpsDispatch, Dropout) {
+    const int N = 9, C = 31;
+    auto a = randn(N * C, 30), b = a;
+    kernels::dropout(a.data(), N, C, 0.3f, 11, 2, 5);
+    ops::dropout(view(b, {N, C}), {.rate = 0.3f, .seed = 11, .stream = 2, .row0 = 5});
+    EXPECT_TRUE(bitwise_equal(a, b));
+}
+
+TEST(OpsDispatch, BiasBackward) {
+    const int N = 21, O = 13;
+    auto dy = randn(N * O, 31), a = accumulate_pattern(O), b = a;
+    kernels::bias_backward(a.data(), dy.data(), N, O);
+    ops::bias_backward(view(b, {O}), view(dy, {N, O}));
+    EXPECT_TRUE(bitwise_equal(a, b));
+}
+
+TEST(OpsDispatch, QkNorm) {
+    const int N = 11, H = 3, D = 16, W = 5 * D;
+    auto a = randn(N * W, 32), b = a, xhat = randn(N * W, 33);
+    std::vector<float> r1(N * H), r2(N * H);
+    kernels::qk_norm_forward(a.data() + D, W, r1.data(), N, H, D, 1e-6f);
+    const ops::QkNormHeads h{.col0 = D, .heads = H, .head_dim = D};
+    ops::qk_norm_forward(view(b, {N, W}), view(r2, {N, H}), h, 1e-6f);
+    EXPECT_TRUE(bitwise_equal(a, b) && bitwise_equal(r1, r2));
+    kernels::qk_norm_backward(a.data() + D, W, xhat.data() + D, W, r1.data(), N, H, D);
+    ops::qk_norm_backward(view(b, {N, W}), view(xhat, {N, W}), view(r2, {N, H}), h);
+    EXPECT_TRUE(bitwise_equal(a, b));
+}
+
+TEST(OpsDispatch, AttentionDecodeAndPaged) {
+    const int M = 3, S = 4, T = 20, Tmax = 24, H = 4, Hkv = 2, D = 8, W = 6 * D;
+    auto q = randn(M * W, 35), k = randn(S * Hkv * Tmax * D, 36), v = randn(S * Hkv * Tmax * D, 37);
+    std::vector<std::int32_t> seq = {2, 0, 3};
+    std::vector<float> o1(M * H * D), o2(M * H * D);
+    kernels::attention_decode(o1.data(), q.data(), W, k.data(), v.data(), seq.data(), M, T, Tmax, H,
+                              Hkv, D, nullptr, 0.f);
+    ops::attention_decode(view(o2, {M, H * D}), view(q, {M, W}), view(k, {S, Hkv, Tmax, D}),
+                          view(v, {S, Hkv, Tmax, D}), view(seq, {M}), T, Tensor{},
+                          {.H = H, .Hkv = Hkv});
+    EXPECT_TRUE(bitwise_equal(o1, o2));
+    // Paged: blocks of 6 positions in a scrambled order, the rows of different lengths.
+    const int block = 6, nb = 16;
+    auto kp = randn(nb * Hkv * block * D, 38), vp = randn(nb * Hkv * block * D, 39);
+    std::vector<std::int32_t> tables = {3, 1, 4, 0, 5, 9, 2, 6, 8, 7, 11, 10}, lens = {4, 20, 13};
+    std::vector<const std::int32_t*> rows = {&tables[0], &tables[4], &tables[8]};
+    std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+    kernels::attention_paged(o1.data(), q.data(), W, kp.data(), vp.data(), rows.data(), lens.data(),
+                             M, block, H, Hkv, D, slopes.data(), 0.2f);
+    ops::attention_paged(view(o2, {M, H * D}), view(q, {M, W}), view(kp, {nb, Hkv, block, D}),
+                         view(vp, {nb, Hkv, block, D}), view(tables, {M, 4}), view(lens, {M}),
+                         view(slopes, {H}), {.H = H, .Hkv = Hkv, .scale = 0.2f});
+    EXPECT_TRUE(bitwise_equal(o1, o2));
+}
+
+TEST(OpsDispatch, LinearDecode) {
+    const int M = 3, I = 37, O = 11;
+    auto x = randn(M * I, 40), W = randn(O * I, 41), b = randn(O, 42);
+    std::vector<float> y1(M * O), y2(M * O);
+    kernels::linear_decode(y1.data(), x.data(), W.data(), b.data(), M, I, O);
+    ops::linear_decode(view(y2, {M, O}), view(x, {M, I}), view(W, {O, I}), view(b, {O}));
+    EXPECT_TRUE(bitwise_equal(y1, y2));
+    std::vector<std::uint16_t> w16(W.size());
+    kernels::to_bf16(w16.data(), W.data(), W.size());
+    kernels::linear_decode_bf16(y1.data(), x.data(), w16.data(), nullptr, M, I, O);
+    ops::linear_decode(view(y2, {M, O}), view(x, {M, I}), view(w16, {O, I}), Tensor{});
+    EXPECT_TRUE(bitwise_equal(y1, y2));
+}
+
+TEST(OpsDispatch, AttentionAct) {
+    const int B = 2, T = 20, H = 4, Hkv = 2, D = 8, W = (H + 2 * Hkv) * D;
+    auto qkv = randn(B * T * W, 43, 0.5f), dout = randn(B * T * H * D, 44);
+    std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+    const kernels::AttnActParams act{kernels::AttnAct::norm_sqrelu, 1.f, 1e-5f};
+    std::vector<float> o1(B * T * H * D), o2 = o1, d1(qkv.size()), d2(qkv.size());
+    kernels::attention_act_forward(o1.data(), qkv.data(), B, T, H, Hkv, D, slopes.data(), act);
+    ops::attention_act_forward(view(o2, {B, T, H * D}), view(qkv, {B, T, W}), view(slopes, {H}),
+                               {.H = H, .Hkv = Hkv}, act);
+    EXPECT_TRUE(bitwise_equal(o1, o2));
+    kernels::attention_act_backward(d1.data(), dout.data(), qkv.data(), B, T, H, Hkv, D,
+                                    slopes.data(), act);
+    ops::attention_act_backward(view(d2, {B, T, W}), view(dout, {B, T, H * D}),
+                                view(qkv, {B, T, W}), view(slopes, {H}), {.H = H, .Hkv = Hkv}, act);
+    EXPECT_TRUE(bitwise_equal(d1, d2));
+}
+
+// One bad argument per op: the message names the op and the argument.
+TEST(OpsDispatch, ModelOpsNameBadArguments) {
+    std::vector<float> x(64);
+    std::vector<std::int32_t> xi(64);
+    std::vector<float> o(16);
+    expect_error(
+        [&] {
+            ops::dropout(view(xi, {8, 8}), {.rate = 0.1f});
+        },
+        "dropout: x is i32, expected f32");
+    expect_error(
+        [&] {
+            ops::dropout(view(x, {8, 8}), {.rate = 1.f});
+        },
+        "dropout: rate 1 outside [0, 1)");
+    expect_error(
+        [&] {
+            ops::bias_backward(view(x, {4}), view(x, {8, 8}));
+        },
+        "bias_backward: db has shape [4], expected [8]");
+    expect_error(
+        [&] {
+            ops::qk_norm_forward(view(x, {4, 16}), Tensor{}, {.heads = 3, .head_dim = 8}, 1e-6f);
+        },
+        "qk_norm_forward: heads 3 x 8 from column 0 do not fit x's rows of 16");
+    expect_error(
+        [&] {
+            ops::qk_norm_backward(view(x, {8, 8}), view(x, {8, 8}), view(xi, {8, 2}),
+                                  {.heads = 2, .head_dim = 4});
+        },
+        "qk_norm_backward: rstd is i32, expected f32");
+    expect_error(
+        [&] {
+            ops::attention_decode(view(o, {2, 8}), view(x, {2, 8}), view(x, {1, 1, 8, 8}),
+                                  view(x, {1, 1, 8, 8}), Tensor{}, 9, Tensor{}, {.H = 1, .Hkv = 1});
+        },
+        "attention_decode: T 9 outside 1..8");
+    expect_error(
+        [&] {
+            ops::attention_paged(view(x, {2, 8}), view(x, {2, 8}), view(x, {1, 1, 8, 8}),
+                                 view(x, {1, 1, 8, 8}), view(x, {2, 1}), view(xi, {2}), Tensor{},
+                                 {.H = 1, .Hkv = 1});
+        },
+        "attention_paged: tables is f32, expected i32");
+    expect_error(
+        [&] {
+            ops::linear_decode(view(o, {2, 8}), view(x, {2, 8}), view(x, {8, 4}), Tensor{});
+        },
+        "linear_decode: W has shape [8, 4], expected [8, 8]");
+    expect_error(
+        [&] {
+            ops::attention_act_forward(view(o, {1, 2, 8}), view(x, {1, 2, 24}), Tensor{},
+                                       {.H = 1, .Hkv = 1}, {});
+        },
+        "attention_act_forward: act is softmax");
 }
 
 TEST(OpsDispatch, CudaRequestInCpuBuildNamesTheFlag) {

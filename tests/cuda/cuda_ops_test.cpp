@@ -24,13 +24,19 @@
 #include "meshlm/kernels/ops/adafactor.h"
 #include "meshlm/kernels/ops/adamw.h"
 #include "meshlm/kernels/ops/attention.h"
+#include "meshlm/kernels/ops/attention_act.h"
+#include "meshlm/kernels/ops/attention_decode.h"
 #include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/bias_backward.h"
 #include "meshlm/kernels/ops/clip.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
+#include "meshlm/kernels/ops/dropout.h"
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/layernorm.h"
+#include "meshlm/kernels/ops/linear_decode.h"
 #include "meshlm/kernels/ops/lion.h"
+#include "meshlm/kernels/ops/qk_norm.h"
 #include "meshlm/kernels/ops/residual.h"
 #include "meshlm/kernels/ops/rmsnorm.h"
 #include "meshlm/kernels/ops/rope.h"
@@ -597,6 +603,251 @@ TEST_F(CudaOps, AttentionBackwardIsDeterministic) {
         DeviceBuffer dqkv(Device::cuda, DType::f32, {B, T, W});
         ops::attention_backward(dqkv.view(), dout.view(), out.view(), lse.view(), qkv.view(),
                                 Tensor{}, heads);
+        if (run == 0)
+            first = download(dqkv);
+        else
+            EXPECT_TRUE(test::bitwise_equal(first, download(dqkv)));
+    }
+}
+
+// --- Model and decode ops ------------------------------------------------------------------------
+
+// The mask is integer Philox on both devices and the scale the same float: bitwise equal. Odd
+// C and row0 start and end the rows part-way through a Philox block; applying it twice (forward,
+// then the backward on the same buffer) checks the same mask comes back.
+TEST_F(CudaOps, DropoutMaskIsBitwiseTheCpus) {
+    const int N = 301, C = 97;
+    for (float rate : {0.1f, 0.5f})
+        compare_devices(
+            "dropout",
+            [&](Device d) {
+                DeviceBuffer x = upload(d, randn(N * C, 40), {N, C});
+                const ops::DropoutMask m{
+                    .rate = rate, .seed = 0x9e3779b97f4a7c15ull, .stream = 7, .row0 = 1001};
+                ops::dropout(x.view(), m);
+                auto once = download(x);
+                ops::dropout(x.view(), m);
+                return Outputs{{"forward", once}, {"twice", download(x)}};
+            },
+            {0, 0});
+}
+
+// Column sums of N unit-normal rows: the CPU adds rows in order, the GPU in 16 strided groups
+// and then the group sums. Either rounds ~N times at partial sums of size ~sqrt(N) (~30 here),
+// a random walk of ~sqrt(N) ulp(30) ~ 1e-4 at worst and ~1e-5 typically.
+TEST_F(CudaOps, BiasBackward) {
+    const int N = 1000, O = 333;
+    compare_devices("bias_backward",
+                    [&](Device d) {
+                        DeviceBuffer dy = upload(d, randn(N * O, 41), {N, O});
+                        DeviceBuffer db = upload(d, test::accumulate_pattern(O), {O});
+                        ops::bias_backward(db.view(), dy.view());
+                        return Outputs{{"db", download(db)}};
+                    },
+                    {1e-4, 1e-5});
+}
+
+TEST_F(CudaOps, BiasBackwardIsDeterministic) {
+    const int N = 4099, O = 77;
+    DeviceBuffer dy = upload(Device::cuda, randn(N * O, 42), {N, O});
+    std::vector<float> first;
+    for (int run = 0; run < 2; ++run) {
+        DeviceBuffer db(Device::cuda, DType::f32, {O});
+        ops::bias_backward(db.view(), dy.view());
+        if (run == 0)
+            first = download(db);
+        else
+            EXPECT_TRUE(test::bitwise_equal(first, download(db)));
+    }
+}
+
+// Sums of D squares (and of D products) in another order, each rounding at ~1 ulp of a sum of
+// size ~D: rstd and xhat differ by a few ulp (rel 1e-5 with margin); the backward's difference
+// dx - xhat m cancels, so its error is absolute, of the size of its inputs' ulp (1e-5 at ~10).
+TEST_F(CudaOps, QkNorm) {
+    const int N = 37, H = 4, Hkv = 2, W = 9 * 64;
+    for (int D : {64, 24})
+        compare_devices("qk_norm D" + std::to_string(D),
+                        [&](Device d) {
+                            DeviceBuffer x = upload(d, randn(N * W, 43, 3.f, 0.5f), {N, W});
+                            DeviceBuffer rstd(d, DType::f32, {N, H + Hkv});
+                            const ops::QkNormHeads h{.col0 = D, .heads = H + Hkv, .head_dim = D};
+                            ops::qk_norm_forward(x.view(), rstd.view(), h, 1e-6f);
+                            DeviceBuffer dx = upload(d, randn(N * W, 44), {N, W});
+                            ops::qk_norm_backward(dx.view(), x.view(), rstd.view(), h);
+                            return Outputs{{"xhat", download(x)},
+                                           {"rstd", download(rstd)},
+                                           {"dx", download(dx)}};
+                        },
+                        {1e-5, 1e-5});
+}
+
+// The decode attention's nonlinearities: softmax with and without ALiBi, and two others.
+struct DecodeAct {
+    const char* name;
+    kernels::AttnActParams act;
+    bool alibi;
+};
+const DecodeAct kDecodeActs[] = {{"softmax", {}, false},
+                                 {"softmax alibi", {}, true},
+                                 {"norm_elu", {kernels::AttnAct::norm_elu, 1.f, 1e-5f}, true},
+                                 {"sqrelu", {kernels::AttnAct::sqrelu, 1024.f, 1e-5f}, false}};
+
+std::vector<float> alibi_slopes(int H) {
+    std::vector<float> s(H);
+    for (int h = 0; h < H; ++h) s[h] = std::pow(2.f, -8.f * (h + 1) / H);
+    return s;
+}
+
+// Outputs are weighted means of unit-normal values: |out| < ~1. The backends differ in the
+// order of the D-term dot products, of the key sums and in exp (the CPU's vector exp is within
+// a few ulp): a few ulp of the scores and weights, as for the training attention ({2e-5, 2e-4}).
+constexpr Tolerance kDecodeTol{2e-5, 2e-4};
+
+TEST_F(CudaOps, AttentionDecode) {
+    const int M = 5, S = 6, T = 517, Tmax = 600, H = 8, Hkv = 2;
+    const std::vector<std::int32_t> seq = {3, 0, 5, 1, 3};
+    for (int D : {64, 256})
+        for (const DecodeAct& c : kDecodeActs)
+            compare_devices(
+                std::string("attention_decode D") + std::to_string(D) + " " + c.name,
+                [&](Device d) {
+                    const int W = (H + 2 * Hkv) * D;  // q read from qkv-like rows
+                    DeviceBuffer q = upload(d, randn(M * W, 45), {M, W});
+                    DeviceBuffer k = upload(d, randn(S * Hkv * Tmax * D, 46), {S, Hkv, Tmax, D});
+                    DeviceBuffer v = upload(d, randn(S * Hkv * Tmax * D, 47), {S, Hkv, Tmax, D});
+                    DeviceBuffer sq = upload(d, seq, {M}), sl = upload(d, alibi_slopes(H), {H});
+                    DeviceBuffer out(d, DType::f32, {M, H * D});
+                    ops::attention_decode(out.view(), q.view(), k.view(), v.view(), sq.view(), T,
+                                          c.alibi ? sl.view() : Tensor{},
+                                          {.H = H, .Hkv = Hkv, .act = c.act});
+                    return Outputs{{"out", download(out)}};
+                },
+                kDecodeTol);
+}
+
+// Scrambled blocks of 16, lengths from 1 to several key tiles; a second run gives the same bits.
+TEST_F(CudaOps, AttentionPaged) {
+    const int M = 4, block = 16, nb = 64, per_row = 20, H = 6, Hkv = 3, D = 96;
+    const std::vector<std::int32_t> lens = {1, 37, 300, 129};
+    std::vector<std::int32_t> tables(M * per_row);
+    for (int i = 0; i < M * per_row; ++i) tables[i] = (i * 29 + 7) % nb;
+    for (const DecodeAct& c : kDecodeActs)
+        compare_devices(
+            std::string("attention_paged ") + c.name,
+            [&](Device d) {
+                DeviceBuffer q = upload(d, randn(M * H * D, 48), {M, H * D});
+                DeviceBuffer k = upload(d, randn(nb * Hkv * block * D, 49), {nb, Hkv, block, D});
+                DeviceBuffer v = upload(d, randn(nb * Hkv * block * D, 50), {nb, Hkv, block, D});
+                DeviceBuffer t = upload(d, tables, {M, per_row}), l = upload(d, lens, {M});
+                DeviceBuffer sl = upload(d, alibi_slopes(H), {H});
+                Outputs outs;
+                for (int run = 0; run < 2; ++run) {
+                    DeviceBuffer out(d, DType::f32, {M, H * D});
+                    ops::attention_paged(out.view(), q.view(), k.view(), v.view(), t.view(),
+                                         l.view(), c.alibi ? sl.view() : Tensor{},
+                                         {.H = H, .Hkv = Hkv, .scale = 0.1f, .act = c.act});
+                    outs.push_back({"out", download(out)});
+                }
+                EXPECT_TRUE(test::bitwise_equal(outs[0].second, outs[1].second)) << c.name;
+                outs.pop_back();
+                return outs;
+            },
+            kDecodeTol);
+}
+
+// Dot products of I = 1000 terms of size ~0.1 (sums ~3): the orders differ (the CPU's vector
+// lanes, the GPU's 32 lanes and shuffle tree), a random walk of ~sqrt(I) roundings at ulp(3).
+// bf16 weights are the same values on both devices, so the same tolerance holds.
+TEST_F(CudaOps, LinearDecode) {
+    const int M = 7, I = 1000, O = 333;
+    for (DType wt : {DType::f32, DType::bf16})
+        compare_devices(
+            std::string("linear_decode ") + dtype_name(wt),
+            [&](Device d) {
+                DeviceBuffer x = upload(d, randn(M * I, 51), {M, I});
+                DeviceBuffer b = upload(d, randn(O, 52), {O});
+                auto w = randn(O * I, 53, 0.1f);
+                std::vector<std::uint16_t> w16(w.size());
+                kernels::to_bf16(w16.data(), w.data(), w.size());
+                DeviceBuffer W = wt == DType::bf16 ? upload(d, w16, {O, I}) : upload(d, w, {O, I});
+                DeviceBuffer y(d, DType::f32, {M, O});
+                ops::linear_decode(y.view(), x.view(), W.view(), b.view());
+                return Outputs{{"y", download(y)}};
+            },
+            {1e-5, 1e-5});
+}
+
+// A row's result does not depend on the rows decoded with it: row 5 of 7 alone, bitwise.
+TEST_F(CudaOps, LinearDecodeRowIsBatchInvariant) {
+    const int M = 7, I = 515, O = 64;
+    const auto x = randn(M * I, 54);
+    DeviceBuffer W = upload(Device::cuda, randn(O * I, 55, 0.1f), {O, I});
+    DeviceBuffer xs = upload(Device::cuda, x, {M, I});
+    DeviceBuffer x5 =
+        upload(Device::cuda, std::vector<float>(x.begin() + 5 * I, x.begin() + 6 * I), {1, I});
+    DeviceBuffer ys(Device::cuda, DType::f32, {M, O}), y5(Device::cuda, DType::f32, {1, O});
+    ops::linear_decode(ys.view(), xs.view(), W.view(), Tensor{});
+    ops::linear_decode(y5.view(), x5.view(), W.view(), Tensor{});
+    const auto all = download(ys);
+    EXPECT_TRUE(test::bitwise_equal(std::vector<float>(all.begin() + 5 * O, all.begin() + 6 * O),
+                                    download(y5)));
+}
+
+// Sums of D-term dot products and of key (query) terms in other orders, exp within a few ulp:
+// as the softmax attention ({2e-5, 2e-4}) for sqrelu and elu. The normalized backward divides
+// by eps + z (large where z is small) after the difference dp - c, which cancels where one key
+// dominates a row: its errors are ~10x larger (emulation: 4e-5 relative), hence {5e-5, 1e-3}.
+// Scores' inputs are scaled by 0.5 so sqrelu's squares stay of order 1.
+void compare_attention_act(const AttnCase& c, const kernels::AttnActParams& act, const char* name) {
+    const bool norm =
+        act.act == kernels::AttnAct::norm_sqrelu || act.act == kernels::AttnAct::norm_elu;
+    const int W = (c.H + 2 * c.Hkv) * c.D;
+    compare_devices(
+        std::string("attention_act ") + name + " T" + std::to_string(c.T) + " D" +
+            std::to_string(c.D),
+        [&](Device d) {
+            DeviceBuffer qkv =
+                upload(d, randn(std::size_t(c.B) * c.T * W, 56, 0.5f), {c.B, c.T, W});
+            DeviceBuffer dout =
+                upload(d, randn(std::size_t(c.B) * c.T * c.H * c.D, 57), {c.B, c.T, c.H * c.D});
+            DeviceBuffer sl = upload(d, alibi_slopes(c.H), {c.H});
+            const Tensor alibi = c.alibi ? sl.view() : Tensor{};
+            const ops::AttentionHeads heads{.H = c.H, .Hkv = c.Hkv, .scale = c.scale};
+            DeviceBuffer out(d, DType::f32, {c.B, c.T, c.H * c.D}),
+                dqkv(d, DType::f32, {c.B, c.T, W});
+            ops::attention_act_forward(out.view(), qkv.view(), alibi, heads, act);
+            ops::attention_act_backward(dqkv.view(), dout.view(), qkv.view(), alibi, heads, act);
+            return Outputs{{"out", download(out)}, {"dqkv", download(dqkv)}};
+        },
+        norm ? Tolerance{5e-5, 1e-3} : Tolerance{2e-5, 2e-4});
+}
+
+TEST_F(CudaOps, AttentionActNonlinearities) {
+    using kernels::AttnAct;
+    compare_attention_act({.B = 2, .T = 70, .H = 4, .Hkv = 2, .D = 64, .alibi = true, .scale = 0.f},
+                          {AttnAct::sqrelu, 128.f, 1e-5f}, "sqrelu");
+    compare_attention_act(
+        {.B = 1, .T = 200, .H = 2, .Hkv = 1, .D = 40, .alibi = false, .scale = 0.f},
+        {AttnAct::elu, 256.f, 1e-5f}, "elu");
+    compare_attention_act(
+        {.B = 1, .T = 97, .H = 6, .Hkv = 2, .D = 256, .alibi = true, .scale = 0.f},
+        {AttnAct::norm_sqrelu, 1.f, 1e-5f}, "norm_sqrelu");
+    compare_attention_act(
+        {.B = 3, .T = 5, .H = 2, .Hkv = 2, .D = 8, .alibi = false, .scale = 0.125f},
+        {AttnAct::norm_elu, 1.f, 1e-5f}, "norm_elu");
+}
+
+TEST_F(CudaOps, AttentionActBackwardIsDeterministic) {
+    const int B = 2, T = 130, H = 4, Hkv = 2, D = 64, W = (H + 2 * Hkv) * D;
+    DeviceBuffer qkv = upload(Device::cuda, randn(B * T * W, 58, 0.5f), {B, T, W});
+    DeviceBuffer dout = upload(Device::cuda, randn(B * T * H * D, 59), {B, T, H * D});
+    const kernels::AttnActParams act{kernels::AttnAct::norm_elu, 1.f, 1e-5f};
+    std::vector<float> first;
+    for (int run = 0; run < 2; ++run) {
+        DeviceBuffer dqkv(Device::cuda, DType::f32, {B, T, W});
+        ops::attention_act_backward(dqkv.view(), dout.view(), qkv.view(), Tensor{},
+                                    {.H = H, .Hkv = Hkv}, act);
         if (run == 0)
             first = download(dqkv);
         else

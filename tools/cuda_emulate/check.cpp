@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -406,6 +407,151 @@ void clipping_and_residual() {
     repeats("sum_squares", [&] { return kc::sum_squares(z.data(), n); });
 }
 
+// --- Model and decode ops ---
+
+void dropouts() {
+    // Odd C and row0 put the first and last Philox blocks part-way into the rows; seed and
+    // stream set their high words. The mask must be the CPU's bit for bit.
+    const int N = 7, C = 37;
+    for (float rate : {0.f, 0.1f, 0.75f}) {
+        auto a = randn(N * C, 30), b = a;
+        k::dropout(a.data(), N, C, rate, 0x123456789abcdefull, 0xfedcba987ull, 3);
+        kc::dropout(b.data(), N, C, rate, 0x123456789abcdefull, 0xfedcba987ull, 3);
+        compare("dropout", b, a, 0, 0);
+    }
+}
+
+void bias_backward() {
+    // Rows not a multiple of the 16 row groups, columns not of the 32-column blocks.
+    const int N = 301, O = 45;
+    const auto dy = randn(N * O, 31);
+    auto a = pattern(O), b = a;
+    k::bias_backward(a.data(), dy.data(), N, O);
+    kc::bias_backward(b.data(), dy.data(), N, O);
+    compare("bias_backward", b, a, 2e-5, 1e-5);
+}
+
+void qk_norm() {
+    // Heads from column D of rows of W (past a head, like qkv's k heads), D under and over a
+    // warp, xhat read from a buffer of another stride.
+    const int N = 5, H = 3;
+    for (int D : {20, 72}) {
+        const int W = 5 * D, Wx = 4 * D;
+        auto a = randn(N * W, 32, 2.f, 0.3f), b = a;
+        std::vector<float> r1(N * H), r2(N * H, NAN);
+        k::qk_norm_forward(a.data() + D, W, r1.data(), N, H, D, 1e-6f);
+        kc::qk_norm_forward(b.data() + D, W, r2.data(), N, H, D, 1e-6f);
+        compare("qk_norm forward", b, a, 1e-6, 1e-5);
+        compare("qk_norm rstd", r2, r1, 1e-7, 1e-5);
+        const auto xhat = randn(N * Wx, 33);
+        auto g1 = randn(N * W, 34), g2 = g1;
+        k::qk_norm_backward(g1.data() + D, W, xhat.data() + D, Wx, r1.data(), N, H, D);
+        kc::qk_norm_backward(g2.data() + D, W, xhat.data() + D, Wx, r1.data(), N, H, D);
+        compare("qk_norm backward", g2, g1, 1e-5, 1e-5);
+    }
+}
+
+// The decode attention's nonlinearities: softmax (with and without ALiBi) and two others.
+struct DecodeCase {
+    const char* name;
+    k::AttnActParams act;
+    bool alibi;
+};
+const DecodeCase kDecodeCases[] = {{"softmax", {}, false},
+                                   {"softmax alibi", {}, true},
+                                   {"norm_elu", {k::AttnAct::norm_elu, 1.f, 1e-5f}, true},
+                                   {"sqrelu", {k::AttnAct::sqrelu, 512.f, 1e-5f}, false}};
+
+void attention_decode() {
+    // T over two 128-key tiles (and the CPU's 256), D under and over the 128 threads, rows
+    // reading other sequences, grouped heads, a q row wider than its heads.
+    const int M = 3, S = 4, T = 300, Tmax = 310, H = 4, Hkv = 2;
+    const std::vector<std::int32_t> seq = {2, 0, 3};
+    const std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+    for (int D : {40, 160})
+        for (const DecodeCase& c : kDecodeCases) {
+            const int ldq = (H + 1) * D;
+            const auto q = randn(M * ldq, 35), kc_ = randn(S * Hkv * Tmax * D, 36),
+                       vc = randn(S * Hkv * Tmax * D, 37);
+            const float* sl = c.alibi ? slopes.data() : nullptr;
+            std::vector<float> o1(M * H * D), o2(M * H * D, NAN);
+            k::attention_decode(o1.data(), q.data(), ldq, kc_.data(), vc.data(), seq.data(), M, T,
+                                Tmax, H, Hkv, D, sl, 0.f, &c.act);
+            kc::attention_decode(o2.data(), q.data(), ldq, kc_.data(), vc.data(), seq.data(), M, T,
+                                 Tmax, H, Hkv, D, sl, 0.f, &c.act);
+            compare((std::string("decode ") + c.name).c_str(), o2, o1, 1e-5, 1e-4);
+        }
+}
+
+void attention_paged() {
+    // Blocks of 16 in a scrambled order; lengths 1, a partial block, several tiles.
+    const int M = 3, block = 16, nb = 40, per_row = 13, H = 4, Hkv = 1, D = 72;
+    const std::vector<std::int32_t> lens = {1, 37, 200};
+    std::vector<std::int32_t> tables(M * per_row);
+    for (int i = 0; i < M * per_row; ++i) tables[i] = (i * 17 + 5) % nb;
+    std::vector<const std::int32_t*> rows = {&tables[0], &tables[per_row], &tables[2 * per_row]};
+    const std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+    const auto q = randn(M * H * D, 38), kp = randn(nb * Hkv * block * D, 39),
+               vp = randn(nb * Hkv * block * D, 40);
+    for (const DecodeCase& c : kDecodeCases) {
+        const float* sl = c.alibi ? slopes.data() : nullptr;
+        std::vector<float> o1(M * H * D), o2(M * H * D, NAN);
+        k::attention_paged(o1.data(), q.data(), H * D, kp.data(), vp.data(), rows.data(),
+                           lens.data(), M, block, H, Hkv, D, sl, 0.3f, &c.act);
+        kc::attention_paged(o2.data(), q.data(), H * D, kp.data(), vp.data(), tables.data(),
+                            per_row, lens.data(), M, block, H, Hkv, D, sl, 0.3f, &c.act);
+        compare((std::string("paged ") + c.name).c_str(), o2, o1, 1e-5, 1e-4);
+    }
+}
+
+void linear_decode() {
+    // M over one 4-row pass, I not a multiple of the 32 lanes, O not of the 8 warps.
+    const int M = 6, I = 203, O = 45;
+    const auto x = randn(M * I, 41), W = randn(O * I, 42, 0.1f), bias = randn(O, 43);
+    std::vector<float> y1(M * O), y2(M * O, NAN);
+    k::linear_decode(y1.data(), x.data(), W.data(), bias.data(), M, I, O);
+    kc::linear_decode(y2.data(), x.data(), W.data(), bias.data(), M, I, O);
+    compare("linear_decode", y2, y1, 2e-6, 1e-5);
+    std::vector<std::uint16_t> w16(W.size());
+    k::to_bf16(w16.data(), W.data(), W.size());
+    y2.assign(M * O, NAN);
+    k::linear_decode_bf16(y1.data(), x.data(), w16.data(), nullptr, M, I, O);
+    kc::linear_decode_bf16(y2.data(), x.data(), w16.data(), nullptr, M, I, O);
+    compare("linear_decode bf16", y2, y1, 2e-6, 1e-5);
+}
+
+void attention_act() {
+    // Every nonlinearity, ALiBi on some, T over a 128-key tile on one, D over 128 threads on
+    // one; dqkv starts as NaN, so every element must be written.
+    struct Case {
+        int B, T, H, Hkv, D;
+        k::AttnActParams act;
+        bool alibi;
+    };
+    const Case cases[] = {{2, 37, 4, 2, 24, {k::AttnAct::sqrelu, 64.f, 1e-5f}, false},
+                          {2, 37, 4, 2, 24, {k::AttnAct::elu, 64.f, 1e-5f}, true},
+                          {1, 150, 2, 1, 16, {k::AttnAct::norm_sqrelu, 1.f, 1e-5f}, true},
+                          {1, 9, 2, 2, 136, {k::AttnAct::norm_elu, 1.f, 1e-5f}, false}};
+    for (const Case& c : cases) {
+        const int W = (c.H + 2 * c.Hkv) * c.D;
+        const std::size_t rows = std::size_t(c.B) * c.T;
+        const auto qkv = randn(rows * W, 44, 0.5f), dout = randn(rows * c.H * c.D, 45);
+        std::vector<float> slopes(c.H);
+        for (int h = 0; h < c.H; ++h) slopes[h] = std::pow(2.f, -8.f * (h + 1) / c.H);
+        const float* s = c.alibi ? slopes.data() : nullptr;
+        std::vector<float> o1(rows * c.H * c.D), o2(o1.size(), NAN);
+        k::attention_act_forward(o1.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s, c.act);
+        kc::attention_act_forward(o2.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s, c.act, 0.f);
+        compare("attention_act out", o2, o1, 1e-5, 1e-4);
+        std::vector<float> d1(qkv.size()), d2(qkv.size(), NAN);
+        k::attention_act_backward(d1.data(), dout.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s,
+                                  c.act);
+        kc::attention_act_backward(d2.data(), dout.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s,
+                                   c.act, 0.f);
+        compare("attention_act dqkv", d2, d1, 1e-5, 1e-4);
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -423,6 +569,13 @@ int main() {
     adafactor_factored();
     bf16_conversions();
     clipping_and_residual();
+    dropouts();
+    bias_backward();
+    qk_norm();
+    attention_decode();
+    attention_paged();
+    linear_decode();
+    attention_act();
     std::printf("%d failed\n", g_failures);
     return g_failures == 0 ? 0 : 1;
 }

@@ -77,6 +77,10 @@ inline float __uint_as_float(unsigned u) {
     std::memcpy(&x, &u, sizeof x);
     return x;
 }
+inline cudaError_t cudaFree(void* p) {
+    ::operator delete(p);
+    return cudaSuccess;
+}
 template <typename T>
 cudaError_t cudaFuncSetAttribute(T*, cudaFuncAttribute, int) {
     return cudaSuccess;

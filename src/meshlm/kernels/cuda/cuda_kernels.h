@@ -3,8 +3,8 @@
 // CUDA build (-DMESHLM_CUDA=ON); the view ops (kernels/ops/) are the only callers. Kernels run
 // on the legacy default stream in call order and return without waiting for the device.
 //
-// What the CPU kernels have and these do not (yet): attention dropout, the attention
-// nonlinearities other than softmax, a cross-entropy row stride (ldv = V), the decode ops.
+// What the CPU kernels have and these do not (yet): attention dropout, a cross-entropy row
+// stride (ldv = V).
 #pragma once
 
 #include <cstddef>
@@ -110,5 +110,41 @@ void from_bf16(float* out, const std::uint16_t* in, std::size_t n);
 void from_bf16_rows(float* out, const std::uint16_t* in, int rows, int cols, int ld);
 void from_bf16_in_place(float* buf, std::size_t n);
 void residual_forward(float* out, const float* a, const float* b, std::size_t n);
+
+// --- Model and decode ops ---
+// Dropout (dropout.cu): kernels.h's contract; the mask is bitwise the CPU's (philox.cuh).
+void dropout(float* x, int N, int C, float rate, std::uint64_t seed, std::uint64_t stream,
+             std::int64_t row0);
+// A bias's gradient (bias_backward.cu): db[o] += sum_n dy[n, o], no atomics (deterministic).
+void bias_backward(float* db, const float* dy, int N, int O);
+// RMSNorm of each q / k head, in place (qk_norm.cu): kernels.h's contract.
+void qk_norm_forward(float* x, int ld, float* rstd, int N, int heads, int D, float eps);
+void qk_norm_backward(float* dx, int ld, const float* xhat, int ldx, const float* rstd, int N,
+                      int heads, int D);
+// One query per row over a KV cache (attention_decode.cu): kernels.h's contracts, D <=
+// kMaxAttentionHeadDim. attention_paged's block tables are one device array [M, table_stride]
+// (row m's table at tables + m * table_stride), lens a device array; a row with lens < 1 gets
+// zeros (the CPU refuses it; its lengths are not read back to check).
+void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
+                      const float* v_cache, const int32_t* seq, int M, int T, int Tmax, int H,
+                      int Hkv, int D, const float* alibi_slopes, float scale,
+                      const AttnActParams* act);
+void attention_paged(float* out, const float* q, int ldq, const float* k_pool, const float* v_pool,
+                     const int32_t* tables, int table_stride, const int32_t* lens, int M, int block,
+                     int H, int Hkv, int D, const float* alibi_slopes, float scale,
+                     const AttnActParams* act);
+// Linear layers for decoding (linear_decode.cu): kernels.h's contracts; a row's result does not
+// depend on M (one warp's fixed-order sum per element).
+void linear_decode(float* y, const float* x, const float* W, const float* bias, int M, int I,
+                   int O);
+void linear_decode_bf16(float* y, const float* x, const std::uint16_t* W, const float* bias, int M,
+                        int I, int O);
+// Causal attention with a nonlinearity other than softmax (attention_act.cu): kernels.h's
+// contracts, D <= kMaxAttentionHeadDim; the backward overwrites dqkv, deterministically.
+void attention_act_forward(float* out, const float* qkv, int B, int T, int H, int Hkv, int D,
+                           const float* alibi_slopes, const AttnActParams& act, float scale);
+void attention_act_backward(float* dqkv, const float* dout, const float* qkv, int B, int T, int H,
+                            int Hkv, int D, const float* alibi_slopes, const AttnActParams& act,
+                            float scale);
 
 }  // namespace meshlm::kernels::cuda

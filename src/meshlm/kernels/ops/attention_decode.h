@@ -1,0 +1,33 @@
+// One query per row over a KV cache, for decoding (kernels.h's attention_decode and
+// attention_paged), over device-tagged views. Row m's query sits at position T - 1 of its
+// sequence and attends to every cached position 0..T-1; query head h reads key/value head
+// h / (H / Hkv):
+//   out[m, h] = softmax(scale q K^T - slope[h] (T - 1 - j)) V    (or heads.act's nonlinearity)
+// Shapes (f32 unless said, one device):
+//   q [M, W] (W >= H D, head h at columns h D..h D + D);  out [M, H D];  alibi_slopes [H] (opt.)
+//   decode: k_cache, v_cache [S, Hkv, Tmax, D]; seq i32 [M] (optional: row m reads sequence m);
+//           T in 1..Tmax positions for every row
+//   paged:  k_pool, v_pool [num_blocks, Hkv, block, D]; tables i32 [M, blocks per row]: row m's
+//           position j is at offset j % block of block tables[m, j / block]; lens i32 [M] >= 1
+// H a multiple of Hkv, D <= 256.
+#pragma once
+
+#include "meshlm/core/tensor.h"
+#include "meshlm/kernels/kernels.h"
+
+namespace meshlm::ops {
+
+struct DecodeHeads {
+    int H = 0, Hkv = 0;            // query heads, key/value heads
+    float scale = 0.f;             // 0: 1/sqrt(D)
+    kernels::AttnActParams act{};  // softmax unless set
+};
+
+void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache,
+                      const Tensor& v_cache, const Tensor& seq, int T, const Tensor& alibi_slopes,
+                      const DecodeHeads& heads);
+void attention_paged(const Tensor& out, const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
+                     const Tensor& tables, const Tensor& lens, const Tensor& alibi_slopes,
+                     const DecodeHeads& heads);
+
+}  // namespace meshlm::ops
