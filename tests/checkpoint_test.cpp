@@ -1,16 +1,19 @@
 // Checkpoints end to end through the `meshlm` binary: exact resume (bitwise-identical losses and
 // final weights), SIGINT / SIGTERM, a kill in the middle of a checkpoint write, damaged files,
-// rotation, checkpoint.resume=auto, model.init_from, and checkpoints opened by sample / eval.
+// rotation, checkpoint.resume=auto (also after a kill before the first checkpoint, and through a
+// storm of kills), model.init_from, and checkpoints opened by sample / eval.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -269,6 +272,173 @@ bool wait_for_lines(const std::string& path, std::size_t lines) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return false;
+}
+
+// The lines `path` holds (0 when it is missing).
+std::size_t line_count(const std::string& path) {
+    const std::string text = test::read_file(path);
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// What a preemption before the first checkpoint leaves: a run (`flags` plus train.steps and
+// checkpoint.interval far off) SIGKILLed once it has logged two steps.
+::testing::AssertionResult kill_before_first_checkpoint(const std::string& flags,
+                                                        const std::string& run,
+                                                        const std::string& log) {
+    const pid_t pid = spawn_train(test::meshlm_binary() + " train" + flags +
+                                      " --config.train.steps=100000"
+                                      " --config.checkpoint.interval=100000 --config.log.dir=" +
+                                      run,
+                                  log);
+    if (pid <= 0) return ::testing::AssertionFailure() << "cannot start meshlm";
+    const bool logged = wait_for_lines(run + "/metrics.jsonl", 2);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    if (!logged)
+        return ::testing::AssertionFailure() << "no steps logged:\n" << test::read_file(log);
+    if (!fs::exists(run + "/config.yaml") || fs::exists(run + "/checkpoints/latest"))
+        return ::testing::AssertionFailure() << "not the state of a run killed early";
+    return ::testing::AssertionSuccess();
+}
+
+// What a scheduler does with a preempted job: the same command again. A run killed before its
+// first checkpoint left config.yaml and metrics.jsonl and nothing to resume;
+// checkpoint.resume=auto starts that run again (it used to refuse: "already holds a run") and
+// ends where an uninterrupted run does.
+TEST_F(Checkpoint, AutoResumeRestartsARunKilledBeforeItsFirstCheckpoint) {
+    const std::string a = dir_ + "/a", b = dir_ + "/b";
+    const std::string common =
+        "--config.train.steps=6 --config.checkpoint.interval=3 --config.checkpoint.resume=auto"
+        " --config.log.dir=";
+    ASSERT_TRUE(kill_before_first_checkpoint(flags_ + " --config.checkpoint.resume=auto", a,
+                                             dir_ + "/log"));
+    test::write_file(a + "/notes.txt", "mine");  // not a run file: kept
+    auto r = train(common + a);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("checkpoint.resume=auto: " + a +
+                            " holds this run, stopped before its first checkpoint"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(line_count(a + "/metrics.jsonl"), 6u);  // the killed attempt's lines are gone
+    EXPECT_EQ(first_line(a + "/checkpoints/latest"), "step_6");
+    EXPECT_EQ(test::read_file(a + "/notes.txt"), "mine");
+    ASSERT_EQ(train(common + b).exit_code, 0);
+    EXPECT_EQ(losses(a + "/metrics.jsonl"), losses(b + "/metrics.jsonl"));
+    EXPECT_EQ(test::read_file(a + "/model.safetensors"), test::read_file(b + "/model.safetensors"));
+}
+
+// Only that run starts again: another model or optimizer is refused naming the key, and a
+// finished run without checkpoints (its final weights) is never wiped.
+TEST_F(Checkpoint, AutoResumeWithoutACheckpointRefusesAnotherRun) {
+    const std::string a = dir_ + "/a", b = dir_ + "/b";
+    const std::string common = "--config.train.steps=6 --config.checkpoint.resume=auto ";
+    ASSERT_TRUE(kill_before_first_checkpoint(flags_, a, dir_ + "/log"));
+    const std::string config = test::read_file(a + "/config.yaml"),
+                      metrics = test::read_file(a + "/metrics.jsonl");
+    for (const auto& [flag, key] : std::vector<std::pair<std::string, std::string>>{
+             {"--config.model.d_model=64", "model.d_model: 32 in the run in " + a},
+             {"--config.optim.name=lion", "holds adamw's optimizer state; optim.name=lion"}}) {
+        auto r = train(common + flag + " --config.log.dir=" + a);
+        EXPECT_EQ(r.exit_code, 2) << r.output;
+        EXPECT_NE(r.output.find(key), std::string::npos) << key << "\n" << r.output;
+        EXPECT_EQ(test::read_file(a + "/config.yaml"), config);
+        EXPECT_EQ(test::read_file(a + "/metrics.jsonl"), metrics);
+    }
+    ASSERT_EQ(train("--config.train.steps=2 --config.checkpoint.interval=0 --config.log.dir=" + b)
+                  .exit_code,
+              0);
+    const std::string weights = test::read_file(b + "/model.safetensors");
+    auto r = train(common + "--config.checkpoint.interval=0 --config.log.dir=" + b);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(b + " holds a finished run"), std::string::npos) << r.output;
+    EXPECT_EQ(test::read_file(b + "/model.safetensors"), weights);
+}
+
+// A child process's exit, collected once.
+struct Child {
+    pid_t pid = -1;
+    int status = 0;
+    bool done = false;
+    bool exited() {
+        if (!done && waitpid(pid, &status, WNOHANG) == pid) done = true;
+        return done;
+    }
+    void kill_and_wait() {
+        if (done) return;
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        done = true;
+    }
+};
+
+// The step of run's latest checkpoint (0: none).
+long latest_step(const std::string& run) {
+    const std::string name = first_line(run + "/checkpoints/latest");
+    return name.rfind("step_", 0) == 0 ? std::stol(name.substr(5)) : 0;
+}
+
+// The last step a trainer's own output shows done (0: none yet). Its metrics.jsonl would not
+// do: until a resume trims it, it still holds the steps the killed start logged.
+long last_step_done(const std::string& log) {
+    static const std::regex re("step +([0-9]+)/[0-9]+ \\| loss");
+    const std::string text = test::read_file(log);
+    long last = 0;
+    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it)
+        last = std::stol((*it)[1]);
+    return last;
+}
+
+// A preempted job requeued again and again: 20 SIGKILLs at seeded-random moments from the first
+// step on (some before the first checkpoint, some while one is written), each followed by the
+// same command with checkpoint.resume=auto, then a run to the end. Each restart continues the
+// latest checkpoint, or before the first starts the run again: the final weights and every
+// logged loss are an uninterrupted run's.
+TEST_F(Checkpoint, AutoResumeSurvivesAKillStormFromTheFirstStep) {
+    constexpr long kSteps = 30;
+    const std::string ref = dir_ + "/ref", run = dir_ + "/storm";
+    // One thread: on a loaded machine two spinning workers make every start many times slower.
+    const std::string cmd = test::meshlm_binary() + " train" + flags_ +
+                            " --config.train.steps=" + std::to_string(kSteps) +
+                            " --config.checkpoint.interval=2 --config.checkpoint.resume=auto"
+                            " --config.train.threads=1 --config.log.dir=";
+    ASSERT_EQ(test::run_command(cmd + ref).exit_code, 0);  // (and the data cache is filled)
+    std::mt19937 rng(20240611);
+    int before_first = 0, restarted = 0, continued = 0;
+    for (int n = 0; n < 20; ++n) {
+        const std::string log = dir_ + "/storm" + std::to_string(n) + ".log";
+        const long from = latest_step(run);
+        Child child{spawn_train(cmd + run, log)};
+        ASSERT_GT(child.pid, 0);
+        // The moment: k = 0, a random time in start-up (cut short by a first step); else just
+        // after step from + k is done, a random fraction of a step later (in the next step, or
+        // in the checkpoint it writes). The first five kills come at k <= 1, before the first
+        // checkpoint is done. A start gains a few steps at most, and none near the end: the
+        // storm never finishes the run.
+        long k = static_cast<long>(rng() % (n < 5 ? 2 : 6));
+        if (from + k > kSteps - 4) k = 0;
+        const auto deadline =
+            std::chrono::steady_clock::now() +
+            (k == 0 ? std::chrono::milliseconds(rng() % 300) : std::chrono::milliseconds(60000));
+        while (last_step_done(log) < from + std::max(k, 1L) && !child.exited() &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (k > 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 10000));
+        ASSERT_FALSE(child.exited()) << "not killed: the run ended\n" << test::read_file(log);
+        child.kill_and_wait();
+        const std::string out = test::read_file(log);
+        restarted += out.find("stopped before its first checkpoint") != std::string::npos;
+        continued += out.find("checkpoint.resume=auto: continuing from") != std::string::npos;
+        before_first += latest_step(run) == 0;
+    }
+    ASSERT_LT(latest_step(run), kSteps - 2) << "the storm nearly finished the run";
+    auto r = test::run_command(cmd + run);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_GE(before_first, 2);
+    EXPECT_GE(restarted, 1);
+    EXPECT_GE(continued, 5);
+    EXPECT_EQ(losses(run + "/metrics.jsonl"), losses(ref + "/metrics.jsonl"));
+    EXPECT_EQ(test::read_file(run + "/model.safetensors"),
+              test::read_file(ref + "/model.safetensors"));
 }
 
 TEST_F(Checkpoint, SignalWritesACheckpointAndExitsZero) {

@@ -1,7 +1,8 @@
 // `meshlm serve` and `meshlm eval --tasks` end to end on a tiny trained run: the `openai` Python
-// client against the binary, SIGTERM draining in-flight requests, the task evaluation's table
-// and JSON and its agreement with the server's echo logprobs. (serve_cli_slow_test.cpp: the
-// peers that take longer, lm-evaluation-harness and the playground in headless Chromium.)
+// client against the binary, SIGTERM draining in-flight requests, a second server refused on a
+// busy port, the task evaluation's table and JSON and its agreement with the server's echo
+// logprobs. (serve_cli_slow_test.cpp: the peers that take longer, lm-evaluation-harness and the
+// playground in headless Chromium.)
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -81,6 +82,30 @@ TEST_F(ServeCli, SigtermFinishesInFlightRequestsAndExitsZero) {
     httplib::Client after("127.0.0.1", srv.port());
     after.set_connection_timeout(2, 0);
     EXPECT_FALSE(after.Get("/health"));  // nobody listens any more
+}
+
+// httplib's default socket options set SO_REUSEPORT, which let a second serve bind a busy port
+// and the kernel split connections between two models: the second must exit, naming the port.
+TEST_F(ServeCli, ASecondServeOnABusyPortExitsNamingThePort) {
+    ServeProcess first(run(), "", *dir_ + "/first.log");
+    ASSERT_GT(first.port(), 0);
+    const std::string port = std::to_string(first.port());
+    // `timeout`: a second server that did bind would serve until killed.
+    auto r = test::run_command("timeout 30 " + test::meshlm_binary() + " serve --checkpoint " +
+                               run() + " --threads 2 --port " + port);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.exit_code, 124) << "the second server bound the busy port:\n" << r.output;
+    EXPECT_NE(r.output.find("127.0.0.1:" + port), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("in use"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("listening on"), std::string::npos) << r.output;
+    // The first server still answers, alone.
+    httplib::Client cli("127.0.0.1", first.port());
+    for (int i = 0; i < 4; ++i) {
+        auto h = cli.Get("/health");
+        ASSERT_TRUE(h) << first.log();
+        EXPECT_EQ(h->status, 200);
+    }
+    EXPECT_FALSE(first.exited()) << first.log();
 }
 
 TEST_F(ServeCli, EvalTasksPrintsATableWritesJsonAndAgreesWithTheServer) {

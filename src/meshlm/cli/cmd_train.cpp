@@ -11,8 +11,10 @@
 #include "meshlm/data/data_source.h"
 #include "meshlm/infer/sampler.h"
 #include "meshlm/parallel/mesh.h"
+#include "meshlm/train/all_ranks.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/init_from.h"
+#include "meshlm/train/run_owner.h"
 #include "meshlm/train/trainer.h"
 
 namespace meshlm {
@@ -78,6 +80,64 @@ void check_init_source(const Config& cfg) {
     // Depth up-scaling changes only the depth; every other model key must match.
     require_same_model(*source, cfg.model.init_from_layers.empty() ? cfg : same_depth, what.str());
 }
+
+// checkpoint.resume=auto with no checkpoint in `dir`: true when the run there is this one (the
+// same model and optimizer as its config.yaml), stopped before its first checkpoint and without
+// final weights, so that it starts again in place of being refused; false for a directory
+// holding no run. A different run, a finished one, or run files without a config are refused.
+bool same_run_without_checkpoint(const Config& cfg, const std::string& dir) {
+    if (!holds_run(dir)) return false;
+    if (holds_final_weights(dir))
+        MESHLM_INVALID("checkpoint.resume=auto: ", dir,
+                       " holds a finished run (its final weights) and no checkpoint to continue "
+                       "from; train a new run elsewhere with --config.log.dir=runs/<new name>, or "
+                       "replace it with --force");
+    if (!std::filesystem::exists(dir + "/config.yaml"))
+        MESHLM_INVALID("checkpoint.resume=auto: ", dir,
+                       " holds run files but neither a checkpoint nor the config.yaml that would "
+                       "say which run they belong to; train elsewhere with "
+                       "--config.log.dir=runs/<new name>, or replace them with --force");
+    const Config saved = load_config(dir + "/config.yaml", {});
+    const std::string what = "the run in " + dir + " (stopped before its first checkpoint)";
+    try {
+        require_same_model(saved, cfg, what);
+        require_same_optimizer(saved, cfg, what);
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(std::string(e.what()) + "\n(" + dir +
+                           " has no checkpoint yet: --force replaces that run with this one)");
+    }
+    return true;
+}
+
+// checkpoint.resume=auto on a command line without --resume: continues the latest checkpoint
+// of job.run_dir, or with none sets job.restart_run when the run there is this one stopped
+// before its first checkpoint (a preempted job requeued with the same command). Rank 0 decides
+// the restart and tells every rank, so that all of them take the same way.
+void resolve_auto_resume(Config& cfg, TrainJob& job, const TrainArgs& a,
+                         const std::vector<std::string>& overrides, Comm& world) {
+    if (const auto latest = latest_checkpoint(job.run_dir)) {
+        if (a.force)
+            MESHLM_INVALID("--force replaces a run; checkpoint.resume=auto continues ", job.run_dir,
+                           ": give one of them");
+        job.resume_from = *latest;
+        const Config saved = load_config(*latest + "/config.yaml", {});
+        require_same_model(saved, cfg, "the checkpoint " + *latest);
+        require_same_optimizer(saved, cfg, "the checkpoint " + *latest);
+        layout_from_launch(cfg, overrides, world.size());
+        if (world.rank() == 0)
+            std::cout << "checkpoint.resume=auto: continuing from " << *latest << "\n";
+        return;
+    }
+    if (a.force) return;  // --force replaces whatever the directory holds
+    std::int32_t restart = 0;
+    std::optional<std::string> refused;
+    if (world.rank() == 0)
+        refused = capture([&] { restart = same_run_without_checkpoint(cfg, job.run_dir); });
+    throw_if_any_failed(world, refused, "");
+    world.broadcast(&restart, 1, 0);
+    job.restart_run = restart != 0;
+}
+
 }  // namespace
 
 CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& overrides,
@@ -121,24 +181,11 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
         } else {
             cfg = load_config(a->config, overrides);
             job.run_dir = cfg.log.dir.empty() ? "runs/" + cfg.name : cfg.log.dir;
-            std::optional<std::string> latest;
-            if (cfg.checkpoint.resume == "auto") latest = latest_checkpoint(job.run_dir);
-            if (latest) {
-                if (a->force)
-                    MESHLM_INVALID("--force replaces a run; checkpoint.resume=auto continues ",
-                                   job.run_dir, ": give one of them");
-                job.resume_from = *latest;
-                const Config saved = load_config(*latest + "/config.yaml", {});
-                require_same_model(saved, cfg, "the checkpoint " + *latest);
-                require_same_optimizer(saved, cfg, "the checkpoint " + *latest);
-                layout_from_launch(cfg, overrides, world.size());
-                if (rank0)
-                    std::cout << "checkpoint.resume=auto: continuing from " << *latest << "\n";
-            } else if (!cfg.model.init_from.empty()) {
-                check_init_source(cfg);
-            }
+            if (cfg.checkpoint.resume == "auto")
+                resolve_auto_resume(cfg, job, *a, overrides, world);
+            if (job.resume_from.empty() && !cfg.model.init_from.empty()) check_init_source(cfg);
         }
-        job.replace_run = a->force;
+        job.replace_run = a->force || job.restart_run;
         cfg.log.dir = job.run_dir;  // the config records where the run lives
         job.model = cfg.model;
         job.data = cfg.data;

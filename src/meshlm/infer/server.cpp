@@ -2,12 +2,16 @@
 
 #include <arpa/inet.h>
 #include <httplib.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -704,17 +708,61 @@ void widen_listen_backlog(int port) {
         if (p == port) ::listen(fd, SOMAXCONN);
     }
 }
+
+// httplib's default socket options set SO_REUSEPORT, with which a second server binds a port
+// that one already listens on and the kernel splits the connections between the two. Only
+// SO_REUSEADDR: a restarted server still binds while the old one's connections linger in
+// TIME_WAIT, and a busy port is refused.
+void reuse_address_only(socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+}
+
+// Why host:port cannot be bound, found by trying it with a plain socket (httplib says only that
+// it failed).
+std::string bind_failure(const std::string& host, int port) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0)
+        return "cannot resolve " + host;
+    int err = 0;
+    for (const addrinfo* ai = found; ai; ai = ai->ai_next) {
+        const int fd = ::socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+        if (fd < 0) continue;
+        reuse_address_only(fd);
+        err = ::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
+        ::close(fd);
+        if (err != EADDRNOTAVAIL) break;  // the first address this machine has decides
+    }
+    freeaddrinfo(found);
+    switch (err) {
+        case EADDRINUSE:
+            return "the port is in use (another process listens there): stop that process or "
+                   "choose another --port";
+        case EADDRNOTAVAIL:
+            return host + " is not an address of this machine";
+        case EACCES:
+            return "permission denied (ports below 1024 need privileges)";
+        case 0:
+            return "in use, or not an address of this machine";  // free again by now
+        default:
+            return std::strerror(err);
+    }
+}
 }  // namespace
 
 int Server::bind() {
     const auto& o = impl_->opt;
     int port = o.port;
+    impl_->http.set_socket_options(reuse_address_only);
     if (port == 0) {
         port = impl_->http.bind_to_any_port(o.host.c_str());
         if (port < 0) MESHLM_INVALID("cannot bind ", o.host, " to a free port");
     } else if (!impl_->http.bind_to_port(o.host.c_str(), port)) {
-        MESHLM_INVALID("cannot listen on ", o.host, ":", port,
-                       " (in use, or not an address of this machine)");
+        MESHLM_INVALID("cannot listen on ", o.host, ":", port, ": ", bind_failure(o.host, port));
     }
     widen_listen_backlog(port);
     return port;

@@ -46,6 +46,12 @@ bool holds_run(const std::string& dir) {
     return false;
 }
 
+bool holds_final_weights(const std::string& dir) {
+    std::error_code ec;
+    return fs::exists(fs::path(dir) / "model.safetensors", ec) ||
+           fs::exists(fs::path(dir) / "model.safetensors.index.json", ec);
+}
+
 void check_run_dir_free(const std::string& dir, const std::string& init_from) {
     if (!init_from.empty()) {
         // The run the weights come from: a checkpoint's run directory, a file's directory
@@ -86,7 +92,10 @@ void check_resume_target(const std::string& dir, const std::string& checkpoint,
 }
 
 void remove_run(const std::string& dir) {
-    for (const char* f : kRunFiles) fs::remove_all(fs::path(dir) / f);
+    // Backwards: config.yaml (first) goes last, so a kill in between leaves the config that lets
+    // checkpoint.resume=auto recognize the run and start it again.
+    for (auto f = std::rbegin(kRunFiles); f != std::rend(kRunFiles); ++f)
+        fs::remove_all(fs::path(dir) / *f);
 }
 
 std::string new_run_id() {

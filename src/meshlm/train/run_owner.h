@@ -4,7 +4,8 @@
 // records the id of the run that wrote it (trainer.json "run_id"); a resumed run keeps that id,
 // and rotation deletes only checkpoints carrying it.
 //
-// exports: holds_run, check_run_dir_free, check_resume_target, remove_run, new_run_id
+// exports: holds_run, holds_final_weights, check_run_dir_free, check_resume_target, remove_run,
+// new_run_id
 #pragma once
 
 #include <string>
@@ -14,6 +15,9 @@ namespace meshlm {
 // True when `dir` holds what `meshlm train` writes: config.yaml, metrics.jsonl,
 // model.safetensors (or its shards) or checkpoints/.
 bool holds_run(const std::string& dir);
+
+// True when `dir` holds a run's final weights (model.safetensors or its index): it finished.
+bool holds_final_weights(const std::string& dir);
 
 // For a fresh run into `dir`: throws InvalidInput naming `dir` and the ways on (--resume,
 // checkpoint.resume=auto, another log.dir, --force) when it holds a run. `init_from` (may be
@@ -26,8 +30,9 @@ void check_run_dir_free(const std::string& dir, const std::string& init_from);
 void check_resume_target(const std::string& dir, const std::string& checkpoint,
                          const std::string& run_id);
 
-// --force: removes the run files of `dir` (those holds_run looks for, and the tokenizer copy is
-// overwritten later); other files stay.
+// --force (and checkpoint.resume=auto restarting a run that has no checkpoint yet): removes the
+// run files of `dir` (those holds_run looks for, and the tokenizer copy is overwritten later);
+// other files stay. config.yaml goes last, so a removal cut short still names its run.
 void remove_run(const std::string& dir);
 
 // A fresh random run id (16 hex digits).

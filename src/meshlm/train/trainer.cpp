@@ -279,7 +279,13 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     // Inputs are valid: only now does the run directory appear (replacing an old run when
     // asked to).
     if (writer && !resume && job.replace_run && holds_run(job.run_dir)) {
-        out << "--force: removing the run in " << job.run_dir << "\n";
+        if (job.restart_run)
+            out << "checkpoint.resume=auto: " << job.run_dir
+                << " holds this run, stopped before its first checkpoint: starting it again "
+                   "(its old files are removed)"
+                << std::endl;  // a preempted job's log keeps this line even if killed again
+        else
+            out << "--force: removing the run in " << job.run_dir << "\n";
         remove_run(job.run_dir);
     }
     if (writer) std::filesystem::create_directories(job.run_dir);

@@ -38,6 +38,9 @@ struct TrainJob {
     // --force: a fresh run may replace the run run_dir holds (removed first); otherwise a run
     // directory that holds a run is refused (run_owner.h).
     bool replace_run = false;
+    // checkpoint.resume=auto found this run (same model and optimizer) stopped before its first
+    // checkpoint: it starts again, replacing those files (replace_run is set too).
+    bool restart_run = false;
     // Called with the final parameters (layout of transformer_layout) once they are saved; the CLI
     // prints a sample with it (sampling lives above this layer).
     std::function<void(const float* params, const Tokenizer& tok)> on_finish;
