@@ -61,9 +61,10 @@ cases=(
 
 {
   echo "key $key"
-  cpu=$(lscpu | sed -n 's/^Model name: *//p; s/^CPU family: */family /p; s/^Model: */model /p')
-  echo "# recorded from $(git rev-parse --short HEAD) on" $cpu", built with" \
-    $(grep -oE -- '-march=[^ ]+' <<< "$flags")
+  cpu=$(lscpu | sed -n 's/^Model name: *//p; s/^CPU family: */family /p; s/^Model: */model /p' |
+    paste -sd' ')
+  march=$(grep -oE -- '-march=[^ ]+' <<< "$flags" | paste -sd' ')
+  echo "# recorded from $(git rev-parse --short HEAD) on $cpu, built with $march"
 } > "$work/section"
 for c in "${cases[@]}"; do
   IFS='|' read -r name np extra args <<< "$c"
