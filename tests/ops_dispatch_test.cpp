@@ -575,6 +575,26 @@ TEST(OpsDispatch, ModelOpsNameBadArguments) {
                                        {.H = 1, .Hkv = 1}, {});
         },
         "attention_act_forward: act is softmax");
+    // The qkv check both attention ops share (ops/attention_check.h).
+    expect_error(
+        [&] {
+            ops::attention_forward(view(o, {1, 2, 8}), view(o, {1, 2, 2}), view(x, {1, 2, 30}),
+                                   Tensor{}, {.H = 2, .Hkv = 1});
+        },
+        "attention_forward: qkv rows of 30 are not (H + 2 Hkv) D = 4 D with 1 <= D <= 256");
+    expect_error(
+        [&] {
+            ops::attention_forward(view(o, {1, 2, 8}), view(o, {1, 2, 2}), view(x, {1, 2, 24}),
+                                   Tensor{}, {.H = 2, .Hkv = 1});
+        },
+        "attention_forward: out has shape [1, 2, 8], expected [1, 2, 12]");
+    expect_error(
+        [&] {
+            ops::attention_act_backward(view(x, {1, 2, 28}), view(o, {1, 2, 8}),
+                                        view(x, {1, 2, 28}), Tensor{}, {.H = 3, .Hkv = 2},
+                                        {.act = kernels::AttnAct::sqrelu});
+        },
+        "attention_act_backward: H = 3 query heads need a positive multiple of Hkv = 2");
 }
 
 TEST(OpsDispatch, CudaRequestInCpuBuildNamesTheFlag) {

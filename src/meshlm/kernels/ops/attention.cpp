@@ -3,6 +3,7 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/attention_check.h"
 #include "meshlm/kernels/ops/dispatch.h"
 #include "meshlm/kernels/ops/rows.h"
 
@@ -10,26 +11,11 @@ namespace meshlm::ops {
 
 namespace {
 
-constexpr int kMaxHeadDim = 256;  // both backends' per-row tiles
-
-struct Dims {
-    int B, T, D;
-};
-
-Dims check(const char* op, const Tensor& qkv, const Tensor& out, const Tensor& lse,
-           const Tensor& alibi_slopes, const AttentionHeads& h) {
-    const Shape& s = expect_ndim(op, {"qkv", qkv}, 3);
-    if (h.H < 1 || h.Hkv < 1 || h.H % h.Hkv != 0)
-        throw Error(detail::concat(op, ": H = ", h.H, " query heads need a positive multiple of ",
-                                   "Hkv = ", h.Hkv, " key/value heads"));
-    const std::int64_t width = h.H + 2 * static_cast<std::int64_t>(h.Hkv);
-    if (s[2] % width != 0 || s[2] / width < 1 || s[2] / width > kMaxHeadDim)
-        throw Error(detail::concat(op, ": qkv rows of ", s[2], " are not (H + 2 Hkv) D = ", width,
-                                   " D with 1 <= D <= ", kMaxHeadDim));
-    const Dims d{as_int(op, "B", s[0]), as_int(op, "T", s[1]), static_cast<int>(s[2] / width)};
-    expect_shape(op, {"out", out}, Shape{d.B, d.T, static_cast<std::int64_t>(h.H) * d.D});
+// qkv, out and the optional slopes (attention_check.h), and lse [B, H, T].
+QkvDims check(const char* op, const Tensor& qkv, const Tensor& out, const Tensor& lse,
+              const Tensor& alibi_slopes, const AttentionHeads& h) {
+    const QkvDims d = expect_qkv(op, qkv, {"out", out}, alibi_slopes, h);
     expect_shape(op, {"lse", lse}, Shape{d.B, h.H, d.T});
-    if (present(alibi_slopes)) expect_shape(op, {"alibi_slopes", alibi_slopes}, Shape{h.H});
     return d;
 }
 
