@@ -121,6 +121,68 @@ TEST_F(Cli, SampleIsDeterministicAndGreedyEqualsTopK1) {
         << bad.output;
 }
 
+TEST_F(Cli, ARunWorksFromAnyWorkingDirectory) {
+    // Trained with relative paths; its config.yaml stores them absolute.
+    auto r = test::run_command("cd " + dir_ + " && " + test::meshlm_binary() +
+                               " train --config.model.n_layer=1 --config.model.d_model=32"
+                               " --config.model.n_head=2 --config.model.max_seq_len=32"
+                               " --config.train.seq_len=32 --config.train.batch_size=4"
+                               " --config.train.steps=2 --config.train.threads=2"
+                               " --config.log.sample_tokens=0 --config.data.path=corpus.txt"
+                               " --config.data.cache_dir=cache --config.log.dir=run");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string here = fs::canonical(dir_).string();
+    const std::string yaml = test::read_file(dir_ + "/run/config.yaml");
+    EXPECT_NE(yaml.find("  path: \"" + here + "/corpus.txt\"\n"), std::string::npos) << yaml;
+    EXPECT_NE(yaml.find("  cache_dir: \"" + here + "/cache\"\n"), std::string::npos) << yaml;
+    // eval from another directory finds the data.
+    const std::string eval = "cd / && " + test::meshlm_binary() + " eval --checkpoint " + here +
+                             "/run --batch-size 2 --config.train.seq_len=16";
+    r = test::run_command(eval);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("split val: "), std::string::npos) << r.output;
+    // ... or data pointed elsewhere: a corpus that is not there is named.
+    r = test::run_command(eval + " --config.data.path=" + here + "/elsewhere.txt");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(here + "/elsewhere.txt"), std::string::npos) << r.output;
+    // A model key would change what the weights compute: refused, with both values.
+    r = test::run_command(eval + " --config.model.n_layer=3");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("model.n_layer: 1 in the weights in " + here + "/run, 3 here"),
+              std::string::npos)
+        << r.output;
+}
+
+TEST_F(Cli, SampleSaysWhenTheFirstTokenIsEndOfText) {
+    // Documents "a\n": after "a\n" comes the end of the document, always.
+    std::string docs;
+    for (int i = 0; i < 300; ++i) docs += "a\n%\n";
+    test::write_file(dir_ + "/a.txt", docs);
+    const std::string run = dir_ + "/a_run";
+    auto r = test::run_command(
+        test::meshlm_binary() +
+        " train --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
+        " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.batch_size=4"
+        " --config.train.steps=60 --config.train.threads=2 --config.optim.lr=0.01"
+        " --config.optim.warmup_steps=0 --config.log.sample_tokens=0 --config.log.eval_interval=0"
+        " --config.data.separator=% --config.data.path=" +
+        dir_ + "/a.txt --config.data.cache_dir=" + dir_ + "/cache --config.log.dir=" + run);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    test::write_file(dir_ + "/prompt", "a\n");
+    const std::string sample = test::meshlm_binary() + " sample --checkpoint " + run +
+                               " --temperature 0 --max-new-tokens 4 --prompt-file ";
+    r = test::run_command(sample + dir_ + "/prompt");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output,
+              "a\n\nnote: the sample is empty: the model's first token was end-of-text (try "
+              "another --seed, a higher --temperature or a longer prompt)\n");
+    // A sample that says something gets no note.
+    test::write_file(dir_ + "/prompt", "a");
+    r = test::run_command(sample + dir_ + "/prompt");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output.find("note:"), std::string::npos) << r.output;
+}
+
 TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {
     auto r = test::run_command(test::meshlm_binary() + " info");
     ASSERT_EQ(r.exit_code, 0) << r.output;
