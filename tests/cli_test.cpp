@@ -104,8 +104,9 @@ TEST_F(Cli, SampleIsDeterministicAndGreedyEqualsTopK1) {
         return r.output;
     };
     std::string greedy = sample("--temperature 0");
-    EXPECT_EQ(greedy.rfind("Document 1", 0), 0u) << greedy;  // the prompt is echoed first
-    EXPECT_EQ(greedy, sample("--temperature 0 --seed 99"));  // greedy ignores the seed
+    EXPECT_EQ(greedy.rfind("Document 1", 0), 0u) << greedy;        // the prompt is echoed first
+    EXPECT_EQ(greedy.find("note:"), std::string::npos) << greedy;  // it is not empty
+    EXPECT_EQ(greedy, sample("--temperature 0 --seed 99"));        // greedy ignores the seed
     EXPECT_EQ(greedy, sample("--temperature 1 --top-k 1 --seed 5"));
     std::string s1 = sample("--temperature 1.5 --seed 1"),
                 s2 = sample("--temperature 1.5 --seed 1");
@@ -145,42 +146,49 @@ TEST_F(Cli, ARunWorksFromAnyWorkingDirectory) {
     r = test::run_command(eval + " --config.data.path=" + here + "/elsewhere.txt");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find(here + "/elsewhere.txt"), std::string::npos) << r.output;
-    // A model key would change what the weights compute: refused, with both values.
+    // eval scores the run's model: a model key is not among the keys it reads.
     r = test::run_command(eval + " --config.model.n_layer=3");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("meshlm eval does not read model.n_layer"), std::string::npos)
+        << r.output;
+    // An export reads the model section: a key that changes what the weights compute is refused
+    // with both values, one that does not (a dropout rate) reaches the export.
+    const std::string convert = "cd / && " + test::meshlm_binary() +
+                                " convert --from meshlm --to hf " + here + "/run " + here;
+    r = test::run_command(convert + "/hf --config.model.n_layer=3");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find("model.n_layer: 1 in the weights in " + here + "/run, 3 here"),
               std::string::npos)
         << r.output;
+    r = test::run_command(convert + "/hf --config.model.dropout_attn=0.25");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(test::read_file(dir_ + "/hf/config.json").find("\"attn_pdrop\": 0.25"),
+              std::string::npos);
 }
 
 TEST_F(Cli, SampleSaysWhenTheFirstTokenIsEndOfText) {
-    // Documents "a\n": after "a\n" comes the end of the document, always.
+    // One-letter documents: every other token is an end-of-text, and one always follows a letter.
     std::string docs;
-    for (int i = 0; i < 300; ++i) docs += "a\n%\n";
-    test::write_file(dir_ + "/a.txt", docs);
+    for (int i = 0; i < 400; ++i) docs += std::string("{\"text\": \"") + "abcd"[i % 4] + "\"}\n";
+    test::write_file(dir_ + "/a.jsonl", docs);
     const std::string run = dir_ + "/a_run";
     auto r = test::run_command(
         test::meshlm_binary() +
         " train --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
         " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.batch_size=4"
-        " --config.train.steps=60 --config.train.threads=2 --config.optim.lr=0.01"
+        " --config.train.steps=30 --config.train.threads=2 --config.optim.lr=0.01"
         " --config.optim.warmup_steps=0 --config.log.sample_tokens=0 --config.log.eval_interval=0"
-        " --config.data.separator=% --config.data.path=" +
-        dir_ + "/a.txt --config.data.cache_dir=" + dir_ + "/cache --config.log.dir=" + run);
+        " --config.data.path=" +
+        dir_ + "/a.jsonl --config.data.cache_dir=" + dir_ + "/cache --config.log.dir=" + run);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    test::write_file(dir_ + "/prompt", "a\n");
+    test::write_file(dir_ + "/prompt", "a");
     const std::string sample = test::meshlm_binary() + " sample --checkpoint " + run +
                                " --temperature 0 --max-new-tokens 4 --prompt-file ";
     r = test::run_command(sample + dir_ + "/prompt");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(r.output,
-              "a\n\nnote: the sample is empty: the model's first token was end-of-text (try "
+              "a\nnote: the sample is empty: the model's first token was end-of-text (try "
               "another --seed, a higher --temperature or a longer prompt)\n");
-    // A sample that says something gets no note.
-    test::write_file(dir_ + "/prompt", "a");
-    r = test::run_command(sample + dir_ + "/prompt");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(r.output.find("note:"), std::string::npos) << r.output;
 }
 
 TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {
