@@ -100,7 +100,13 @@ TEST(CliUsage, EveryCommandChecksConfigOverrides) {
     EXPECT_EQ(tokenize.exit_code, 2) << tokenize.output;
     EXPECT_NE(tokenize.output.find("meshlm tokenize reads no config key"), std::string::npos)
         << tokenize.output;
-    // prepare reads the data.* keys its flags set; both ways at once is refused.
+    // prepare reads the data.* keys its flags set, and applies them: documents split at '%'.
+    const std::string corpus = test::write_test_corpus(dir);
+    const auto applied = meshlm("prepare --input " + corpus + " --out " + dir +
+                                "/sep --config.data.separator=% --config.data.val_fraction=0.5");
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+    EXPECT_NE(applied.output.find("train: 150 documents"), std::string::npos) << applied.output;
+    // Both ways at once is refused.
     const auto both = meshlm("prepare --input x --out " + dir +
                              "/p --tokenizer byte --config.data.tokenizer=byte");
     EXPECT_EQ(both.exit_code, 2) << both.output;

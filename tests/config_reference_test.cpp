@@ -1,8 +1,9 @@
 // The config reference and the resolved run config: docs/config.md is exactly what
 // `meshlm config --list --markdown` prints from the option table; the list has every key with
 // its type, default, range and help by section; a prepared data.path's meta.json supplies
-// data.tokenizer and model.vocab_size unless they are set (a smaller vocabulary is an error naming
-// both); input paths are stored absolute; schedule surprises are said in one line each.
+// data.tokenizer and model.vocab_size unless they are set (a smaller vocabulary, or another
+// tokenizer, is an error naming both); input paths are stored absolute; schedule surprises are said
+// in one line each.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -100,6 +101,21 @@ TEST_F(RunConfig, MetaJsonSuppliesTheTokenizerAndVocabularyUnlessSet) {
     const Config raw = resolve_run_config("", {"data.path=" + dir_ + "/corpus.txt"});
     EXPECT_EQ(raw.data.tokenizer, "byte");
     EXPECT_EQ(raw.model.vocab_size, ModelConfig{}.vocab_size);
+}
+
+TEST_F(RunConfig, TrainTakesThePreparedTokenizerAndRefusesAnotherNamingBoth) {
+    const std::string data = " --config.data.path=" + dir_ + "/prepared";
+    auto r = test::run_command(test::meshlm_binary() + " config --dump" + data);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("  tokenizer: \"" + tokenizer_ + "\"\n"), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("  vocab_size: 400\n"), std::string::npos) << r.output;
+    r = test::run_command(test::meshlm_binary() + " train" + data +
+                          " --config.data.tokenizer=byte --config.log.dir=" + dir_ + "/run");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("was prepared with tokenizer '" + tokenizer_ + "'"), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("the model is configured with 'byte'"), std::string::npos) << r.output;
 }
 
 TEST_F(RunConfig, InputPathsAreStoredAbsolute) {
