@@ -146,6 +146,15 @@ TEST_F(Cli, ARunWorksFromAnyWorkingDirectory) {
     r = test::run_command(eval + " --config.data.path=" + here + "/elsewhere.txt");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find(here + "/elsewhere.txt"), std::string::npos) << r.output;
+    // sample reads data.tokenizer: another tokenizer is used (here one too large for the model).
+    r = test::run_command(
+        "cd / && " + test::meshlm_binary() + " sample --checkpoint " + here +
+        "/run --prompt x --config.data.tokenizer=" + test::fixture("tokenizers/bpe_trained.json"));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("bpe_trained.json' has 400 tokens but the model in " + here +
+                            "/run has model.vocab_size 257"),
+              std::string::npos)
+        << r.output;
     // eval scores the run's model: a model key is not among the keys it reads.
     r = test::run_command(eval + " --config.model.n_layer=3");
     EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -291,7 +291,7 @@ class Section {
     }
 
     // Marks the option added last as an older name of `current` (a key of this section): read,
-    // never written, and refused beside `current` in one config.
+    // never written, and refused beside `current` with another value in one config.
     Section& older_name_of(const std::string& current) {
         table_.options.back().current = name_ + "." + current;
         return *this;

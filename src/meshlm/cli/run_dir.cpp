@@ -43,6 +43,11 @@ RunDir open_run_dir(const std::string& path, const std::vector<std::string>& ove
         if (fs::exists(copy)) run.tokenizer_spec = copy;
     }
     run.tokenizer = make_tokenizer(run.tokenizer_spec);
+    if (run.tokenizer->vocab_size() > run.config.model.vocab_size)  // an overridden tokenizer
+        MESHLM_INVALID("data.tokenizer '", run.tokenizer_spec, "' has ",
+                       run.tokenizer->vocab_size(), " tokens but the model in ", run.path,
+                       " has model.vocab_size ", run.config.model.vocab_size,
+                       ": give the tokenizer it was trained with");
     return run;
 }
 
