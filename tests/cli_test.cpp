@@ -104,8 +104,9 @@ TEST_F(Cli, SampleIsDeterministicAndGreedyEqualsTopK1) {
         return r.output;
     };
     std::string greedy = sample("--temperature 0");
-    EXPECT_EQ(greedy.rfind("Document 1", 0), 0u) << greedy;  // the prompt is echoed first
-    EXPECT_EQ(greedy, sample("--temperature 0 --seed 99"));  // greedy ignores the seed
+    EXPECT_EQ(greedy.rfind("Document 1", 0), 0u) << greedy;        // the prompt is echoed first
+    EXPECT_EQ(greedy.find("note:"), std::string::npos) << greedy;  // it is not empty
+    EXPECT_EQ(greedy, sample("--temperature 0 --seed 99"));        // greedy ignores the seed
     EXPECT_EQ(greedy, sample("--temperature 1 --top-k 1 --seed 5"));
     std::string s1 = sample("--temperature 1.5 --seed 1"),
                 s2 = sample("--temperature 1.5 --seed 1");
@@ -119,6 +120,84 @@ TEST_F(Cli, SampleIsDeterministicAndGreedyEqualsTopK1) {
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.output.find("not a run or checkpoint directory"), std::string::npos)
         << bad.output;
+}
+
+TEST_F(Cli, ARunWorksFromAnyWorkingDirectory) {
+    // Trained with relative paths; its config.yaml stores them absolute.
+    auto r = test::run_command("cd " + dir_ + " && " + test::meshlm_binary() +
+                               " train --config.model.n_layer=1 --config.model.d_model=32"
+                               " --config.model.n_head=2 --config.model.max_seq_len=32"
+                               " --config.train.seq_len=32 --config.train.batch_size=4"
+                               " --config.train.steps=2 --config.train.threads=2"
+                               " --config.log.sample_tokens=0 --config.data.path=corpus.txt"
+                               " --config.data.cache_dir=cache --config.log.dir=run");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string here = fs::canonical(dir_).string();
+    const std::string yaml = test::read_file(dir_ + "/run/config.yaml");
+    EXPECT_NE(yaml.find("  path: \"" + here + "/corpus.txt\"\n"), std::string::npos) << yaml;
+    EXPECT_NE(yaml.find("  cache_dir: \"" + here + "/cache\"\n"), std::string::npos) << yaml;
+    // eval from another directory finds the data.
+    const std::string eval = "cd / && " + test::meshlm_binary() + " eval --checkpoint " + here +
+                             "/run --batch-size 2 --config.train.seq_len=16";
+    r = test::run_command(eval);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("split val: "), std::string::npos) << r.output;
+    // ... or data pointed elsewhere: a corpus that is not there is named.
+    r = test::run_command(eval + " --config.data.path=" + here + "/elsewhere.txt");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(here + "/elsewhere.txt"), std::string::npos) << r.output;
+    // sample reads data.tokenizer: another tokenizer is used (here one too large for the model).
+    r = test::run_command(
+        "cd / && " + test::meshlm_binary() + " sample --checkpoint " + here +
+        "/run --prompt x --config.data.tokenizer=" + test::fixture("tokenizers/bpe_trained.json"));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("bpe_trained.json' has 400 tokens but the model in " + here +
+                            "/run has model.vocab_size 257"),
+              std::string::npos)
+        << r.output;
+    // eval scores the run's model: a model key is not among the keys it reads.
+    r = test::run_command(eval + " --config.model.n_layer=3");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("meshlm eval does not read model.n_layer"), std::string::npos)
+        << r.output;
+    // An export reads the model section: a key that changes what the weights compute is refused
+    // with both values, one that does not (a dropout rate) reaches the export.
+    const std::string convert = "cd / && " + test::meshlm_binary() +
+                                " convert --from meshlm --to hf " + here + "/run " + here;
+    r = test::run_command(convert + "/hf --config.model.n_layer=3");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("model.n_layer: 1 in the weights in " + here + "/run, 3 here"),
+              std::string::npos)
+        << r.output;
+    r = test::run_command(convert + "/hf --config.model.dropout_attn=0.25");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(test::read_file(dir_ + "/hf/config.json").find("\"attn_pdrop\": 0.25"),
+              std::string::npos);
+}
+
+TEST_F(Cli, SampleSaysWhenTheFirstTokenIsEndOfText) {
+    // One-letter documents: every other token is an end-of-text, and one always follows a letter.
+    std::string docs;
+    for (int i = 0; i < 400; ++i) docs += std::string("{\"text\": \"") + "abcd"[i % 4] + "\"}\n";
+    test::write_file(dir_ + "/a.jsonl", docs);
+    const std::string run = dir_ + "/a_run";
+    auto r = test::run_command(
+        test::meshlm_binary() +
+        " train --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
+        " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.batch_size=4"
+        " --config.train.steps=30 --config.train.threads=2 --config.optim.lr=0.01"
+        " --config.optim.warmup_steps=0 --config.log.sample_tokens=0 --config.log.eval_interval=0"
+        " --config.data.path=" +
+        dir_ + "/a.jsonl --config.data.cache_dir=" + dir_ + "/cache --config.log.dir=" + run);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    test::write_file(dir_ + "/prompt", "a");
+    const std::string sample = test::meshlm_binary() + " sample --checkpoint " + run +
+                               " --temperature 0 --max-new-tokens 4 --prompt-file ";
+    r = test::run_command(sample + dir_ + "/prompt");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output,
+              "a\nnote: the sample is empty: the model's first token was end-of-text (try "
+              "another --seed, a higher --temperature or a longer prompt)\n");
 }
 
 TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {

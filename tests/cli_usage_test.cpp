@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <regex>
 
 #include "test_util.h"
 
@@ -44,6 +45,104 @@ TEST(CliUsage, BadUsageExitsTwoHelpAndVersionExitZero) {
     }
     for (const std::string args : {"--help", "train --help", "--version"})
         EXPECT_EQ(meshlm(args).exit_code, 0) << args;
+}
+
+TEST(CliUsage, VersionSaysCommitCudaCpuFeaturesOnednnAndMpi) {
+    const auto r = meshlm("--version");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("meshlm " MESHLM_VERSION "\n"), std::string::npos) << r.output;
+    // The commit baked in at build time is this checkout's (or "unknown" outside git).
+    const auto head = test::run_command("git -C " + test::source_dir() + " rev-parse HEAD");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.output, m, std::regex("\ncommit: ([0-9a-f]{12}|unknown)")))
+        << r.output;
+    if (head.exit_code == 0)
+        EXPECT_EQ(head.output.substr(0, 12), m[1].str())
+            << r.output << "(a binary built before the last commit? the build bakes it in)";
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("\nCUDA: (built in|not built)")))
+        << r.output;
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("\nCPU features: [a-z0-9 ]*(avx|scalar)")))
+        << r.output;
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("\nGEMM: oneDNN [0-9]+\\.[0-9]+\\.[0-9]+")))
+        << r.output;
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("\nMPI: [A-Za-z].*[0-9]"))) << r.output;
+}
+
+TEST(CliUsage, EveryCommandChecksConfigOverrides) {
+    const std::string dir = test::temp_dir("overrides");
+    // Each command with what it needs to parse; the override is checked before anything is read.
+    for (const std::string& cmd : std::vector<std::string>{
+             "train", "sample --checkpoint " + dir, "eval --checkpoint " + dir,
+             "serve --checkpoint " + dir, "prepare --input x --out " + dir + "/p",
+             "convert --from meshlm --to hf " + dir + " " + dir + "/hf",
+             "convert --from hf --to meshlm " + dir + " " + dir + "/m",
+             "reshard --checkpoint " + dir + " --out " + dir + "/r",
+             "tokenize --tokenizer byte </dev/null",
+             "train-tokenizer --input x --vocab-size 300 --out " + dir + "/t.json", "info",
+             "config --dump"}) {
+        const auto r = meshlm(cmd + " --config.foo.bar=1");
+        EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
+        EXPECT_NE(r.output.find("unknown config key 'foo.bar'"), std::string::npos) << cmd << "\n"
+                                                                                    << r.output;
+        const auto typo = meshlm(cmd + " --config.train.stpes=5");
+        EXPECT_NE(typo.output.find("did you mean 'train.steps'?"), std::string::npos)
+            << cmd << "\n"
+            << typo.output;
+    }
+    // A valid key the command would not read is refused too, naming what it reads.
+    const auto sample = meshlm("sample --checkpoint " + dir + " --config.train.steps=5");
+    EXPECT_EQ(sample.exit_code, 2) << sample.output;
+    EXPECT_NE(sample.output.find("meshlm sample does not read train.steps "
+                                 "(--config.train.steps=5): it would change nothing; the keys "
+                                 "it reads: data.tokenizer"),
+              std::string::npos)
+        << sample.output;
+    const auto tokenize =
+        meshlm("tokenize --tokenizer byte --config.data.tokenizer=byte </dev/null");
+    EXPECT_EQ(tokenize.exit_code, 2) << tokenize.output;
+    EXPECT_NE(tokenize.output.find("meshlm tokenize reads no config key"), std::string::npos)
+        << tokenize.output;
+    // prepare reads the data.* keys its flags set, and applies them: documents split at '%'.
+    const std::string corpus = test::write_test_corpus(dir);
+    const auto applied = meshlm("prepare --input " + corpus + " --out " + dir +
+                                "/sep --config.data.separator=% --config.data.val_fraction=0.5");
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+    EXPECT_NE(applied.output.find("train: 150 documents"), std::string::npos) << applied.output;
+    // Both ways at once is refused.
+    const auto both = meshlm("prepare --input x --out " + dir +
+                             "/p --tokenizer byte --config.data.tokenizer=byte");
+    EXPECT_EQ(both.exit_code, 2) << both.output;
+    EXPECT_NE(both.output.find("--tokenizer and --config.data.tokenizer set the same thing"),
+              std::string::npos)
+        << both.output;
+}
+
+TEST(CliUsage, ConfigListsEveryKeyAndDumpsAResolvedCommandLine) {
+    const auto list = meshlm("config --list");
+    ASSERT_EQ(list.exit_code, 0) << list.output;
+    for (const char* part : {"[model]\n", "[optim]\n", "  model.n_layer ",
+                             "int = ", "transformer blocks (L)", "  optim.lr ", "(> 0)"})
+        EXPECT_NE(list.output.find(part), std::string::npos) << part;
+    // docs/config.md is this output (config_reference_test compares the table itself).
+    const auto md = meshlm("config --list --markdown");
+    ASSERT_EQ(md.exit_code, 0) << md.output;
+    EXPECT_EQ(md.output, test::read_file(test::source_dir() + "/docs/config.md"))
+        << "regenerate with: build/meshlm config --list --markdown > docs/config.md";
+
+    const std::string dir = test::temp_dir("dump");
+    test::write_file(dir + "/x.yaml",
+                     "train:\n  steps: 7\n  seq_len: 64\nmodel:\n  ln_eps: 1e-6\n");
+    const auto dump = meshlm("config --dump --config " + dir + "/x.yaml --config.train.steps=5");
+    ASSERT_EQ(dump.exit_code, 0) << dump.output;
+    EXPECT_NE(dump.output.find("train:\n  steps: 5\n"), std::string::npos) << dump.output;
+    EXPECT_NE(dump.output.find("  seq_len: 64\n"), std::string::npos) << dump.output;
+    EXPECT_NE(dump.output.find("  norm_eps: 1e-06\n"), std::string::npos) << dump.output;
+    EXPECT_EQ(dump.output.find("ln_eps"), std::string::npos) << dump.output;
+    EXPECT_NE(dump.output.find("  dir: \"runs/x\"\n"), std::string::npos) << dump.output;
+    const auto bad = meshlm("config --dump --config.train.steps=0");
+    EXPECT_EQ(bad.exit_code, 2) << bad.output;
+    EXPECT_NE(bad.output.find("train.steps must be >= 1 (got 0)"), std::string::npos) << bad.output;
+    EXPECT_EQ(meshlm("config").exit_code, 2);
 }
 
 TEST(CliUsage, RangesInErrorsAreReadable) {

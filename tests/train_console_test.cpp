@@ -2,16 +2,24 @@
 // values actually used, step lines with elapsed time and an ETA, an MFU never above 100 %,
 // evaluation progress on a terminal, a final evaluation capped by train.final_eval_batches, a
 // resume whose loader state no longer fits explained in words; and the HF export's dropout rates
-// are the ones meshlm trained with.
+// are the ones meshlm trained with. Output to a pipe has no redraws; a changed schedule on resume
+// and a warmup longer than the run are said in one line; a stopped run's resume command runs as
+// printed.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "test_util.h"
+
+extern char** environ;
 
 namespace meshlm {
 namespace {
@@ -122,6 +130,63 @@ TEST_F(TrainConsole, AResumeWhoseLoaderStateNoLongerFitsIsExplainedInWords) {
               std::string::npos)
         << r.output;
     EXPECT_EQ(r.output.find("{\""), std::string::npos) << "a JSON dump:\n" << r.output;
+}
+
+TEST_F(TrainConsole, OutputToAFileOrPipeHasNoRedraws) {
+    // run_command reads a pipe: progress comes as plain lines (the data preparation's here; on a
+    // terminal it redraws a bar, and evaluations draw a live line), never \r or ESC[K.
+    const auto r = train("--config.train.steps=2 --config.log.dir=" + dir_ + "/a");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("\nprepare: 100.0%"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find('\r'), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("\033["), std::string::npos) << r.output;
+}
+
+TEST_F(TrainConsole, AChangedScheduleAndAWarmupLongerThanTheRunAreSaid) {
+    const std::string a = dir_ + "/a";
+    auto r = train("--config.train.steps=2 --config.optim.warmup_steps=5 --config.log.dir=" + a);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("note: optim.warmup_steps (5) exceeds train.steps (2): the run ends "
+                            "inside the warmup and never reaches optim.lr\n"),
+              std::string::npos)
+        << r.output;
+    r = test::run_command(test::meshlm_binary() + " train --resume " + a +
+                          " --config.train.steps=8");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("note: train.steps is 8, 2 when the checkpoint was written: the "
+                            "learning-rate schedule now ends at step 8"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("warmup_steps (5) exceeds"), std::string::npos) << r.output;
+}
+
+TEST_F(TrainConsole, TheResumeCommandOfAStoppedRunRunsAsPrinted) {
+    const std::string run = dir_ + "/run", log = dir_ + "/log";
+    const std::string cmd = "exec " + test::meshlm_binary() + " train" + flags_ +
+                            " --config.train.steps=100000 --config.checkpoint.interval=0"
+                            " --config.log.dir=" +
+                            run + " > " + log + " 2>&1";
+    const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
+    pid_t pid = -1;
+    ASSERT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+    for (int i = 0; i < 600 && test::read_file(run + "/metrics.jsonl").empty(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const std::string out = test::read_file(log);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(out, m, std::regex("resume with: (.*)\n"))) << out;
+    // The binary's real path (it need not be on PATH), then the arguments.
+    const std::string printed = m[1];
+    EXPECT_EQ(printed, fs::canonical(test::meshlm_binary()).string() + " train --resume " + run);
+    // As printed, from another directory, with a few more steps.
+    const long stopped = std::stol(test::read_file(run + "/checkpoints/latest").substr(5));
+    const auto r = test::run_command("cd / && env PATH=/usr/bin:/bin " + printed +
+                                     " --config.train.steps=" + std::to_string(stopped + 2));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("resuming from"), std::string::npos) << r.output;
 }
 
 TEST_F(TrainConsole, TheHuggingFaceExportCarriesTheDropoutRatesMeshlmTrainedWith) {

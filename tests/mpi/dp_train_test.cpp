@@ -263,6 +263,22 @@ TEST(DataParallelText, MatchesOneProcess) {
     }
 }
 
+// `mpirun -np 2 meshlm train` with no parallel.* key: data parallelism over the two ranks, the
+// same training as parallel.data=2 spelled out.
+TEST(DataParallelLaunch, RanksWithoutParallelKeysAreDataParallel) {
+    const std::string dir = test::temp_dir("dp_launch");
+    auto plain = run_train(2, test::tiny_flags(dir + "/plain", 4, 2, 1, 0));
+    ASSERT_EQ(plain.exit_code, 0) << plain.output;
+    EXPECT_NE(plain.output.find("parallel: data=2 model=1"), std::string::npos) << plain.output;
+    const std::string yaml = test::read_file(dir + "/plain/config.yaml");
+    EXPECT_NE(yaml.find("parallel:\n  data: 2\n  model: 1\n"), std::string::npos) << yaml;
+    auto spelled =
+        run_train(2, test::tiny_flags(dir + "/spelled", 4, 2, 1, 0) + test::mesh_flags(2, 1, 0));
+    ASSERT_EQ(spelled.exit_code, 0) << spelled.output;
+    EXPECT_EQ(test::read_file(dir + "/plain/model.safetensors"),
+              test::read_file(dir + "/spelled/model.safetensors"));
+}
+
 int count_of(const std::string& text, const std::string& what) {
     int n = 0;
     for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;

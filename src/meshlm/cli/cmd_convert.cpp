@@ -14,6 +14,9 @@
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/config.h"
 #include "meshlm/cli/hf_export.h"
+#include "meshlm/cli/model_match.h"
+#include "meshlm/cli/overrides.h"
+#include "meshlm/cli/run_config.h"
 #include "meshlm/cli/run_dir.h"
 #include "meshlm/cli/staging_dir.h"
 #include "meshlm/core/atomic_file.h"
@@ -57,7 +60,19 @@ std::string choose_tokenizer(const ConvertArgs& a, const ModelConfig& m) {
     return spec;
 }
 
-int convert_hf_to_meshlm(const ConvertArgs& a) {
+// The imported run's config with the command line's overrides, which may change anything but
+// what the weights compute.
+Config with_overrides(const Config& c, const std::string& staged_yaml, const std::string& in,
+                      const std::vector<std::string>& overrides) {
+    if (overrides.empty()) return c;
+    write_file_atomic(staged_yaml, config_to_yaml(c));
+    Config o = load_config(staged_yaml, overrides);
+    require_same_model(c, o, in + " (its config.json)");
+    o.name = c.name;
+    return o;
+}
+
+int convert_hf_to_meshlm(const ConvertArgs& a, const std::vector<std::string>& overrides) {
     if (a.dtype != "f32")
         MESHLM_INVALID("--dtype ", a.dtype, ": meshlm run directories hold f32 weights");
     const HfModelConfig hf = read_hf_config(a.in);
@@ -78,6 +93,8 @@ int convert_hf_to_meshlm(const ConvertArgs& a) {
         fs::copy_file(tok_spec, out.path() + "/" + name);
         c.data.tokenizer = out.final_path() + "/" + name;
     }
+    c = with_overrides(c, out.path() + "/config.yaml", a.in, overrides);
+    make_paths_absolute(c);
     write_file_atomic(out.path() + "/config.yaml", config_to_yaml(c));
     load_config(out.path() + "/config.yaml", {});  // what sample / eval will read must load
     save_weights(out.path() + "/model.safetensors", layout, params.data(),
@@ -92,7 +109,7 @@ int convert_hf_to_meshlm(const ConvertArgs& a) {
     return 0;
 }
 
-int convert_meshlm_to_hf(const ConvertArgs& a) {
+int convert_meshlm_to_hf(const ConvertArgs& a, const std::vector<std::string>& overrides) {
     if (!a.tokenizer.empty())
         MESHLM_INVALID("--tokenizer applies to --to meshlm; an export takes the run's tokenizer");
     HfExportOptions opt;
@@ -103,7 +120,9 @@ int convert_meshlm_to_hf(const ConvertArgs& a) {
     else if (a.dtype != "f32")
         MESHLM_INVALID("--dtype ", a.dtype, ": expected f32, bf16 or f16");
     opt.max_shard_bytes = parse_byte_size(a.max_shard_size, "--max-shard-size");
-    RunDir run = open_run_dir(a.in);
+    // Model keys that leave the weights' meaning alone (dropout rates) reach the export.
+    require_used_overrides(overrides, "meshlm convert --to hf", {"model.", "data.tokenizer"});
+    RunDir run = open_run_dir(a.in, overrides);
     const ParamLayout layout = transformer_layout(run.config.model);
     Buffer<float> params(layout.total());
     load_run_weights(run, layout, params.data());
@@ -122,7 +141,7 @@ int convert_meshlm_to_hf(const ConvertArgs& a) {
 
 }  // namespace
 
-CommandRunner add_convert_command(CLI::App& app) {
+CommandRunner add_convert_command(CLI::App& app, const std::vector<std::string>& overrides) {
     auto* cmd = app.add_subcommand(
         "convert",
         "Convert between meshlm run directories and Hugging Face directories (GPT-2, GPT-J, "
@@ -147,9 +166,11 @@ CommandRunner add_convert_command(CLI::App& app) {
                     "HF import: tokenizer for the run (byte or a file; default IN/tokenizer.json "
                     "when present, else byte)");
     cmd->add_flag("--force", a->force, "replace a non-empty OUT");
-    return [a] {
+    return [a, &overrides] {
         if (a->from == a->to) MESHLM_INVALID("--from and --to are both ", a->from);
-        return a->from == "hf" ? convert_hf_to_meshlm(*a) : convert_meshlm_to_hf(*a);
+        check_config_overrides(overrides);
+        return a->from == "hf" ? convert_hf_to_meshlm(*a, overrides)
+                               : convert_meshlm_to_hf(*a, overrides);
     };
 }
 

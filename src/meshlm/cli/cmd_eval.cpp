@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "meshlm/cli/commands.h"
+#include "meshlm/cli/overrides.h"
 #include "meshlm/cli/run_dir.h"
 #include "meshlm/cli/validators.h"
 #include "meshlm/core/error.h"
@@ -109,7 +110,7 @@ int run_tasks(const EvalArgs& a, const RunDir& run) {
 }
 }  // namespace
 
-CommandRunner add_eval_command(CLI::App& app) {
+CommandRunner add_eval_command(CLI::App& app, const std::vector<std::string>& overrides) {
     auto* cmd = app.add_subcommand(
         "eval", "Loss, perplexity and bits per byte on a data split, or zero-shot task accuracy");
     auto a = std::make_shared<EvalArgs>();
@@ -136,8 +137,11 @@ CommandRunner add_eval_command(CLI::App& app) {
                     "tokens per row (0 = the run's train.seq_len); up to model.max_seq_len")
         ->check(at_least(0));
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-    return [a] {
-        RunDir run = open_run_dir(a->checkpoint);
+    return [a, &overrides] {
+        // The data to score and the default batch shape; the model is the run's.
+        require_used_overrides(overrides, "meshlm eval",
+                               {"data.", "train.batch_size", "train.seq_len"});
+        RunDir run = open_run_dir(a->checkpoint, overrides);
         const Config& cfg = run.config;
         if (!a->tasks.empty()) {
             kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());

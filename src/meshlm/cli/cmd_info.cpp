@@ -5,6 +5,7 @@
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/config.h"
+#include "meshlm/cli/run_config.h"
 #include "meshlm/core/memory_usage.h"
 #include "meshlm/model/flops.h"
 #include "meshlm/model/transformer.h"
@@ -22,7 +23,7 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         // The resident footprint of this binary and its libraries, before anything is planned:
         // a run has it too, on top of what it allocates.
         const double runtime = static_cast<double>(peak_rss_bytes());
-        Config cfg = load_config(*path, overrides);
+        Config cfg = resolve_run_config(*path, overrides);  // as `meshlm train` would run it
         const ModelConfig& m = cfg.model;
         ParamLayout layout = transformer_layout(m);
         const double P = static_cast<double>(layout.count());

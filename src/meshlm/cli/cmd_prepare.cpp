@@ -3,7 +3,9 @@
 #include <iostream>
 
 #include "meshlm/cli/commands.h"
+#include "meshlm/cli/config.h"
 #include "meshlm/cli/corpus_flags.h"
+#include "meshlm/cli/overrides.h"
 #include "meshlm/cli/validators.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/prepare.h"
@@ -19,9 +21,44 @@ struct PrepareArgs {
     bool force = false;
     std::vector<std::uint64_t> split_bytes;
 };
+// The data.* keys prepare reads, each with the flag that sets the same thing.
+const std::vector<std::pair<std::string, std::string>> kDataKeys = {
+    {"data.tokenizer", "--tokenizer"},
+    {"data.val_fraction", "--val-fraction"},
+    {"data.test_fraction", "--test-fraction"},
+    {"data.split_seed", "--seed"},
+    {"data.format", "--format"},
+    {"data.field", "--field"},
+    {"data.separator", "--separator"},
+    {"data.skip_bad_lines", "--skip-bad-lines"}};
+
+// --config.data.* overrides as the flags they stand for; a setting given both ways is refused.
+void apply_data_overrides(PrepareArgs& a, const CLI::App& cmd,
+                          const std::vector<std::string>& overrides) {
+    std::vector<std::string> keys;
+    for (const auto& [key, flag] : kDataKeys) keys.push_back(key);
+    require_used_overrides(overrides, "meshlm prepare", keys);
+    if (overrides.empty()) return;
+    const DataConfig d = load_config("", overrides).data;
+    for (const auto& [key, flag] : kDataKeys) {
+        if (!overridden(overrides, key)) continue;
+        if (cmd.count(flag) > 0)
+            MESHLM_INVALID("meshlm prepare: ", flag, " and --config.", key,
+                           " set the same thing; give one of them");
+        PrepareOptions& o = a.opt;
+        if (key == "data.tokenizer") o.tokenizer_spec = d.tokenizer;
+        if (key == "data.val_fraction") o.val_fraction = d.val_fraction;
+        if (key == "data.test_fraction") o.test_fraction = d.test_fraction;
+        if (key == "data.split_seed") o.seed = static_cast<std::uint64_t>(d.split_seed);
+        if (key == "data.format") o.read.format = parse_corpus_format(d.format);
+        if (key == "data.field") o.read.field = d.field;
+        if (key == "data.separator") o.read.separator = d.separator;
+        if (key == "data.skip_bad_lines") o.read.skip_bad_lines = d.skip_bad_lines;
+    }
+}
 }  // namespace
 
-CommandRunner add_prepare_command(CLI::App& app) {
+CommandRunner add_prepare_command(CLI::App& app, const std::vector<std::string>& overrides) {
     auto* cmd = app.add_subcommand(
         "prepare", "Tokenize raw corpora into train/val/test token shards and a meta.json");
     auto a = std::make_shared<PrepareArgs>();
@@ -52,7 +89,13 @@ CommandRunner add_prepare_command(CLI::App& app) {
                     "tokenizer; enwik8: 90000000,5000000,5000000)")
         ->delimiter(',')
         ->expected(3);
-    return [a] {
+    return [a, cmd, &overrides] {
+        apply_data_overrides(*a, *cmd, overrides);
+        // meta.json records the tokenizer by absolute path: it supplies data.tokenizer to runs
+        // started from any directory.
+        if (a->opt.tokenizer_spec != "byte")
+            a->opt.tokenizer_spec =
+                std::filesystem::absolute(a->opt.tokenizer_spec).lexically_normal().string();
         std::error_code ec;
         if (!a->force && std::filesystem::is_directory(a->out, ec) &&
             !std::filesystem::is_empty(a->out, ec))

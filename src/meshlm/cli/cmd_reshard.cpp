@@ -14,11 +14,13 @@
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/config.h"
 #include "meshlm/cli/hf_export.h"
+#include "meshlm/cli/overrides.h"
 #include "meshlm/cli/run_dir.h"
 #include "meshlm/cli/staging_dir.h"
 #include "meshlm/cli/validators.h"
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
+#include "meshlm/core/launch_command.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/checkpoint.h"
@@ -88,18 +90,17 @@ int reshard(const ReshardArgs& a, const std::string& ckpt) {
     const int ranks = a.data * a.model;
     std::printf(
         "wrote step %ld of %s for data %d x model %d (ZeRO stage %d, train.batch_size %d) as %s "
-        "(%s); resume with: %smeshlm train --resume %s\n",
+        "(%s); resume with: %s\n",
         st.step, ckpt.c_str(), a.data, a.model, stage, cfg.train.batch_size,
         (out.final_path() + "/checkpoints/" + fs::path(dir).filename().string()).c_str(),
         ranks > 1 ? "sharded" : "single-file",
-        ranks > 1 ? ("mpirun -np " + std::to_string(ranks) + " ").c_str() : "",
-        out.final_path().c_str());
+        relaunch_command(ranks, "train --resume " + shell_quote(out.final_path())).c_str());
     return 0;
 }
 
 }  // namespace
 
-CommandRunner add_reshard_command(CLI::App& app) {
+CommandRunner add_reshard_command(CLI::App& app, const std::vector<std::string>& overrides) {
     auto* cmd = app.add_subcommand(
         "reshard",
         "Rewrite a checkpoint for another (data, model, ZeRO) layout, or as Hugging Face");
@@ -121,7 +122,8 @@ CommandRunner add_reshard_command(CLI::App& app) {
         ->excludes(model)
         ->excludes(stage);
     cmd->add_flag("--force", a->force, "replace a non-empty OUT");
-    return [a] {
+    return [a, &overrides] {
+        require_used_overrides(overrides, "meshlm reshard", {});  // the layout: --data, --model
         const std::string ckpt = resolve_checkpoint(a->in);
         return a->hf ? reshard_to_hf(*a, ckpt) : reshard(*a, ckpt);
     };

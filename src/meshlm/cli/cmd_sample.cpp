@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "meshlm/cli/commands.h"
+#include "meshlm/cli/overrides.h"
 #include "meshlm/cli/run_dir.h"
 #include "meshlm/cli/validators.h"
 #include "meshlm/core/error.h"
@@ -47,7 +48,7 @@ std::string read_prompt(const SampleArgs& a, bool prompt_given) {
 }
 }  // namespace
 
-CommandRunner add_sample_command(CLI::App& app) {
+CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& overrides) {
     auto* cmd = app.add_subcommand("sample", "Continue a prompt with a trained model");
     auto a = std::make_shared<SampleArgs>();
     a->opt.seed = 0;
@@ -86,10 +87,11 @@ CommandRunner add_sample_command(CLI::App& app) {
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")
         ->capture_default_str()
         ->check(at_least(0));
-    return [a, prompt] {
+    return [a, prompt, &overrides] {
         if (a->opt.top_p <= 0.f) MESHLM_INVALID("--top-p must be in (0, 1]");
+        require_used_overrides(overrides, "meshlm sample", {"data.tokenizer"});
         const std::string text = read_prompt(*a, prompt->count() > 0);
-        RunDir run = open_run_dir(a->checkpoint);
+        RunDir run = open_run_dir(a->checkpoint, overrides);
         const Tokenizer* tok = run.tokenizer.get();
         kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());
         const ModelConfig& cfg = run.config.model;
@@ -113,17 +115,23 @@ CommandRunner add_sample_command(CLI::App& app) {
             if (i > 0) return void(later[i] += piece);
             std::cout << piece << std::flush;
         };
-        generate_samples(decoder, params.data(), ids, tok->eot_id(), a->opt,
-                         [&](int i, std::int32_t id) {
-                             emit(i, stops[i].feed(tok->decode({id})));
-                             return !stops[i].stopped();
-                         });
+        const auto outs = generate_samples(decoder, params.data(), ids, tok->eot_id(), a->opt,
+                                           [&](int i, std::int32_t id) {
+                                               emit(i, stops[i].feed(tok->decode({id})));
+                                               return !stops[i].stopped();
+                                           });
         for (int i = 0; i < N; ++i) {
             emit(i, stops[i].flush());
             if (i > 0) std::cout << later[i];
             std::cout << "\n";
         }
         std::cout << std::flush;
+        // An empty continuation is otherwise indistinguishable from a silent failure.
+        for (int i = 0; i < N; ++i)
+            if (outs[i].reason == StopReason::eot && outs[i].tokens.empty())
+                std::cerr << "note: " << (N > 1 ? "sample " + std::to_string(i + 1) : "the sample")
+                          << " is empty: the model's first token was end-of-text (try another "
+                             "--seed, a higher --temperature or a longer prompt)\n";
         return 0;
     };
 }

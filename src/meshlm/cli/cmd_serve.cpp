@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "meshlm/cli/commands.h"
+#include "meshlm/cli/overrides.h"
 #include "meshlm/cli/run_dir.h"
 #include "meshlm/cli/validators.h"
 #include "meshlm/core/error.h"
@@ -40,7 +41,7 @@ std::string base_name(std::string p) {
 }
 }  // namespace
 
-CommandRunner add_serve_command(CLI::App& app) {
+CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& overrides) {
     auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
     auto a = std::make_shared<ServeArgs>();
     cmd->add_option("--checkpoint", a->checkpoint, "run directory written by `meshlm train`")
@@ -87,10 +88,11 @@ CommandRunner add_serve_command(CLI::App& app) {
     cmd->add_option("--threads", a->threads, "compute threads (0 = all cores)")
         ->capture_default_str()
         ->check(at_least(0));
-    return [a, name] {
+    return [a, name, &overrides] {
+        require_used_overrides(overrides, "meshlm serve", {"data.tokenizer"});
         if (a->server.api_key.empty())
             if (const char* k = std::getenv("MESHLM_API_KEY")) a->server.api_key = k;
-        RunDir run = open_run_dir(a->checkpoint);
+        RunDir run = open_run_dir(a->checkpoint, overrides);
         if (name->count() == 0) a->server.model_name = base_name(a->checkpoint);
         kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());
         const ModelConfig& cfg = run.config.model;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "meshlm/cli/commands.h"
+#include "meshlm/cli/overrides.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/tokenizer.h"
 
@@ -18,14 +19,15 @@ struct TokenizeArgs {
 };
 }  // namespace
 
-CommandRunner add_tokenize_command(CLI::App& app) {
+CommandRunner add_tokenize_command(CLI::App& app, const std::vector<std::string>& overrides) {
     auto* cmd = app.add_subcommand("tokenize", "Encode stdin lines to ids (or decode ids)");
     auto a = std::make_shared<TokenizeArgs>();
     cmd->add_option("--tokenizer", a->tokenizer,
                     "byte, a HF tokenizer.json or a .tiktoken rank file")
         ->required();
     cmd->add_flag("--decode", a->decode, "read lines of space-separated ids, print the text");
-    return [a] {
+    return [a, &overrides] {
+        require_used_overrides(overrides, "meshlm tokenize", {});
         auto tok = make_tokenizer(a->tokenizer);
         std::ios::sync_with_stdio(false);
         std::string line, out;

@@ -1,4 +1,5 @@
 // meshlm train [--config FILE] [--resume PATH] [--config.section.key=value ...]
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -7,6 +8,9 @@
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/config.h"
 #include "meshlm/cli/model_match.h"
+#include "meshlm/cli/overrides.h"
+#include "meshlm/cli/run_config.h"
+#include "meshlm/cli/schedule_notes.h"
 #include "meshlm/core/error.h"
 #include "meshlm/data/data_source.h"
 #include "meshlm/infer/sampler.h"
@@ -25,20 +29,24 @@ struct TrainArgs {
     bool force = false;
 };
 
-// Whether this command line overrides `key` ("section.key").
-bool overridden(const std::vector<std::string>& overrides, const std::string& key) {
-    for (const auto& o : overrides)
-        if (o.starts_with(key + "=")) return true;
-    return false;
+// The keys that overrides set.
+std::vector<std::string> keys_of(const std::vector<std::string>& overrides) {
+    std::vector<std::string> keys;
+    for (const auto& o : overrides) keys.push_back(o.substr(0, o.find('=')));
+    return keys;
 }
 
-// A checkpoint resumes on whatever launch it is given: the (data, model) layout comes from the
-// number of ranks and the parallel.* overrides, not from the checkpoint's saved config. Without
-// overrides the saved tensor-parallel degree is kept when it divides the ranks (so the same
-// launch continues exactly), else the model is not split.
-void layout_from_launch(Config& cfg, const std::vector<std::string>& overrides, int ranks) {
-    const bool data_set = overridden(overrides, "parallel.data"),
-               model_set = overridden(overrides, "parallel.model");
+// A run takes the layout of whatever launch it is given: `mpirun -np N` without parallel.* is data
+// parallelism over N ranks, and a checkpoint resumes on any launch. The (data, model) layout
+// comes from the number of ranks and the parallel.* keys in `given` (those the command line or
+// its config file set; a checkpoint's saved values are not given). Without them the tensor-
+// parallel degree is kept when it divides the ranks (so the same launch continues exactly),
+// else the model is not split.
+void layout_from_launch(Config& cfg, const std::vector<std::string>& given, int ranks) {
+    auto is_given = [&](const char* key) {
+        return std::find(given.begin(), given.end(), key) != given.end();
+    };
+    const bool data_set = is_given("parallel.data"), model_set = is_given("parallel.model");
     auto& p = cfg.parallel;
     if (!data_set && !model_set) {
         if (ranks % p.model != 0) p.model = 1;
@@ -114,7 +122,7 @@ bool same_run_without_checkpoint(const Config& cfg, const std::string& dir) {
 // before its first checkpoint (a preempted job requeued with the same command). Rank 0 decides
 // the restart and tells every rank, so that all of them take the same way.
 void resolve_auto_resume(Config& cfg, TrainJob& job, const TrainArgs& a,
-                         const std::vector<std::string>& overrides, Comm& world) {
+                         const std::vector<std::string>& given, Comm& world) {
     if (const auto latest = latest_checkpoint(job.run_dir)) {
         if (a.force)
             MESHLM_INVALID("--force replaces a run; checkpoint.resume=auto continues ", job.run_dir,
@@ -123,9 +131,10 @@ void resolve_auto_resume(Config& cfg, TrainJob& job, const TrainArgs& a,
         const Config saved = load_config(*latest + "/config.yaml", {});
         require_same_model(saved, cfg, "the checkpoint " + *latest);
         require_same_optimizer(saved, cfg, "the checkpoint " + *latest);
-        layout_from_launch(cfg, overrides, world.size());
+        layout_from_launch(cfg, given, world.size());
         if (world.rank() == 0)
-            std::cout << "checkpoint.resume=auto: continuing from " << *latest << "\n";
+            std::cout << "checkpoint.resume=auto: continuing from " << *latest << "\n"
+                      << schedule_notes(&saved, cfg);
         return;
     }
     if (a.force) return;  // --force replaces whatever the directory holds
@@ -172,18 +181,24 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
             cfg = load_config(job.resume_from + "/config.yaml", overrides);
             require_same_model(saved, cfg, "the checkpoint " + job.resume_from);
             require_same_optimizer(saved, cfg, "the checkpoint " + job.resume_from);
-            layout_from_launch(cfg, overrides, world.size());
+            layout_from_launch(cfg, keys_of(overrides), world.size());
+            make_paths_absolute(cfg);
+            if (rank0) std::cout << schedule_notes(&saved, cfg);
             // The run continues in the directory holding the checkpoint (wherever it was copied
             // or moved to), unless this command line names another.
             job.run_dir = overridden(overrides, "log.dir") && !cfg.log.dir.empty()
                               ? cfg.log.dir
                               : checkpoint_run_dir(job.resume_from);
         } else {
-            cfg = load_config(a->config, overrides);
-            job.run_dir = cfg.log.dir.empty() ? "runs/" + cfg.name : cfg.log.dir;
-            if (cfg.checkpoint.resume == "auto")
-                resolve_auto_resume(cfg, job, *a, overrides, world);
-            if (job.resume_from.empty() && !cfg.model.init_from.empty()) check_init_source(cfg);
+            std::vector<std::string> given;
+            cfg = resolve_run_config(a->config, overrides, &given);
+            job.run_dir = cfg.log.dir;
+            if (cfg.checkpoint.resume == "auto") resolve_auto_resume(cfg, job, *a, given, world);
+            if (job.resume_from.empty()) {
+                layout_from_launch(cfg, given, world.size());
+                if (!cfg.model.init_from.empty()) check_init_source(cfg);
+                if (rank0) std::cout << schedule_notes(nullptr, cfg);
+            }
         }
         job.replace_run = a->force || job.restart_run;
         cfg.log.dir = job.run_dir;  // the config records where the run lives

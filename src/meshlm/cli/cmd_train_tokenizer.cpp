@@ -12,6 +12,7 @@
 
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/corpus_flags.h"
+#include "meshlm/cli/overrides.h"
 #include "meshlm/cli/validators.h"
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
@@ -117,7 +118,8 @@ int run_spm(const TrainTokenizerArgs& a) {
 
 }  // namespace
 
-CommandRunner add_train_tokenizer_command(CLI::App& app) {
+CommandRunner add_train_tokenizer_command(CLI::App& app,
+                                          const std::vector<std::string>& overrides) {
     auto* cmd = app.add_subcommand(
         "train-tokenizer",
         "Train a byte-level BPE (tokenizer.json) or a SentencePiece model (.model) on corpora");
@@ -155,7 +157,8 @@ CommandRunner add_train_tokenizer_command(CLI::App& app) {
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")
         ->capture_default_str()
         ->check(at_least(0));
-    return [a, cmd] {
+    return [a, cmd, &overrides] {
+        require_used_overrides(overrides, "meshlm train-tokenizer", {});
         a->specials_given = cmd->count("--special") > 0;
         if (a->out.empty()) MESHLM_INVALID("--out must not be empty");
         if (a->type == "bpe") return run_bpe(*a);

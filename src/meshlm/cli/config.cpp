@@ -216,6 +216,7 @@ struct Option {
     std::string type;     // "int", "float", ... (help text)
     std::string help;
     std::string constraint;  // Rule::describe; empty = any value of the type
+    std::string current;     // for an older name: the key it stands for ("model.norm_eps")
     bool is_string = false;
     // Stores `value` into the field; returns "<key>: expected ..." on a type mismatch.
     std::function<std::optional<std::string>(Config&, const RawValue&)> assign;
@@ -289,6 +290,13 @@ class Section {
         return *this;
     }
 
+    // Marks the option added last as an older name of `current` (a key of this section): read,
+    // never written, and refused beside `current` with another value in one config.
+    Section& older_name_of(const std::string& current) {
+        table_.options.back().current = name_ + "." + current;
+        return *this;
+    }
+
   private:
     OptionTable& table_;
     std::string name_;
@@ -342,6 +350,7 @@ OptionTable build_table() {
         .add("norm_bias", &ModelConfig::norm_bias, "norms have a bias (rmsnorm usually not)")
         .add("norm_eps", &ModelConfig::norm_eps, "norm epsilon", greater_than(0))
         .add("ln_eps", &ModelConfig::norm_eps, "older name of norm_eps", greater_than(0))
+        .older_name_of("norm_eps")
         .add("position", &ModelConfig::position,
              "learned table (wpe), rotary (rope), ALiBi biases, none, or (model.attention vq) "
              "scaled_sin: a learned scale (init 0) times fixed sinusoids of the absolute position",
@@ -808,6 +817,12 @@ class Loader {
     void apply_override(const std::string& text);
     void validate();
     Config take(const std::string& name);
+    // The keys (current names) the file or an override set so far.
+    std::vector<std::string> keys_given() const {
+        std::vector<std::string> keys;
+        for (const auto& [key, src] : origin_) keys.push_back(key);
+        return keys;
+    }
 
   private:
     void set(const std::string& key, const RawValue& value, const Source& src);
@@ -816,14 +831,25 @@ class Loader {
     const OptionTable& table_;
     Config config_;
     std::map<std::string, Source> origin_;  // key -> where its current value came from
+    // current key -> the name it was given by, in the file and in the overrides
+    std::map<std::string, std::string> file_names_, override_names_;
     std::vector<std::string> errors_;
 };
 
 void Loader::set(const std::string& key, const RawValue& value, const Source& src) {
     const Option* opt = table_.find(key);
     if (!opt) return error(src.wrap(unknown_key_message(table_, key)));
+    const std::string current = opt->current.empty() ? key : opt->current;
+    const std::string before = opt->dump(config_);
     if (auto err = opt->assign(config_, value)) return error(src.wrap(*err));
-    origin_[key] = src;
+    // Two names of one key in one source: configs saved before older names stopped being
+    // written hold both with one value, which is accepted; two values are refused.
+    auto& names = src.file.empty() ? override_names_ : file_names_;
+    const auto [seen, fresh] = names.emplace(current, key);
+    if (!fresh && seen->second != key && opt->dump(config_) != before)
+        return error(src.wrap(key + " and " + seen->second + " are two names of one key (" +
+                              current + ") with different values; give only " + current));
+    origin_[current] = src;
 }
 
 void Loader::load_file(const std::string& path) {
@@ -937,6 +963,7 @@ void Loader::apply_override(const std::string& text) {
 
 void Loader::validate() {
     for (const auto& o : table_.options) {
+        if (!o.current.empty()) continue;  // checked under its current name
         if (auto err = o.check(config_)) {
             const auto it = origin_.find(o.key);
             error(it == origin_.end() ? *err : it->second.wrap(*err));
@@ -957,11 +984,13 @@ Config Loader::take(const std::string& name) {
 
 }  // namespace
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+Config load_config(const std::string& path, const std::vector<std::string>& overrides,
+                   std::vector<std::string>* keys_given) {
     Loader loader(option_table());
     if (!path.empty()) loader.load_file(path);
     for (const auto& o : overrides) loader.apply_override(o);
     loader.validate();
+    if (keys_given) *keys_given = loader.keys_given();
     return loader.take(path.empty() ? "default" : std::filesystem::path(path).stem().string());
 }
 
@@ -971,7 +1000,7 @@ std::string config_to_yaml(const Config& c) {
     for (const auto& section : table.sections) {
         std::string body;
         for (const auto& o : table.options)
-            if (o.section == section)
+            if (o.section == section && o.current.empty())
                 body += "  " + o.key.substr(section.size() + 1) + ": " + o.dump(c) + "\n";
         if (body.empty()) continue;  // reserved sections
         if (!out.empty()) out += "\n";
@@ -1013,16 +1042,16 @@ SplitArgs split_config_overrides(int argc, const char* const* argv) {
 std::vector<ModelKeyChange> model_changes(const Config& before, const Config& after) {
     // Keys that only matter before the first step (how fresh weights are drawn, where warm-start
     // weights come from) or only to training's regularization (dropout, z-loss: fine-tuning may
-    // change them), and ln_eps (the older name of norm_eps, compared there): the function the
-    // weights compute does not depend on them.
+    // change them): the function the weights compute does not depend on them.
     static const std::vector<std::string> not_computation = {
-        "model.init_std",         "model.init_from",    "model.init",          "model.ln_eps",
-        "model.dropout_embd",     "model.dropout_attn", "model.dropout_resid", "model.z_loss",
-        "model.init_from_layers", "model.mup.u_init",   "model.mup.q_init",    "model.mup.r_init"};
+        "model.init_std",     "model.init_from",     "model.init",      "model.dropout_embd",
+        "model.dropout_attn", "model.dropout_resid", "model.z_loss",    "model.init_from_layers",
+        "model.mup.u_init",   "model.mup.q_init",    "model.mup.r_init"};
     std::vector<ModelKeyChange> out;
     for (const auto& o : option_table().options) {
-        if (o.section != "model" || std::find(not_computation.begin(), not_computation.end(),
-                                              o.key) != not_computation.end())
+        if (o.section != "model" || !o.current.empty() ||
+            std::find(not_computation.begin(), not_computation.end(), o.key) !=
+                not_computation.end())
             continue;
         const std::string a = o.dump(before), b = o.dump(after);
         if (a != b) out.push_back({o.key, a, b});
@@ -1037,7 +1066,7 @@ std::string config_summary(const Config& c) {
     static const Config defaults;
     std::string model;
     for (const auto& o : table.options) {
-        if (o.section != "model" || o.key == "model.init_from" || o.key == "model.ln_eps") continue;
+        if (o.section != "model" || o.key == "model.init_from" || !o.current.empty()) continue;
         const bool shape = o.key == "model.n_layer" || o.key == "model.d_model" ||
                            o.key == "model.n_head" || o.key == "model.vocab_size" ||
                            o.key == "model.max_seq_len";
@@ -1065,8 +1094,24 @@ std::string config_summary(const Config& c) {
 
 std::vector<std::string> config_keys() {
     std::vector<std::string> keys;
-    for (const auto& o : option_table().options) keys.push_back(o.key);
+    for (const auto& o : option_table().options)
+        if (o.current.empty()) keys.push_back(o.key);
     return keys;
+}
+
+std::vector<OptionInfo> config_options() {
+    const Config defaults;
+    std::vector<OptionInfo> out;
+    for (const auto& o : option_table().options)
+        out.push_back(
+            {o.section, o.key, o.type, o.dump(defaults), o.constraint, o.help, o.current});
+    return out;
+}
+
+void check_config_overrides(const std::vector<std::string>& overrides) {
+    Loader loader(option_table());
+    for (const auto& o : overrides) loader.apply_override(o);
+    loader.take("default");  // throws the problems found; the values' ranges are not checked
 }
 
 std::string config_help() {
@@ -1076,6 +1121,7 @@ std::string config_help() {
     for (const auto& o : table.options) width = std::max(width, o.key.size());
     std::string out;
     for (const auto& o : table.options) {
+        if (!o.current.empty()) continue;  // older names: `meshlm config --list`
         std::string line = "  " + o.key + std::string(width - o.key.size() + 2, ' ') + o.type +
                            " = " + o.dump(defaults);
         if (!o.constraint.empty()) line += " (" + o.constraint + ")";

@@ -6,7 +6,7 @@
 // Sections: model, data, train, optim, log, parallel, checkpoint.
 //
 // exports: Config, load_config, config_to_yaml, split_config_overrides, SplitArgs,
-//          config_keys, config_help
+//          config_keys, config_options, check_config_overrides, config_help
 #pragma once
 
 #include <string>
@@ -35,8 +35,10 @@ struct Config {
 // Defaults < YAML file at `path` (skipped when empty) < `overrides` ("section.key=value", applied
 // in order, each value read as a YAML scalar). Validates every field and the cross-field rules;
 // throws meshlm::InvalidInput whose message names the key, the file position or override, and
-// what would be valid (several problems are reported together, one per line).
-Config load_config(const std::string& path, const std::vector<std::string>& overrides);
+// what would be valid (several problems are reported together, one per line). `keys_given`, when
+// not null, receives the keys the file or the overrides set (current names, any order).
+Config load_config(const std::string& path, const std::vector<std::string>& overrides,
+                   std::vector<std::string>* keys_given = nullptr);
 
 // The resolved config as YAML: sections model, data, train, optim, log with every key. Loading
 // this text back with load_config gives an identical Config (floats are written exactly).
@@ -65,8 +67,22 @@ std::vector<ModelKeyChange> model_changes(const Config& before, const Config& af
 // directory), with the values actually used; the whole config is in RUN_DIR/config.yaml.
 std::string config_summary(const Config& c);
 
-// Every valid dotted key ("model.n_layer", ...), in table order.
+// Every dotted key a saved config holds ("model.n_layer", ...), in table order; older names
+// (model.ln_eps) are read but not among them.
 std::vector<std::string> config_keys();
+
+// One row of the option table as text, in table order (grouped by section): for
+// `meshlm config --list` and docs/config.md. `current` is set for an older name only: the key it
+// stands for (read, never written; both names with different values in one config are refused).
+struct OptionInfo {
+    std::string section, key, type, default_value, constraint, help, current;
+};
+std::vector<OptionInfo> config_options();
+
+// Throws InvalidInput for an override ("section.key=value") whose key is not in the table (named,
+// with the closest valid key) or whose value is not of the key's type; ranges are not checked.
+// For commands that take overrides without loading a config from them.
+void check_config_overrides(const std::vector<std::string>& overrides);
 
 // One line per key: key, type, default, constraint and help; for --help and docs.
 std::string config_help();

@@ -9,6 +9,7 @@
 #include "meshlm/cli/commands.h"
 #include "meshlm/cli/config.h"
 #include "meshlm/cli/suggest.h"
+#include "meshlm/cli/version.h"
 #include "meshlm/core/error.h"
 #include "meshlm/core/signal_thread.h"
 #include "meshlm/parallel/failure.h"
@@ -34,21 +35,23 @@ int main(int argc, char** argv) {
         meshlm::SplitArgs split = meshlm::split_config_overrides(argc, argv);
         CLI::App app{"meshlm: train, fine-tune, evaluate and serve transformer language models"};
         app.require_subcommand(1);
-        app.set_version_flag("--version", MESHLM_VERSION);
+        app.set_version_flag("--version",
+                             [] { return meshlm::version_text(meshlm::build_commit()); });
         std::vector<std::pair<CLI::App*, meshlm::CommandRunner>> commands;
         auto add = [&](meshlm::CommandRunner run) {
             commands.emplace_back(app.get_subcommands({}).back(), std::move(run));
         };
         add(meshlm::add_train_command(app, split.overrides, *world));
-        add(meshlm::add_sample_command(app));
-        add(meshlm::add_eval_command(app));
-        add(meshlm::add_serve_command(app));
-        add(meshlm::add_prepare_command(app));
+        add(meshlm::add_sample_command(app, split.overrides));
+        add(meshlm::add_eval_command(app, split.overrides));
+        add(meshlm::add_serve_command(app, split.overrides));
+        add(meshlm::add_prepare_command(app, split.overrides));
         add(meshlm::add_info_command(app, split.overrides));
-        add(meshlm::add_tokenize_command(app));
-        add(meshlm::add_train_tokenizer_command(app));
-        add(meshlm::add_convert_command(app));
-        add(meshlm::add_reshard_command(app));
+        add(meshlm::add_tokenize_command(app, split.overrides));
+        add(meshlm::add_train_tokenizer_command(app, split.overrides));
+        add(meshlm::add_convert_command(app, split.overrides));
+        add(meshlm::add_reshard_command(app, split.overrides));
+        add(meshlm::add_config_command(app, split.overrides));
         add(meshlm::add_coord_check_command(app, split.overrides, *world));
         // A mistyped command gets a suggestion, not CLI11's "A subcommand is required".
         if (split.args.size() > 1 && !split.args[1].starts_with("-")) {

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "meshlm/cli/model_match.h"
+#include "meshlm/cli/overrides.h"
 #include "meshlm/core/error.h"
 #include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
@@ -12,7 +14,7 @@ namespace fs = std::filesystem;
 
 namespace meshlm {
 
-RunDir open_run_dir(const std::string& path) {
+RunDir open_run_dir(const std::string& path, const std::vector<std::string>& overrides) {
     RunDir run;
     std::string tokenizer_home = path;  // where the tokenizer copy lives
     if (fs::exists(path + "/trainer.json")) {
@@ -31,13 +33,21 @@ RunDir open_run_dir(const std::string& path) {
                        "model.safetensors (written by `meshlm train` or `meshlm convert`), or "
                        "checkpoints/latest");
     }
-    run.config = load_config(run.path + "/config.yaml", {});
+    run.config = load_config(run.path + "/config.yaml", overrides);
+    if (!overrides.empty())
+        require_same_model(load_config(run.path + "/config.yaml", {}), run.config,
+                           "the weights in " + run.path);
     run.tokenizer_spec = run.config.data.tokenizer;
-    if (run.tokenizer_spec != "byte") {
+    if (run.tokenizer_spec != "byte" && !overridden(overrides, "data.tokenizer")) {
         std::string copy = run_tokenizer_copy(tokenizer_home, run.tokenizer_spec);
         if (fs::exists(copy)) run.tokenizer_spec = copy;
     }
     run.tokenizer = make_tokenizer(run.tokenizer_spec);
+    if (run.tokenizer->vocab_size() > run.config.model.vocab_size)  // an overridden tokenizer
+        MESHLM_INVALID("data.tokenizer '", run.tokenizer_spec, "' has ",
+                       run.tokenizer->vocab_size(), " tokens but the model in ", run.path,
+                       " has model.vocab_size ", run.config.model.vocab_size,
+                       ": give the tokenizer it was trained with");
     return run;
 }
 

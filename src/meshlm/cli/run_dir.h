@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "meshlm/cli/config.h"
 #include "meshlm/core/buffer.h"
@@ -20,8 +21,11 @@ struct RunDir {
     std::unique_ptr<Tokenizer> tokenizer;
 };
 
-// Throws InvalidInput naming what is missing when `path` is not a run directory.
-RunDir open_run_dir(const std::string& path);
+// Throws InvalidInput naming what is missing when `path` is not a run directory. `overrides`
+// ("section.key=value") apply to the run's saved config; one that changes what the weights
+// compute (a model key, config.h model_changes) is refused, naming both values. An overridden
+// data.tokenizer replaces the run's copy of its tokenizer.
+RunDir open_run_dir(const std::string& path, const std::vector<std::string>& overrides = {});
 // Reads the weights into params, laid out by `layout` (transformer_layout of the run's model): a
 // checkpoint's (single-file or sharded) or the run's final model.safetensors.
 void load_run_weights(const RunDir& run, const ParamLayout& layout, float* params);

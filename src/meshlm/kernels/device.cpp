@@ -3,6 +3,7 @@
 #include "meshlm/kernels/device.h"
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/cpu/cpu_info.h"
 #include "meshlm/kernels/cuda/cuda_kernels.h"
 
 namespace meshlm::kernels {
@@ -15,6 +16,14 @@ const char* device_name(Device d) {
             return "cuda";
     }
     return "?";
+}
+
+std::string cpu_features() {
+    return cpu_features_in_use();
+}
+
+std::string cpu_gemm_library_version() {
+    return "oneDNN " + onednn_version();
 }
 
 #ifdef MESHLM_HAVE_CUDA

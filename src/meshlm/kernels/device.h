@@ -14,6 +14,11 @@ const char* device_name(Device d);  // "cpu", "cuda"
 // True in a build configured with -DMESHLM_CUDA=ON.
 bool cuda_built();
 
+// The CPU vector extensions the kernels use (compiled in, and avx512bf16 where found at run
+// time), space-separated; and the linked oneDNN's version. For `meshlm --version`.
+std::string cpu_features();
+std::string cpu_gemm_library_version();
+
 // CUDA devices this process can use: 0 in a CPU-only build, without a driver or without a GPU.
 int cuda_device_count();
 // Why cuda_device_count() is 0 ("" when it is not): the build, or the runtime's own words.

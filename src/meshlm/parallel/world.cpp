@@ -26,6 +26,16 @@ bool launched_by_mpi() {
     return has_env("OMPI_COMM_WORLD_SIZE") || has_env("PMIX_RANK") || has_env("PMI_RANK");
 }
 
+std::string mpi_library_version() {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    if (MPI_Get_library_version(text, &len) != MPI_SUCCESS) return "unknown";
+    std::string v(text, static_cast<std::size_t>(len));
+    if (const auto nl = v.find('\n'); nl != std::string::npos) v.resize(nl);
+    while (!v.empty() && (v.back() == ',' || v.back() == ' ' || v.back() == '\0')) v.pop_back();
+    return v;
+}
+
 MpiGuard::MpiGuard() {
     if (!launched_by_mpi()) return;
     int initialized = 0;

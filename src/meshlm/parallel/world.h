@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "meshlm/parallel/comm.h"
 
@@ -14,6 +15,10 @@ namespace meshlm {
 
 // True if an MPI launcher started this process (OMPI_COMM_WORLD_SIZE, PMIX_RANK or PMI_RANK set).
 bool launched_by_mpi();
+
+// The MPI library's own first line of MPI_Get_library_version ("Open MPI v4.1.4, ..."), which
+// may be asked before MPI is initialized; for `meshlm --version`.
+std::string mpi_library_version();
 
 // Initializes MPI (MPI_THREAD_FUNNELED: only the main thread calls MPI) if launched_by_mpi(),
 // and finalizes it at destruction. After MPI_Abort nothing is finalized: the process is gone.

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/launch_command.h"
 #include "meshlm/train/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -69,8 +70,8 @@ void check_run_dir_free(const std::string& dir, const std::string& init_from) {
     if (!holds_run(dir)) return;
     MESHLM_INVALID("the run directory ", dir,
                    " already holds a run; training into it would overwrite it. Continue that run "
-                   "with `meshlm train --resume ",
-                   dir,
+                   "with `",
+                   relaunch_command(1, "train --resume " + shell_quote(dir)),
                    "` (or --config.checkpoint.resume=auto), train a new one elsewhere with "
                    "--config.log.dir=runs/<new name>, or replace it with --force (removes the old "
                    "run first)");

@@ -15,6 +15,7 @@
 
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
+#include "meshlm/core/launch_command.h"
 #include "meshlm/core/memory_usage.h"
 #include "meshlm/core/rng.h"
 #include "meshlm/data/data_source.h"
@@ -129,11 +130,10 @@ std::pair<double, double> gemm_seconds_fp32_bf16(int rows, int width) {
     return {fp32, bf16};
 }
 
-// What to type to continue a run stopped by a signal: the same launch (any launch resumes it;
-// this one continues exactly).
+// What to type to continue a run stopped by a signal: the same launch, with this binary's real
+// path (any launch resumes it; this one continues exactly).
 std::string resume_command(int ranks, const std::string& run_dir) {
-    const std::string train = "meshlm train --resume " + run_dir;
-    return ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " " + train : train;
+    return relaunch_command(ranks, "train --resume " + shell_quote(run_dir));
 }
 
 }  // namespace
