@@ -30,6 +30,7 @@
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/layernorm.h"
+#include "meshlm/kernels/ops/linear.h"
 #include "meshlm/kernels/ops/linear_decode.h"
 #include "meshlm/kernels/ops/lion.h"
 #include "meshlm/kernels/ops/qk_norm.h"
@@ -241,6 +242,107 @@ TEST(OpsDispatch, Attention) {
                                 sv, {.H = H, .Hkv = Hkv, .scale = 0.2f});
         EXPECT_TRUE(bitwise_equal(d1, d2));
     }
+}
+
+// C, A and B as column blocks of wider rows (the model's chunked bf16 head writes y's columns
+// o0.. with ldc = O): the strides reach the kernel as lda / ldb / ldc.
+TEST(OpsDispatch, GemmRowStrides) {
+    const int M = 11, N = 7, K = 9, WA = 20, WB = 13, WC = 17;  // the wide rows
+    auto A = randn(M * WA, 31), B = randn(K * WB, 32), C0 = randn(M * WC, 33);
+    auto want = C0, got = C0;
+    kernels::gemm(false, false, M, N, K, 1.f, A.data() + 3, WA, B.data() + 5, WB, 1.f,
+                  want.data() + 8, WC);
+    const Tensor c = view(got, {M, WC}).columns(8, N);
+    EXPECT_EQ(c.ld, WC);
+    ops::gemm(c, view(A, {M, WA}).columns(3, K), false, view(B, {K, WB}).columns(5, N), false, 1.f,
+              1.f);
+    EXPECT_TRUE(bitwise_equal(got, want));
+    // A block of a block keeps the outer stride; all columns from 0 is the dense view.
+    EXPECT_EQ(c.columns(2, 3).ld, WC);
+    EXPECT_TRUE(view(got, {M, WC}).columns(0, WC).dense());
+
+    std::vector<std::uint16_t> A16(A.size()), B16(B.size());
+    kernels::to_bf16(A16.data(), A.data(), A.size());
+    kernels::to_bf16(B16.data(), B.data(), B.size());
+    want = got = C0;
+    kernels::gemm_bf16(false, true, M, N, K, 1.f, A16.data(), WA, B16.data() + 2, WB, 0.f,
+                       want.data() + 1, WC);
+    ops::gemm(view(got, {M, WC}).columns(1, N), view(A16, {M, WA}).columns(0, K), false,
+              view(B16, {N, WB}).columns(2, K), true);
+    EXPECT_TRUE(bitwise_equal(got, want));
+}
+
+// rope honours a row stride too: heads of a column block rotate like col0 on the whole rows.
+TEST(OpsDispatch, RopeOnColumnBlock) {
+    const int N = 8, T = 4, D = 8, W = 4 * D;
+    auto x = randn(N * W, 34), inv = randn(D / 2, 35, 0.1f, 0.3f), y = x;
+    ops::rope_forward(view(x, {N, W}), Tensor{}, view(inv, {D / 2}),
+                      {.col0 = D, .heads = 2, .head_dim = D, .rope_dim = D, .T = T});
+    ops::rope_forward(view(y, {N, W}).columns(D, 2 * D), Tensor{}, view(inv, {D / 2}),
+                      {.heads = 2, .head_dim = D, .rope_dim = D, .T = T});
+    EXPECT_TRUE(bitwise_equal(x, y));
+}
+
+TEST(OpsDispatch, Linear) {
+    const int N = 13, I = 24, O = 19;
+    auto x = randn(N * I, 36), W = randn(O * I, 37), b = randn(O, 38), dy = randn(N * O, 39);
+    for (bool with_b : {true, false}) {
+        const Tensor bv = with_b ? view(b, {O}) : Tensor{};
+        std::vector<float> y1(N * O), y2(N * O);
+        kernels::linear_forward(y1.data(), x.data(), W.data(), with_b ? b.data() : nullptr, N, I,
+                                O);
+        ops::linear_forward(view(y2, {N, O}), view(x, {N, I}), view(W, {O, I}), bv);
+        EXPECT_TRUE(bitwise_equal(y1, y2));
+        for (bool with_dx : {true, false}) {
+            auto dx1 = accumulate_pattern(N * I), dW1 = accumulate_pattern(O * I);
+            auto db1 = accumulate_pattern(O), dx2 = dx1, dW2 = dW1, db2 = db1;
+            kernels::linear_backward(with_dx ? dx1.data() : nullptr, dW1.data(),
+                                     with_b ? db1.data() : nullptr, dy.data(), x.data(), W.data(),
+                                     N, I, O);
+            ops::linear_backward(with_dx ? view(dx2, {N, I}) : Tensor{}, view(dW2, {O, I}),
+                                 with_b ? view(db2, {O}) : Tensor{}, view(dy, {N, O}),
+                                 view(x, {N, I}), view(W, {O, I}));
+            EXPECT_TRUE(bitwise_equal(dx1, dx2) && bitwise_equal(dW1, dW2) &&
+                        bitwise_equal(db1, db2));
+        }
+    }
+    auto y1 = randn(N * O, 40), y2 = y1;
+    for (int n = 0; n < N; ++n)
+        for (int o = 0; o < O; ++o) y1[n * O + o] += b[o];
+    ops::add_bias(view(y2, {N, O}), view(b, {O}));
+    EXPECT_TRUE(bitwise_equal(y1, y2));
+    expect_error(
+        [&] {
+            ops::linear_forward(view(y2, {N, O}), view(x, {N, I}), view(W, {I, O}), Tensor{});
+        },
+        "linear_forward: W has shape [24, 19], expected [O, 24]");
+}
+
+// Ops over dense views name a strided one; bad strides and blocks are refused where made.
+TEST(OpsDispatch, RowStrideCheckedAndRefusedByDenseOps) {
+    std::vector<float> x(8 * 16), out(8 * 8), mean(8), rstd(8), w(8);
+    const Tensor half = view(x, {8, 16}).columns(8, 8);
+    EXPECT_FALSE(half.dense());
+    expect_error(
+        [&] {
+            ops::layernorm_forward(view(out, {8, 8}), view(mean, {8}), view(rstd, {8}), half,
+                                   view(w, {8}), Tensor{}, 1e-5f);
+        },
+        "layernorm_forward: x has row stride 16; expected a dense view");
+    expect_error([&] { ops::add_bias(half, view(w, {8})); }, "add_bias: y has row stride 16");
+    expect_error([&] { kernels::copy(view(out, {8, 8}), half); }, "copy: src has row stride 16");
+    expect_error([&] { (void)half.columns(4, 5); }, "columns [4, 9) of a [8, 8] view");
+    expect_error([&] { (void)view(w, {8}).columns(0, 1); }, "columns of a [8] view");
+    Tensor narrow = view(x, {8, 8});
+    narrow.ld = 4;  // rows would overlap
+    expect_error(
+        [&] {
+            ops::gemm(view(out, {8, 8}), narrow, false, view(x, {8, 8}), false);
+        },
+        "gemm: A has row stride 4, less than its 8 columns");
+    Tensor flat = view(w, {8});
+    flat.ld = 8;  // a stride on a 1-D view
+    expect_error([&] { ops::add_bias(view(out, {8, 8}), flat); }, "add_bias: b has row stride 8");
 }
 
 TEST(OpsDispatch, WrongDeviceDtypeOrShapeIsNamed) {

@@ -64,6 +64,8 @@ void linear_backward(float* dx, float* dW, float* dbias, const float* dy, const 
                      const float* W, int N, int I, int O);
 // db[O] += sum_n dy[n, O] (a bias's gradient; also of one added after a reduction).
 void bias_backward(float* db, const float* dy, int N, int O);
+// y[N, O] += b[O] per row (a bias after an accumulating GEMM or a reduction).
+void add_bias(float* y, const float* b, int N, int O);
 
 // Element-wise activations. gelu_tanh is GPT-2's gelu_new (tanh approximation), gelu the exact
 // erf form, relu max(x, 0), sqrelu relu(x)^2 (Primer), silu x * sigmoid(x).

@@ -36,6 +36,14 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
 void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const std::uint16_t* A,
                int lda, const std::uint16_t* B, int ldb, float beta, float* C, int ldc);
 
+// --- Linear (linear.cu: bias kernels around gemm) ---
+void linear_forward(float* y, const float* x, const float* W, const float* bias, int N, int I,
+                    int O);
+// dbias must be null until the CUDA bias_backward kernel exists (throws before any launch).
+void linear_backward(float* dx, float* dW, float* dbias, const float* dy, const float* x,
+                     const float* W, int N, int I, int O);
+void add_bias(float* y, const float* b, int N, int O);
+
 // --- Norms (layernorm.cu, rmsnorm.cu) ---
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
                        const float* b, int N, int C, float eps);
