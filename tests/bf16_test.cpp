@@ -191,17 +191,17 @@ TEST(Bf16Linear, EqualsFp32OnRoundedOperandsInChunks) {
         s.x = xs.data(), s.w = ws.data(), s.dy = dys.data();
         s.rows = N, s.max_in = I, s.max_out = max_out;
         std::vector<float> y(N * O), y_ref(N * O);
-        linear::forward(y.data(), x.data(), W.data(), b.data(), N, I, O, false, &s);
+        linear::forward(Device::cpu, y.data(), x.data(), W.data(), b.data(), N, I, O, false, &s);
         const std::vector<float> xr = round_trip(x), Wr = round_trip(W), dyr = round_trip(dy);
-        linear::forward(y_ref.data(), xr.data(), Wr.data(), b.data(), N, I, O);
+        linear::forward(Device::cpu, y_ref.data(), xr.data(), Wr.data(), b.data(), N, I, O);
         for (int i = 0; i < N * O; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-5f) << max_out;
 
         std::vector<float> dx(N * I, 1.f), dW(O * I, 0.5f), db(O, 0.25f);
         std::vector<float> dx_ref = dx, dW_ref = dW, db_ref = db;
-        linear::backward(dx.data(), dW.data(), db.data(), dy.data(), x.data(), W.data(), N, I, O,
-                         true, &s);
-        linear::backward(dx_ref.data(), dW_ref.data(), db_ref.data(), dyr.data(), xr.data(),
-                         Wr.data(), N, I, O, true);
+        linear::backward(Device::cpu, dx.data(), dW.data(), db.data(), dy.data(), x.data(),
+                         W.data(), N, I, O, true, &s);
+        linear::backward(Device::cpu, dx_ref.data(), dW_ref.data(), db_ref.data(), dyr.data(),
+                         xr.data(), Wr.data(), N, I, O, true);
         for (int i = 0; i < N * I; ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-5f) << max_out;
         for (int i = 0; i < O * I; ++i) ASSERT_NEAR(dW[i], dW_ref[i], 2e-5f) << max_out;
         // The bias gradient is summed from the fp32 dy.

@@ -1,10 +1,30 @@
 #include "meshlm/model/attention.h"
 
+#include "meshlm/kernels/ops/rope.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/positions.h"
 
 namespace meshlm {
 namespace k = kernels;
+
+namespace {
+
+// RoPE (forward or backward) over the q heads, then the k heads, of qkv rows.
+void rope_qk(const Attention& a, bool forward, float* qkv, const std::int32_t* pos, int N, int T) {
+    const Tensor x = view(qkv, {N, a.qkv_width()}, a.device), p = view(pos, {N}, a.device);
+    const Tensor f = view(a.inv_freq.data(), {a.rope_dim / 2}, a.device);
+    ops::RopeHeads r{.heads = a.Hl,
+                     .head_dim = a.D,
+                     .rope_dim = a.rope_dim,
+                     .interleaved = a.interleaved,
+                     .T = T};
+    const auto rope = forward ? ops::rope_forward : ops::rope_backward;
+    rope(x, p, f, r);
+    r.col0 = a.Hl * a.D, r.heads = a.Kl;
+    rope(x, p, f, r);
+}
+
+}  // namespace
 
 Attention::Attention(const ModelConfig& cfg, int model, int rank)
     : C(cfg.d_model),
@@ -36,11 +56,7 @@ Attention::Attention(const ModelConfig& cfg, int model, int rank)
 }
 
 void Attention::rotate(float* qkv, const std::int32_t* pos, int N, int T, float* qk_rstd) const {
-    if (rope) {
-        k::rope_forward(qkv, qkv_width(), pos, N, T, Hl, D, rope_dim, interleaved, inv_freq.data());
-        k::rope_forward(qkv + Hl * D, qkv_width(), pos, N, T, Kl, D, rope_dim, interleaved,
-                        inv_freq.data());
-    }
+    if (rope) rope_qk(*this, true, qkv, pos, N, T);
     // q heads then k heads are adjacent: one pass over Hl + Kl heads.
     if (qk_norm) k::qk_norm_forward(qkv, qkv_width(), qk_rstd, N, Hl + Kl, D, norm_eps);
 }
@@ -61,7 +77,7 @@ void Attention::project_in(float* qkv, const float* x, const BlockTensors& w, in
 
 void Attention::project(float* qkv, const float* x, const BlockTensors& w, int N,
                         const std::uint16_t* x16) const {
-    linear::forward(qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width(), false, bf16, x16);
+    linear::forward(device, qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width(), false, bf16, x16);
 }
 
 void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
@@ -74,7 +90,7 @@ void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
 
 void Attention::project_out(float* out, const float* y, const BlockTensors& w, int N,
                             bool accumulate) const {
-    linear::forward(out, y, w.proj_w, nullptr, N, y_width(), C, accumulate, bf16);
+    linear::forward(device, out, y, w.proj_w, nullptr, N, y_width(), C, accumulate, bf16);
 }
 
 void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,
@@ -82,7 +98,8 @@ void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, con
                          const BlockTensors& w, int B, int T, const k::AttnDropout* drop,
                          bool accumulate, const std::uint16_t* x16, const float* qk_rstd) const {
     const int N = B * T;
-    linear::backward(dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C, false, bf16);
+    linear::backward(device, dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C, false,
+                     bf16);
     if (act.act != k::AttnAct::softmax)
         k::attention_act_backward(dqkv, dy, qkv, B, T, Hl, Kl, D,
                                   slopes.empty() ? nullptr : slopes.data(), act, scale);
@@ -91,14 +108,9 @@ void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, con
                               slopes.empty() ? nullptr : slopes.data(), drop, scale);
     // qkv holds the normalized q and k heads: the xhat of the norm's backward.
     if (qk_norm) k::qk_norm_backward(dqkv, qkv_width(), qkv, qkv_width(), qk_rstd, N, Hl + Kl, D);
-    if (rope) {
-        k::rope_backward(dqkv, qkv_width(), nullptr, N, T, Hl, D, rope_dim, interleaved,
-                         inv_freq.data());
-        k::rope_backward(dqkv + Hl * D, qkv_width(), nullptr, N, T, Kl, D, rope_dim, interleaved,
-                         inv_freq.data());
-    }
-    linear::backward(dx, g.qkv_w, g.qkv_b, dqkv, x, w.qkv_w, N, C, qkv_width(), accumulate, bf16,
-                     x16);
+    if (rope) rope_qk(*this, false, dqkv, nullptr, N, T);
+    linear::backward(device, dx, g.qkv_w, g.qkv_b, dqkv, x, w.qkv_w, N, C, qkv_width(), accumulate,
+                     bf16, x16);
 }
 
 }  // namespace meshlm

@@ -17,7 +17,7 @@ Head::Head(const ModelConfig& cfg, ModelComm& comm)
 }
 
 void Head::logits(float* logits, const float* x, const float* W, const float* b, int N) const {
-    linear::forward(logits, x, W, b, N, C, Vl, false, bf16);
+    linear::forward(device, logits, x, W, b, N, C, Vl, false, bf16);
 }
 
 void Head::loss(float* logits, float* losses, float* row_max, float* stats,
@@ -33,7 +33,7 @@ void Head::loss(float* logits, float* losses, float* row_max, float* stats,
 
 void Head::backward(float* dx, float* dW, float* db, const float* dlogits, const float* x,
                     const float* W, int N) const {
-    linear::backward(dx, dW, db, dlogits, x, W, N, C, Vl, false, bf16);
+    linear::backward(device, dx, dW, db, dlogits, x, W, N, C, Vl, false, bf16);
     mp->sum(dx, static_cast<std::size_t>(N) * C);
 }
 

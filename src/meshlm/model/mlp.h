@@ -22,6 +22,7 @@ struct Mlp {
     bool gated;
     kernels::Act act;
     Bf16Scratch* bf16 = nullptr;  // the GEMMs in bf16 (linear.h); null: fp32
+    Device device = Device::cpu;  // where its views live (the ops dispatch on it)
 
     Mlp(const ModelConfig& cfg, int model);
     int h_width() const { return gated ? 2 * Fl : Fl; }
