@@ -16,6 +16,7 @@
 
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/transformer.h"
@@ -148,7 +149,7 @@ void check_gemm(bool ta, bool tb, int M, int N, int K, float alpha, float beta, 
 // in place, in parallel passes: every value must come out as the float it stands for, for sizes
 // around the passes' parallel threshold and odd ones.
 TEST(Bf16, WidensInPlace) {
-    k::set_threads(2);
+    set_thread_count(2);
     for (std::size_t n : {0, 1, 2, 3, 8, 4095, 8193, 8194, 100001}) {
         std::vector<std::uint16_t> in(n);
         Philox rng(n, 1);

@@ -221,6 +221,33 @@ TEST(OpsDispatch, Embedding) {
     EXPECT_TRUE(bitwise_equal(dwte1, dwte2) && bitwise_equal(dwpe1, dwpe2));
 }
 
+// A vocabulary-parallel shard (rows of tokens [v0, v0 + Vl)) and the position half on its own.
+TEST(OpsDispatch, EmbeddingShardAndPositions) {
+    const int N = 12, T = 4, v0 = 5, Vl = 6, C = 16, P = 6;
+    auto wte = randn(Vl * C, 22), wpe = randn(P * C, 23), dout = randn(N * C, 24);
+    std::vector<std::int32_t> tok(N);
+    for (int n = 0; n < N; ++n) tok[n] = (n * 7) % 17;  // in and out of the shard
+    std::vector<float> o1(N * C), o2(N * C, 1.f);
+    kernels::embedding_forward_vocab_range(o1.data(), tok.data(), wte.data(), v0, Vl, N, C);
+    kernels::position_embedding_forward(o1.data(), wpe.data(), N, T, C);
+    ops::embedding_forward(view(o2, {N, C}), view(tok, {N}), view(wte, {Vl, C}), Tensor{}, T, v0);
+    ops::position_embedding_forward(view(o2, {N, C}), view(wpe, {P, C}), T);
+    EXPECT_TRUE(bitwise_equal(o1, o2));
+    auto dwte1 = accumulate_pattern(Vl * C), dwpe1 = accumulate_pattern(P * C);
+    auto dwte2 = dwte1, dwpe2 = dwpe1;
+    kernels::embedding_backward_vocab_range(dwte1.data(), dout.data(), tok.data(), v0, Vl, N, C);
+    kernels::position_embedding_backward(dwpe1.data(), dout.data(), N, T, C);
+    ops::embedding_backward(view(dwte2, {Vl, C}), Tensor{}, view(dout, {N, C}), view(tok, {N}), T,
+                            v0);
+    ops::position_embedding_backward(view(dwpe2, {P, C}), view(dout, {N, C}), T);
+    EXPECT_TRUE(bitwise_equal(dwte1, dwte2) && bitwise_equal(dwpe1, dwpe2));
+    expect_error(
+        [&] {
+            ops::position_embedding_forward(view(o2, {N, C}), view(wpe, {P, C}), 7);
+        },
+        "position_embedding_forward: T = 7 needs 1 <= T <= 6 (the rows of wpe)");
+}
+
 TEST(OpsDispatch, Attention) {
     const int B = 2, T = 70, H = 4, Hkv = 2, D = 16, W = (H + 2 * Hkv) * D;
     auto qkv = randn(B * T * W, 20), dout = randn(B * T * H * D, 21);
@@ -242,6 +269,57 @@ TEST(OpsDispatch, Attention) {
                                 sv, {.H = H, .Hkv = Hkv, .scale = 0.2f});
         EXPECT_TRUE(bitwise_equal(d1, d2));
     }
+}
+
+// Dropout on the probabilities reaches the kernel: the same mask as the kernel's, and not the
+// undropped output.
+TEST(OpsDispatch, AttentionDropout) {
+    const int B = 2, T = 33, H = 4, Hkv = 4, D = 8, W = (H + 2 * Hkv) * D;
+    auto qkv = randn(B * T * W, 25), dout = randn(B * T * H * D, 26);
+    const kernels::AttnDropout drop{
+        .rate = 0.3f, .seed = 7, .stream = 11, .row0 = 4, .head0 = 0, .n_head = H};
+    const ops::AttentionHeads heads{.H = H, .Hkv = Hkv, .dropout = &drop};
+    std::vector<float> o1(B * T * H * D), l1(B * H * T), o2 = o1, l2 = l1, o0 = o1, l0 = l1;
+    kernels::attention_forward(o1.data(), l1.data(), qkv.data(), B, T, H, Hkv, D, nullptr, &drop);
+    ops::attention_forward(view(o2, {B, T, H * D}), view(l2, {B, H, T}), view(qkv, {B, T, W}),
+                           Tensor{}, heads);
+    ops::attention_forward(view(o0, {B, T, H * D}), view(l0, {B, H, T}), view(qkv, {B, T, W}),
+                           Tensor{}, {.H = H, .Hkv = Hkv});
+    EXPECT_TRUE(bitwise_equal(o1, o2) && bitwise_equal(l1, l2));
+    EXPECT_FALSE(bitwise_equal(o0, o2));
+    std::vector<float> d1(qkv.size()), d2(qkv.size());
+    kernels::attention_backward(d1.data(), dout.data(), o1.data(), l1.data(), qkv.data(), B, T, H,
+                                Hkv, D, nullptr, &drop);
+    ops::attention_backward(view(d2, {B, T, W}), view(dout, {B, T, H * D}), view(o1, {B, T, H * D}),
+                            view(l1, {B, H, T}), view(qkv, {B, T, W}), Tensor{}, heads);
+    EXPECT_TRUE(bitwise_equal(d1, d2));
+}
+
+// The end of a residual branch against its definition written out here, each bias present or
+// not: ((out + b1) + b2) + r, in that order.
+TEST(OpsDispatch, BiasResidual) {
+    const int N = 7, C = 37;
+    auto out0 = randn(N * C, 27), r = randn(N * C, 28), b1 = randn(C, 29), b2 = randn(C, 30);
+    for (int mask = 0; mask < 4; ++mask) {
+        const bool h1 = mask & 1, h2 = mask & 2;
+        std::vector<float> want = out0, got = out0;
+        for (int n = 0; n < N; ++n)
+            for (int c = 0; c < C; ++c) {
+                float& o = want[n * C + c];
+                if (h1) o = o + b1[c];
+                if (h2) o = o + b2[c];
+                o = o + r[n * C + c];
+            }
+        ops::bias_residual(view(got, {N, C}), h1 ? view(b1, {C}) : Tensor{},
+                           h2 ? view(b2, {C}) : Tensor{}, view(r, {N, C}));
+        EXPECT_TRUE(bitwise_equal(want, got)) << "biases " << mask;
+    }
+    std::vector<float> out = out0;
+    expect_error(
+        [&] {
+            ops::bias_residual(view(out, {N, C}), view(b1, {C - 1}), Tensor{}, view(r, {N, C}));
+        },
+        "bias_residual: b1 has shape [36], expected [37]");
 }
 
 // C, A and B as column blocks of wider rows (the model's chunked bf16 head writes y's columns

@@ -174,29 +174,14 @@ TEST_F(CudaOps, LinearAndAddBias) {
                         DeviceBuffer dy = upload(d, randn(N * O, 57), {N, O});
                         DeviceBuffer dx(d, DType::f32, {N, I});
                         DeviceBuffer dW = upload(d, test::accumulate_pattern(O * I), {O, I});
-                        ops::linear_backward(dx.view(), dW.view(), Tensor{}, dy.view(), x.view(),
+                        DeviceBuffer db = upload(d, test::accumulate_pattern(O), {O});
+                        ops::linear_backward(dx.view(), dW.view(), db.view(), dy.view(), x.view(),
                                              W.view());
-                        return Outputs{{"y", download(y)},
-                                       {"y without b", download(y0)},
-                                       {"y + b", download(z)},
-                                       {"dx", download(dx)},
-                                       {"dW", download(dW)}};
+                        return Outputs{{"y", download(y)},     {"y without b", download(y0)},
+                                       {"y + b", download(z)}, {"dx", download(dx)},
+                                       {"dW", download(dW)},   {"db", download(db)}};
                     },
                     {1e-4, 1e-4});
-}
-
-// The bias gradient waits for the CUDA bias_backward kernel: refused before any GEMM runs.
-TEST_F(CudaOps, LinearBiasGradientNotYet) {
-    const int N = 4, I = 8, O = 6;
-    DeviceBuffer x(Device::cuda, DType::f32, {N, I}), W(Device::cuda, DType::f32, {O, I});
-    DeviceBuffer dy = upload(Device::cuda, randn(N * O, 58), {N, O});
-    DeviceBuffer dW(Device::cuda, DType::f32, {O, I}), db(Device::cuda, DType::f32, {O});
-    expect_error(
-        [&] {
-            ops::linear_backward(Tensor{}, dW.view(), db.view(), dy.view(), x.view(), W.view());
-        },
-        "bias_backward");
-    EXPECT_TRUE(test::bitwise_equal(download(dW), std::vector<float>(O * I, 0.f)));
 }
 
 // --- Norms --------------------------------------------------------------------------------------
@@ -477,6 +462,19 @@ TEST_F(CudaOps, ClippingAndResidual) {
     }
     expect_same_bits("clamp", clamped[1], clamped[0]);
     expect_same_bits("scale, residual_forward", sums[1], sums[0], true);
+    const int N = 97, C = 1031;
+    const auto o0 = randn(N * C, 46), r0 = randn(N * C, 47), b1 = randn(C, 48), b2 = randn(C, 49);
+    for (int mask = 0; mask < 4; ++mask) {
+        std::vector<float> got[2];
+        for (Device d : {Device::cpu, Device::cuda}) {
+            DeviceBuffer o = upload(d, o0, {N, C}), r = upload(d, r0, {N, C});
+            DeviceBuffer p1 = upload(d, b1, {C}), p2 = upload(d, b2, {C});
+            ops::bias_residual(o.view(), mask & 1 ? p1.view() : Tensor{},
+                               mask & 2 ? p2.view() : Tensor{}, r.view());
+            got[d == Device::cuda] = download(o);
+        }
+        expect_same_bits("bias_residual", got[1], got[0], true);
+    }
     const auto z = randn(n, 45, 3.f);
     double s[2];
     for (Device d : {Device::cpu, Device::cuda})

@@ -62,5 +62,10 @@ inline Tensor view(const std::uint16_t* p, Shape s, Device d) {  // bf16 bits
 inline Tensor view(const std::int32_t* p, Shape s, Device d) {
     return Tensor{const_cast<std::int32_t*>(p), DType::i32, s, d};
 }
+// n elements of a flat buffer (parameters, gradients, optimizer state) as a 1-D view.
+template <typename T>
+Tensor flat(const T* p, std::size_t n, Device d) {
+    return view(p, {static_cast<std::int64_t>(n)}, d);
+}
 
 }  // namespace meshlm

@@ -1,5 +1,8 @@
 #include "meshlm/model/attention.h"
 
+#include "meshlm/kernels/ops/attention.h"
+#include "meshlm/kernels/ops/attention_act.h"
+#include "meshlm/kernels/ops/qk_norm.h"
 #include "meshlm/kernels/ops/rope.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/positions.h"
@@ -22,6 +25,22 @@ void rope_qk(const Attention& a, bool forward, float* qkv, const std::int32_t* p
     rope(x, p, f, r);
     r.col0 = a.Hl * a.D, r.heads = a.Kl;
     rope(x, p, f, r);
+}
+
+// The core's views: qkv rows [B, T, qkv width], y [B, T, Hl D], lse [B, Hl, T].
+struct CoreViews {
+    Tensor qkv, y, lse, slopes;
+    ops::AttentionHeads heads;
+};
+
+CoreViews core_views(const Attention& a, const float* qkv, const float* y, const float* lse, int B,
+                     int T, const k::AttnDropout* drop) {
+    const Device d = a.device;
+    return {view(qkv, {B, T, a.qkv_width()}, d),
+            view(y, {B, T, a.y_width()}, d),
+            lse ? view(lse, {B, a.Hl, T}, d) : Tensor{},
+            a.slopes.empty() ? Tensor{} : view(a.slopes.data(), {a.Hl}, d),
+            {.H = a.Hl, .Hkv = a.Kl, .scale = a.scale, .dropout = drop}};
 }
 
 }  // namespace
@@ -58,7 +77,10 @@ Attention::Attention(const ModelConfig& cfg, int model, int rank)
 void Attention::rotate(float* qkv, const std::int32_t* pos, int N, int T, float* qk_rstd) const {
     if (rope) rope_qk(*this, true, qkv, pos, N, T);
     // q heads then k heads are adjacent: one pass over Hl + Kl heads.
-    if (qk_norm) k::qk_norm_forward(qkv, qkv_width(), qk_rstd, N, Hl + Kl, D, norm_eps);
+    if (!qk_norm) return;
+    const ops::QkNormHeads h{.heads = Hl + Kl, .head_dim = D};
+    ops::qk_norm_forward(view(qkv, {N, qkv_width()}, device),
+                         qk_rstd ? view(qk_rstd, {N, Hl + Kl}, device) : Tensor{}, h, norm_eps);
 }
 
 void Attention::forward(float* out, float* qkv, float* y, float* lse, const float* x,
@@ -82,10 +104,10 @@ void Attention::project(float* qkv, const float* x, const BlockTensors& w, int N
 
 void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
                      const k::AttnDropout* drop) const {
-    const float* sl = slopes.empty() ? nullptr : slopes.data();
+    const CoreViews v = core_views(*this, qkv, y, lse, B, T, drop);
     if (act.act != k::AttnAct::softmax)
-        return k::attention_act_forward(y, qkv, B, T, Hl, Kl, D, sl, act, scale);
-    k::attention_forward(y, lse, qkv, B, T, Hl, Kl, D, sl, drop, scale);
+        return ops::attention_act_forward(v.y, v.qkv, v.slopes, v.heads, act);
+    ops::attention_forward(v.y, v.lse, v.qkv, v.slopes, v.heads);
 }
 
 void Attention::project_out(float* out, const float* y, const BlockTensors& w, int N,
@@ -100,14 +122,19 @@ void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, con
     const int N = B * T;
     linear::backward(device, dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C, false,
                      bf16);
+    const CoreViews v = core_views(*this, qkv, y, lse, B, T, drop);
+    const Tensor dq = view(dqkv, {B, T, qkv_width()}, device), dyv = view(dy, v.y.shape, device);
     if (act.act != k::AttnAct::softmax)
-        k::attention_act_backward(dqkv, dy, qkv, B, T, Hl, Kl, D,
-                                  slopes.empty() ? nullptr : slopes.data(), act, scale);
+        ops::attention_act_backward(dq, dyv, v.qkv, v.slopes, v.heads, act);
     else
-        k::attention_backward(dqkv, dy, y, lse, qkv, B, T, Hl, Kl, D,
-                              slopes.empty() ? nullptr : slopes.data(), drop, scale);
+        ops::attention_backward(dq, dyv, v.y, v.lse, v.qkv, v.slopes, v.heads);
     // qkv holds the normalized q and k heads: the xhat of the norm's backward.
-    if (qk_norm) k::qk_norm_backward(dqkv, qkv_width(), qkv, qkv_width(), qk_rstd, N, Hl + Kl, D);
+    if (qk_norm) {
+        const Tensor rows = view(dqkv, {N, qkv_width()}, device);
+        ops::qk_norm_backward(rows, view(qkv, rows.shape, device),
+                              view(qk_rstd, {N, Hl + Kl}, device),
+                              {.heads = Hl + Kl, .head_dim = D});
+    }
     if (rope) rope_qk(*this, false, dqkv, nullptr, N, T);
     linear::backward(device, dx, g.qkv_w, g.qkv_b, dqkv, x, w.qkv_w, N, C, qkv_width(), accumulate,
                      bf16, x16);

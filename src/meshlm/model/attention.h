@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/op_params.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/tensors.h"

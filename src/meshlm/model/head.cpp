@@ -1,6 +1,6 @@
 #include "meshlm/model/head.h"
 
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/cross_entropy.h"
 #include "meshlm/kernels/vocab_parallel.h"
 #include "meshlm/model/embedding.h"
 #include "meshlm/model/linear.h"
@@ -23,7 +23,8 @@ void Head::logits(float* logits, const float* x, const float* W, const float* b,
 void Head::loss(float* logits, float* losses, float* row_max, float* stats,
                 const std::int32_t* targets, int N, float grad_scale) const {
     if (mp->size() == 1)
-        return k::softmax_cross_entropy(logits, losses, targets, N, V, V, grad_scale, z_loss);
+        return ops::softmax_cross_entropy(view(logits, {N, V}, device), view(losses, {N}, device),
+                                          view(targets, {N}, device), grad_scale, z_loss);
     k::ce_row_max(row_max, logits, targets, N, Vvalid, Vl);
     mp->max(row_max, N);
     k::ce_row_sums(stats, logits, targets, row_max, v0, N, Vvalid, Vl, grad_scale != 0.f);

@@ -4,15 +4,17 @@
 #include <cstddef>
 
 #include "meshlm/core/error.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/bias_backward.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/linear.h"
+#include "meshlm/kernels/ops/machine.h"
 
 namespace meshlm {
 
 Precision parse_precision(const std::string& name) {
     if (name == "fp32") return Precision::fp32;
-    if (name == "auto") return kernels::native_bf16() ? Precision::bf16 : Precision::fp32;
+    if (name == "auto") return ops::native_bf16() ? Precision::bf16 : Precision::fp32;
     MESHLM_CHECK(name == "bf16", "precision '", name, "': expected fp32, bf16 or auto");
     return Precision::bf16;
 }
@@ -22,26 +24,30 @@ const char* precision_name(Precision p) {
 }
 
 namespace linear {
-namespace k = kernels;
 namespace {
 
 // x in bf16: the caller's copy, or rounded into the scratch.
-const std::uint16_t* input16(Bf16Scratch& s, const float* x, const std::uint16_t* x16, int N,
-                             int I) {
+const std::uint16_t* input16(Device d, Bf16Scratch& s, const float* x, const std::uint16_t* x16,
+                             int N, int I) {
     if (x16) return x16;
     MESHLM_CHECK(N <= s.rows && I <= s.max_in, "bf16 scratch of ", s.rows, " x ", s.max_in,
                  " is too small for a ", N, " x ", I, " input");
-    k::to_bf16(s.x, x, static_cast<std::size_t>(N) * I);
+    ops::to_bf16(view(s.x, {N, I}, d), view(x, {N, I}, d));
     return s.x;
+}
+
+// Rows [o0, o0 + oc) of W [O, I] in bf16, into the scratch.
+void rows16(Device d, Bf16Scratch& s, const float* W, int o0, int oc, int I) {
+    ops::to_bf16(view(s.w, {oc, I}, d), view(W + static_cast<std::size_t>(o0) * I, {oc, I}, d));
 }
 
 void forward16(Device d, Bf16Scratch& s, float* y, const float* x, const std::uint16_t* x16,
                const float* W, const float* b, int N, int I, int O, bool accumulate) {
-    const Tensor xb = view(input16(s, x, x16, N, I), {N, I}, d), yv = view(y, {N, O}, d);
+    const Tensor xb = view(input16(d, s, x, x16, N, I), {N, I}, d), yv = view(y, {N, O}, d);
     const int chunk = std::min(O, s.max_out);
     for (int o0 = 0; o0 < O; o0 += chunk) {
         const int oc = std::min(chunk, O - o0);
-        k::to_bf16(s.w, W + static_cast<std::size_t>(o0) * I, static_cast<std::size_t>(oc) * I);
+        rows16(d, s, W, o0, oc, I);
         ops::gemm(yv.columns(o0, oc), xb, false, view(s.w, {oc, I}, d), true, 1.f,
                   accumulate ? 1.f : 0.f);
     }
@@ -51,15 +57,15 @@ void forward16(Device d, Bf16Scratch& s, float* y, const float* x, const std::ui
 void backward16(Device d, Bf16Scratch& s, float* dx, float* dW, float* db, const float* dy,
                 const float* x, const std::uint16_t* x16, const float* W, int N, int I, int O,
                 bool accumulate) {
-    if (db) k::bias_backward(db, dy, N, O);
-    const Tensor xb = view(input16(s, x, x16, N, I), {N, I}, d);
+    if (db) ops::bias_backward(view(db, {O}, d), view(dy, {N, O}, d));
+    const Tensor xb = view(input16(d, s, x, x16, N, I), {N, I}, d);
     const int chunk = std::min(O, s.max_out);
     for (int o0 = 0; o0 < O; o0 += chunk) {
         const int oc = std::min(chunk, O - o0);
-        k::to_bf16_rows(s.dy, dy + o0, N, oc, O);
+        ops::to_bf16_rows(view(s.dy, {N, oc}, d), view(dy, {N, O}, d), o0);
         const Tensor dyb = view(s.dy, {N, oc}, d);
         if (dx) {
-            k::to_bf16(s.w, W + static_cast<std::size_t>(o0) * I, static_cast<std::size_t>(oc) * I);
+            rows16(d, s, W, o0, oc, I);
             ops::gemm(view(dx, {N, I}, d), dyb, false, view(s.w, {oc, I}, d), false, 1.f,
                       accumulate || o0 > 0 ? 1.f : 0.f);
         }

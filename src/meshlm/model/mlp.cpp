@@ -1,6 +1,7 @@
 #include "meshlm/model/mlp.h"
 
 #include "meshlm/kernels/ops/activation.h"
+#include "meshlm/kernels/ops/bf16.h"
 #include "meshlm/model/linear.h"
 
 namespace meshlm {
@@ -33,7 +34,7 @@ void Mlp::up(float* h, float* a, const float* x, const BlockTensors& w, int N,
         ops::glu_forward(act, av, hv);
     else
         ops::activation_forward(act, av, hv);
-    if (a16) k::to_bf16(a16, a, static_cast<std::size_t>(N) * Fl);
+    if (a16) ops::to_bf16(view(a16, {N, Fl}, device), av);
 }
 
 void Mlp::down(float* out, const float* a, const BlockTensors& w, int N, bool accumulate,

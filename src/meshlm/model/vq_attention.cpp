@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "meshlm/kernels/kernels.h"
 #include "meshlm/model/positions.h"
 
 namespace meshlm {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "meshlm/core/model_comm.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/op_params.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/tensors.h"

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/op_params.h"
 
 namespace meshlm::kernels::cuda {
 
@@ -39,7 +39,6 @@ void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, con
 // --- Linear (linear.cu: bias kernels around gemm) ---
 void linear_forward(float* y, const float* x, const float* W, const float* bias, int N, int I,
                     int O);
-// dbias must be null until the CUDA bias_backward kernel exists (throws before any launch).
 void linear_backward(float* dx, float* dW, float* dbias, const float* dy, const float* x,
                      const float* W, int N, int I, int O);
 void add_bias(float* y, const float* b, int N, int O);
@@ -118,6 +117,7 @@ void from_bf16(float* out, const std::uint16_t* in, std::size_t n);
 void from_bf16_rows(float* out, const std::uint16_t* in, int rows, int cols, int ld);
 void from_bf16_in_place(float* buf, std::size_t n);
 void residual_forward(float* out, const float* a, const float* b, std::size_t n);
+void bias_residual(float* out, const float* b1, const float* b2, const float* r, int N, int C);
 
 // --- Model and decode ops ---
 // Dropout (dropout.cu): kernels.h's contract; the mask is bitwise the CPU's (philox.cuh).

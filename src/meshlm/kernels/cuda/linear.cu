@@ -1,10 +1,9 @@
 // The linear layer on the GPU, kernels.h's contract, composed from cuBLASLt GEMMs (gemm.cpp) and
 // one bias kernel:
 //   linear_forward:  y = b per row, then y = x W^T + 1 * y   (without b: beta 0)
-//   linear_backward: dx = dy W, dW += dy^T x                  (db: bias_backward, not yet here)
+//   linear_backward: dx = dy W, dW += dy^T x, db += column sums of dy (bias_backward.cu)
 //   add_bias:        y += b per row
 // The bias adds are exact, so y matches the CPU up to the GEMM's summation order.
-#include "meshlm/core/error.h"
 #include "meshlm/kernels/cuda/check.h"
 #include "meshlm/kernels/cuda/cuda_kernels.h"
 #include "meshlm/kernels/cuda/reduce.cuh"
@@ -41,12 +40,9 @@ void linear_forward(float* y, const float* x, const float* W, const float* bias,
 
 void linear_backward(float* dx, float* dW, float* dbias, const float* dy, const float* x,
                      const float* W, int N, int I, int O) {
-    // Checked before any launch, so a refused call leaves dx and dW as they were.
-    MESHLM_CHECK(dbias == nullptr,
-                 "cuda linear_backward: the bias gradient needs the CUDA bias_backward kernel, "
-                 "which is not there yet");
     if (dx) gemm(false, false, N, I, O, 1.f, dy, O, W, I, 0.f, dx, I);
     gemm(true, false, O, I, N, 1.f, dy, O, x, I, 1.f, dW, I);
+    if (dbias) bias_backward(dbias, dy, N, O);
 }
 
 void add_bias(float* y, const float* b, int N, int O) {

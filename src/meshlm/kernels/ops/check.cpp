@@ -5,6 +5,7 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/device.h"
+#include "meshlm/kernels/kernels.h"
 
 namespace meshlm::ops {
 

@@ -4,7 +4,6 @@
 //   linear_backward: dx [N, I] = dy W (overwrites; optional), dW [O, I] += dy^T x,
 //                    db [O] += sum_n dy (optional)
 //   add_bias:        y [N, O] += b per row                  (a bias after an accumulating GEMM)
-// On CUDA the bias gradient waits for the bias_backward kernel: db must be absent there.
 #pragma once
 
 #include "meshlm/core/tensor.h"
