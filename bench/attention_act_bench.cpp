@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 
 using namespace meshlm::kernels;
@@ -16,7 +17,7 @@ using namespace meshlm::kernels;
 int main(int argc, char** argv) {
     const int B = 2, T = argc > 1 ? std::atoi(argv[1]) : 1024, H = 4, Hkv = 2, D = 64;
     const int W = (H + 2 * Hkv) * D;
-    set_threads(argc > 2 ? std::atoi(argv[2]) : 2);
+    meshlm::set_thread_count(argc > 2 ? std::atoi(argv[2]) : 2);
     std::vector<float> qkv(static_cast<std::size_t>(B) * T * W), dqkv(qkv.size()),
         out(static_cast<std::size_t>(B) * T * H * D), dout(out.size());
     for (std::size_t i = 0; i < qkv.size(); ++i) qkv[i] = std::sin(0.37f * static_cast<float>(i));

@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "meshlm/core/buffer.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 
 using namespace meshlm;
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: attention_bench [T] [B] [threads] [H] [Hkv] [D] [reps]\n");
         return 2;
     }
-    kernels::set_threads(threads);
+    set_thread_count(threads);
     const std::size_t W = static_cast<std::size_t>(H + 2 * Hkv) * D, rows = std::size_t(B) * T;
     Buffer<float> qkv(rows * W), dqkv(rows * W), out(rows * H * D), dout(rows * H * D),
         lse(rows * H);

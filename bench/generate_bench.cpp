@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/infer/generate.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer_layout.h"
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    kernels::set_threads(threads);
+    set_thread_count(threads);
     ParamLayout layout = transformer_layout(cfg);
     std::vector<float> params(layout.total());
     init_params(cfg, layout, params.data(), 1234);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    meshlm::kernels::set_threads(threads);
+    meshlm::set_thread_count(threads);
     std::printf("forward + backward of one attention block, one sequence, %d threads, best of %d\n",
                 threads, reps);
     std::printf("%8s %16s %16s %8s\n", "T", "vq ms/token", "full ms/token", "full/vq");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 
 namespace meshlm::kernels {
@@ -128,7 +129,7 @@ TEST(AttentionAct, TiledKernelMatchesTheFormulasAcrossBlocks) {
         }
         std::vector<float> got[2], dgot[2];
         for (int threads : {1, 2}) {
-            set_threads(threads);
+            set_thread_count(threads);
             auto& o = got[threads - 1];
             auto& dq = dgot[threads - 1];
             o.assign(no, 0.f), dq.assign(nq, 0.f);

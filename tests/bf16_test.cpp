@@ -16,6 +16,7 @@
 
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/transformer.h"
@@ -148,7 +149,7 @@ void check_gemm(bool ta, bool tb, int M, int N, int K, float alpha, float beta, 
 // in place, in parallel passes: every value must come out as the float it stands for, for sizes
 // around the passes' parallel threshold and odd ones.
 TEST(Bf16, WidensInPlace) {
-    k::set_threads(2);
+    set_thread_count(2);
     for (std::size_t n : {0, 1, 2, 3, 8, 4095, 8193, 8194, 100001}) {
         std::vector<std::uint16_t> in(n);
         Philox rng(n, 1);
@@ -191,17 +192,17 @@ TEST(Bf16Linear, EqualsFp32OnRoundedOperandsInChunks) {
         s.x = xs.data(), s.w = ws.data(), s.dy = dys.data();
         s.rows = N, s.max_in = I, s.max_out = max_out;
         std::vector<float> y(N * O), y_ref(N * O);
-        linear::forward(y.data(), x.data(), W.data(), b.data(), N, I, O, false, &s);
+        linear::forward(Device::cpu, y.data(), x.data(), W.data(), b.data(), N, I, O, false, &s);
         const std::vector<float> xr = round_trip(x), Wr = round_trip(W), dyr = round_trip(dy);
-        linear::forward(y_ref.data(), xr.data(), Wr.data(), b.data(), N, I, O);
+        linear::forward(Device::cpu, y_ref.data(), xr.data(), Wr.data(), b.data(), N, I, O);
         for (int i = 0; i < N * O; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-5f) << max_out;
 
         std::vector<float> dx(N * I, 1.f), dW(O * I, 0.5f), db(O, 0.25f);
         std::vector<float> dx_ref = dx, dW_ref = dW, db_ref = db;
-        linear::backward(dx.data(), dW.data(), db.data(), dy.data(), x.data(), W.data(), N, I, O,
-                         true, &s);
-        linear::backward(dx_ref.data(), dW_ref.data(), db_ref.data(), dyr.data(), xr.data(),
-                         Wr.data(), N, I, O, true);
+        linear::backward(Device::cpu, dx.data(), dW.data(), db.data(), dy.data(), x.data(),
+                         W.data(), N, I, O, true, &s);
+        linear::backward(Device::cpu, dx_ref.data(), dW_ref.data(), db_ref.data(), dyr.data(),
+                         xr.data(), Wr.data(), N, I, O, true);
         for (int i = 0; i < N * I; ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-5f) << max_out;
         for (int i = 0; i < O * I; ++i) ASSERT_NEAR(dW[i], dW_ref[i], 2e-5f) << max_out;
         // The bias gradient is summed from the fp32 dy.

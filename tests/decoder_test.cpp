@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "meshlm/core/threads.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/decoder.h"
@@ -31,7 +32,7 @@ double scaled_error(const float* a, const float* b, int n) {
 class KvDecoder : public ::testing::Test {
   protected:
     void SetUp() override {
-        kernels::set_threads(2);
+        set_thread_count(2);
         file_ = std::make_unique<SafetensorsFile>(test::fixture("hf_generate_tiny.safetensors"));
         const auto& md = file_->metadata();
         auto i = [&](const char* k) { return std::stoi(md.at(k)); };
@@ -151,7 +152,7 @@ TEST_F(KvDecoder, RejectsOverflowAndBadTokens) {
 // The skinny linear against a double-precision reference, and its promise that a row's result
 // does not depend on how many rows are computed together.
 TEST(DecodeKernels, LinearDecodeMatchesReferenceAndIgnoresBatchSize) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     const int I = 37, O = 23, Mmax = 6;
     std::mt19937 gen(7);
     std::normal_distribution<float> nd;
@@ -183,11 +184,11 @@ TEST(DecodeKernels, LinearDecodeMatchesReferenceAndIgnoresBatchSize) {
         kernels::linear_decode(y.data(), x.data() + (Mmax - M) * I, W.data(), bias.data(), M, I, O);
         for (int i = 0; i < M * O; ++i) ASSERT_EQ(y[i], all[(Mmax - M) * O + i]) << "M=" << M;
     }
-    kernels::set_threads(1);
+    set_thread_count(1);
     std::vector<float> one(Mmax * O);
     kernels::linear_decode(one.data(), x.data(), W.data(), bias.data(), Mmax, I, O);
     EXPECT_EQ(one, all) << "thread count changed the result";
-    kernels::set_threads(2);
+    set_thread_count(2);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // stop strings and the repetition penalty on their own.
 #include <gtest/gtest.h>
 
+#include "meshlm/core/threads.h"
 #include "meshlm/infer/generate.h"
 #include "meshlm/infer/stop_strings.h"
 #include "meshlm/io/safetensors.h"
@@ -17,7 +18,7 @@ namespace {
 class Generate : public ::testing::Test {
   protected:
     void SetUp() override {
-        kernels::set_threads(2);
+        set_thread_count(2);
         file_ = std::make_unique<SafetensorsFile>(test::fixture("hf_generate_tiny.safetensors"));
         const auto& md = file_->metadata();
         auto i = [&](const char* k) { return std::stoi(md.at(k)); };

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "meshlm/core/threads.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/train/learner.h"
@@ -18,7 +19,7 @@ namespace {
 class Gpt2Reference : public ::testing::Test {
   protected:
     void SetUp() override {
-        kernels::set_threads(2);
+        set_thread_count(2);
         file_ = std::make_unique<SafetensorsFile>(test::fixture("gpt2_tiny.safetensors"));
         const auto& md = file_->metadata();
         auto i = [&](const char* k) { return std::stoi(md.at(k)); };

@@ -12,6 +12,7 @@
 
 #include "meshlm/cli/config.h"
 #include "meshlm/core/buffer.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/io/hf_gpt2.h"
 #include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
@@ -48,7 +49,7 @@ Logits read_logits(const std::string& path) {
 // meshlm's logits for `tokens` (B, T) with params laid out by transformer_layout(cfg).
 std::vector<float> meshlm_logits(const ModelConfig& cfg, const float* params,
                                  const std::vector<std::int32_t>& tokens, int B, int T) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     Transformer model(cfg, B, T);
     model.forward(params, tokens.data(), nullptr, B, T);
     return {model.logits(), model.logits() + static_cast<std::size_t>(B) * T * cfg.vocab_size};

@@ -13,6 +13,7 @@
 
 #include "meshlm/cli/config.h"
 #include "meshlm/core/buffer.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/infer/generate.h"
 #include "meshlm/io/hf_model.h"
 #include "meshlm/io/safetensors_set.h"
@@ -51,7 +52,7 @@ std::string model_yaml(const ModelConfig& m) {
 
 std::vector<float> meshlm_logits(const ModelConfig& cfg, const float* params,
                                  const std::vector<std::int32_t>& tokens, int B, int T) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     Transformer model(cfg, B, T);
     model.forward(params, tokens.data(), nullptr, B, T);
     std::vector<float> out;

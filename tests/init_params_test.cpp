@@ -8,6 +8,7 @@
 
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer_layout.h"
 
@@ -22,11 +23,11 @@ ModelConfig model() {
 
 std::vector<float> init_with(int threads, const ModelConfig& m, const ParamLayout& l,
                              std::size_t begin, std::size_t end) {
-    const int before = kernels::threads();
-    kernels::set_threads(threads);
+    const int before = thread_count();
+    set_thread_count(threads);
     std::vector<float> p(end - begin);
     init_params(m, l, 1, 0, p.data(), 17, begin, end);
-    kernels::set_threads(before);
+    set_thread_count(before);
     return p;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 
 namespace meshlm::test {
@@ -25,7 +26,7 @@ namespace kn = kernels;
 // Every test runs the kernels on 2 threads, so the parallel splits are exercised.
 class TwoThreads : public ::testing::Environment {
   public:
-    void SetUp() override { kn::set_threads(2); }
+    void SetUp() override { set_thread_count(2); }
 };
 [[maybe_unused]] inline const auto* const kTwoThreads =
     ::testing::AddGlobalTestEnvironment(new TwoThreads);

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "kernel_check.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/vocab_parallel.h"
 
@@ -510,13 +511,13 @@ TEST(KernelDeterminism, BackwardRepeatsBitwise) {
 // Forward outputs on 1 and on 2 threads agree to 1e-6 (the splits may differ, not the math).
 TEST(KernelDeterminism, ForwardAcrossThreadCounts) {
     struct RestoreTwoThreads {
-        ~RestoreTwoThreads() { kn::set_threads(2); }
+        ~RestoreTwoThreads() { set_thread_count(2); }
     } restore;
     const int B = 2, T = 130, C = 64, H = 2, N = B * T;
     auto qkv = randn(std::size_t(N) * 3 * C, 111), x = randn(N * C, 112);
     auto w = randn(C, 113), b = randn(C, 114);
     auto forwards = [&](int threads) {
-        kn::set_threads(threads);
+        set_thread_count(threads);
         std::vector<float> att(N * C), lse(B * H * T), ln(N * C), mean(N), rstd(N), gelu(N * C);
         kn::attention_forward(att.data(), lse.data(), qkv.data(), B, T, H, H, C / H, nullptr);
         kn::layernorm_forward(ln.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N,

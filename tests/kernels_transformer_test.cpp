@@ -30,6 +30,7 @@
 
 #include "kernel_check.h"
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/vocab_parallel.h"
 
@@ -472,7 +473,7 @@ TEST(TransformerAttention, BackwardAtEveryThreadCountMatchesTheReference) {
                                     " Hkv " + std::to_string(sh.Hkv) + " threads " +
                                     std::to_string(threads);
             SCOPED_TRACE(tag);
-            kn::set_threads(threads);
+            set_thread_count(threads);
             std::vector<float> out(std::size_t(sh.B) * sh.T * sh.H * D);
             std::vector<float> lse(std::size_t(sh.B) * sh.H * sh.T);
             kn::attention_forward(out.data(), lse.data(), qkv.data(), sh.B, sh.T, sh.H, sh.Hkv, D,
@@ -491,7 +492,7 @@ TEST(TransformerAttention, BackwardAtEveryThreadCountMatchesTheReference) {
             expect_close("attention dqkv, " + tag, got, want, {5e-6, 5e-6});
             EXPECT_TRUE(bitwise_equal(got, run()));
         }
-        kn::set_threads(2);
+        set_thread_count(2);
     }
 }
 
@@ -725,10 +726,10 @@ TEST(TransformerDropout, MaskIsPhiloxAndIndependentOfBatching) {
     std::vector<float> tail(ones.begin() + 100 * C, ones.end());
     kn::dropout(tail.data(), N - 100, C, rate, seed, stream, row0 + 100);
     EXPECT_TRUE(bitwise_equal(tail, std::vector<float>(a.begin() + 100 * C, a.end())));
-    kn::set_threads(1);
+    set_thread_count(1);
     auto c1 = ones;
     kn::dropout(c1.data(), N, C, rate, seed, stream, row0);
-    kn::set_threads(2);
+    set_thread_count(2);
     EXPECT_TRUE(bitwise_equal(a, c1));
     // Another stream is another mask.
     auto d = ones;

@@ -30,6 +30,7 @@
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/layernorm.h"
+#include "meshlm/kernels/ops/linear.h"
 #include "meshlm/kernels/ops/linear_decode.h"
 #include "meshlm/kernels/ops/lion.h"
 #include "meshlm/kernels/ops/qk_norm.h"
@@ -220,6 +221,33 @@ TEST(OpsDispatch, Embedding) {
     EXPECT_TRUE(bitwise_equal(dwte1, dwte2) && bitwise_equal(dwpe1, dwpe2));
 }
 
+// A vocabulary-parallel shard (rows of tokens [v0, v0 + Vl)) and the position half on its own.
+TEST(OpsDispatch, EmbeddingShardAndPositions) {
+    const int N = 12, T = 4, v0 = 5, Vl = 6, C = 16, P = 6;
+    auto wte = randn(Vl * C, 22), wpe = randn(P * C, 23), dout = randn(N * C, 24);
+    std::vector<std::int32_t> tok(N);
+    for (int n = 0; n < N; ++n) tok[n] = (n * 7) % 17;  // in and out of the shard
+    std::vector<float> o1(N * C), o2(N * C, 1.f);
+    kernels::embedding_forward_vocab_range(o1.data(), tok.data(), wte.data(), v0, Vl, N, C);
+    kernels::position_embedding_forward(o1.data(), wpe.data(), N, T, C);
+    ops::embedding_forward(view(o2, {N, C}), view(tok, {N}), view(wte, {Vl, C}), Tensor{}, T, v0);
+    ops::position_embedding_forward(view(o2, {N, C}), view(wpe, {P, C}), T);
+    EXPECT_TRUE(bitwise_equal(o1, o2));
+    auto dwte1 = accumulate_pattern(Vl * C), dwpe1 = accumulate_pattern(P * C);
+    auto dwte2 = dwte1, dwpe2 = dwpe1;
+    kernels::embedding_backward_vocab_range(dwte1.data(), dout.data(), tok.data(), v0, Vl, N, C);
+    kernels::position_embedding_backward(dwpe1.data(), dout.data(), N, T, C);
+    ops::embedding_backward(view(dwte2, {Vl, C}), Tensor{}, view(dout, {N, C}), view(tok, {N}), T,
+                            v0);
+    ops::position_embedding_backward(view(dwpe2, {P, C}), view(dout, {N, C}), T);
+    EXPECT_TRUE(bitwise_equal(dwte1, dwte2) && bitwise_equal(dwpe1, dwpe2));
+    expect_error(
+        [&] {
+            ops::position_embedding_forward(view(o2, {N, C}), view(wpe, {P, C}), 7);
+        },
+        "position_embedding_forward: T = 7 needs 1 <= T <= 6 (the rows of wpe)");
+}
+
 TEST(OpsDispatch, Attention) {
     const int B = 2, T = 70, H = 4, Hkv = 2, D = 16, W = (H + 2 * Hkv) * D;
     auto qkv = randn(B * T * W, 20), dout = randn(B * T * H * D, 21);
@@ -241,6 +269,158 @@ TEST(OpsDispatch, Attention) {
                                 sv, {.H = H, .Hkv = Hkv, .scale = 0.2f});
         EXPECT_TRUE(bitwise_equal(d1, d2));
     }
+}
+
+// Dropout on the probabilities reaches the kernel: the same mask as the kernel's, and not the
+// undropped output.
+TEST(OpsDispatch, AttentionDropout) {
+    const int B = 2, T = 33, H = 4, Hkv = 4, D = 8, W = (H + 2 * Hkv) * D;
+    auto qkv = randn(B * T * W, 25), dout = randn(B * T * H * D, 26);
+    const kernels::AttnDropout drop{
+        .rate = 0.3f, .seed = 7, .stream = 11, .row0 = 4, .head0 = 0, .n_head = H};
+    const ops::AttentionHeads heads{.H = H, .Hkv = Hkv, .dropout = &drop};
+    std::vector<float> o1(B * T * H * D), l1(B * H * T), o2 = o1, l2 = l1, o0 = o1, l0 = l1;
+    kernels::attention_forward(o1.data(), l1.data(), qkv.data(), B, T, H, Hkv, D, nullptr, &drop);
+    ops::attention_forward(view(o2, {B, T, H * D}), view(l2, {B, H, T}), view(qkv, {B, T, W}),
+                           Tensor{}, heads);
+    ops::attention_forward(view(o0, {B, T, H * D}), view(l0, {B, H, T}), view(qkv, {B, T, W}),
+                           Tensor{}, {.H = H, .Hkv = Hkv});
+    EXPECT_TRUE(bitwise_equal(o1, o2) && bitwise_equal(l1, l2));
+    EXPECT_FALSE(bitwise_equal(o0, o2));
+    std::vector<float> d1(qkv.size()), d2(qkv.size());
+    kernels::attention_backward(d1.data(), dout.data(), o1.data(), l1.data(), qkv.data(), B, T, H,
+                                Hkv, D, nullptr, &drop);
+    ops::attention_backward(view(d2, {B, T, W}), view(dout, {B, T, H * D}), view(o1, {B, T, H * D}),
+                            view(l1, {B, H, T}), view(qkv, {B, T, W}), Tensor{}, heads);
+    EXPECT_TRUE(bitwise_equal(d1, d2));
+}
+
+// The end of a residual branch against its definition written out here, each bias present or
+// not: ((out + b1) + b2) + r, in that order.
+TEST(OpsDispatch, BiasResidual) {
+    const int N = 7, C = 37;
+    auto out0 = randn(N * C, 27), r = randn(N * C, 28), b1 = randn(C, 29), b2 = randn(C, 30);
+    for (int mask = 0; mask < 4; ++mask) {
+        const bool h1 = mask & 1, h2 = mask & 2;
+        std::vector<float> want = out0, got = out0;
+        for (int n = 0; n < N; ++n)
+            for (int c = 0; c < C; ++c) {
+                float& o = want[n * C + c];
+                if (h1) o = o + b1[c];
+                if (h2) o = o + b2[c];
+                o = o + r[n * C + c];
+            }
+        ops::bias_residual(view(got, {N, C}), h1 ? view(b1, {C}) : Tensor{},
+                           h2 ? view(b2, {C}) : Tensor{}, view(r, {N, C}));
+        EXPECT_TRUE(bitwise_equal(want, got)) << "biases " << mask;
+    }
+    std::vector<float> out = out0;
+    expect_error(
+        [&] {
+            ops::bias_residual(view(out, {N, C}), view(b1, {C - 1}), Tensor{}, view(r, {N, C}));
+        },
+        "bias_residual: b1 has shape [36], expected [37]");
+}
+
+// C, A and B as column blocks of wider rows (the model's chunked bf16 head writes y's columns
+// o0.. with ldc = O): the strides reach the kernel as lda / ldb / ldc.
+TEST(OpsDispatch, GemmRowStrides) {
+    const int M = 11, N = 7, K = 9, WA = 20, WB = 13, WC = 17;  // the wide rows
+    auto A = randn(M * WA, 31), B = randn(K * WB, 32), C0 = randn(M * WC, 33);
+    auto want = C0, got = C0;
+    kernels::gemm(false, false, M, N, K, 1.f, A.data() + 3, WA, B.data() + 5, WB, 1.f,
+                  want.data() + 8, WC);
+    const Tensor c = view(got, {M, WC}).columns(8, N);
+    EXPECT_EQ(c.ld, WC);
+    ops::gemm(c, view(A, {M, WA}).columns(3, K), false, view(B, {K, WB}).columns(5, N), false, 1.f,
+              1.f);
+    EXPECT_TRUE(bitwise_equal(got, want));
+    // A block of a block keeps the outer stride; all columns from 0 is the dense view.
+    EXPECT_EQ(c.columns(2, 3).ld, WC);
+    EXPECT_TRUE(view(got, {M, WC}).columns(0, WC).dense());
+
+    std::vector<std::uint16_t> A16(A.size()), B16(B.size());
+    kernels::to_bf16(A16.data(), A.data(), A.size());
+    kernels::to_bf16(B16.data(), B.data(), B.size());
+    want = got = C0;
+    kernels::gemm_bf16(false, true, M, N, K, 1.f, A16.data(), WA, B16.data() + 2, WB, 0.f,
+                       want.data() + 1, WC);
+    ops::gemm(view(got, {M, WC}).columns(1, N), view(A16, {M, WA}).columns(0, K), false,
+              view(B16, {N, WB}).columns(2, K), true);
+    EXPECT_TRUE(bitwise_equal(got, want));
+}
+
+// rope honours a row stride too: heads of a column block rotate like col0 on the whole rows.
+TEST(OpsDispatch, RopeOnColumnBlock) {
+    const int N = 8, T = 4, D = 8, W = 4 * D;
+    auto x = randn(N * W, 34), inv = randn(D / 2, 35, 0.1f, 0.3f), y = x;
+    ops::rope_forward(view(x, {N, W}), Tensor{}, view(inv, {D / 2}),
+                      {.col0 = D, .heads = 2, .head_dim = D, .rope_dim = D, .T = T});
+    ops::rope_forward(view(y, {N, W}).columns(D, 2 * D), Tensor{}, view(inv, {D / 2}),
+                      {.heads = 2, .head_dim = D, .rope_dim = D, .T = T});
+    EXPECT_TRUE(bitwise_equal(x, y));
+}
+
+TEST(OpsDispatch, Linear) {
+    const int N = 13, I = 24, O = 19;
+    auto x = randn(N * I, 36), W = randn(O * I, 37), b = randn(O, 38), dy = randn(N * O, 39);
+    for (bool with_b : {true, false}) {
+        const Tensor bv = with_b ? view(b, {O}) : Tensor{};
+        std::vector<float> y1(N * O), y2(N * O);
+        kernels::linear_forward(y1.data(), x.data(), W.data(), with_b ? b.data() : nullptr, N, I,
+                                O);
+        ops::linear_forward(view(y2, {N, O}), view(x, {N, I}), view(W, {O, I}), bv);
+        EXPECT_TRUE(bitwise_equal(y1, y2));
+        for (bool with_dx : {true, false}) {
+            auto dx1 = accumulate_pattern(N * I), dW1 = accumulate_pattern(O * I);
+            auto db1 = accumulate_pattern(O), dx2 = dx1, dW2 = dW1, db2 = db1;
+            kernels::linear_backward(with_dx ? dx1.data() : nullptr, dW1.data(),
+                                     with_b ? db1.data() : nullptr, dy.data(), x.data(), W.data(),
+                                     N, I, O);
+            ops::linear_backward(with_dx ? view(dx2, {N, I}) : Tensor{}, view(dW2, {O, I}),
+                                 with_b ? view(db2, {O}) : Tensor{}, view(dy, {N, O}),
+                                 view(x, {N, I}), view(W, {O, I}));
+            EXPECT_TRUE(bitwise_equal(dx1, dx2) && bitwise_equal(dW1, dW2) &&
+                        bitwise_equal(db1, db2));
+        }
+    }
+    auto y1 = randn(N * O, 40), y2 = y1;
+    for (int n = 0; n < N; ++n)
+        for (int o = 0; o < O; ++o) y1[n * O + o] += b[o];
+    ops::add_bias(view(y2, {N, O}), view(b, {O}));
+    EXPECT_TRUE(bitwise_equal(y1, y2));
+    expect_error(
+        [&] {
+            ops::linear_forward(view(y2, {N, O}), view(x, {N, I}), view(W, {I, O}), Tensor{});
+        },
+        "linear_forward: W has shape [24, 19], expected [O, 24]");
+}
+
+// Ops over dense views name a strided one; bad strides and blocks are refused where made.
+TEST(OpsDispatch, RowStrideCheckedAndRefusedByDenseOps) {
+    std::vector<float> x(8 * 16), out(8 * 8), mean(8), rstd(8), w(8);
+    const Tensor half = view(x, {8, 16}).columns(8, 8);
+    EXPECT_FALSE(half.dense());
+    expect_error(
+        [&] {
+            ops::layernorm_forward(view(out, {8, 8}), view(mean, {8}), view(rstd, {8}), half,
+                                   view(w, {8}), Tensor{}, 1e-5f);
+        },
+        "layernorm_forward: x has row stride 16; expected a dense view");
+    expect_error([&] { ops::add_bias(half, view(w, {8})); }, "add_bias: y has row stride 16");
+    expect_error([&] { kernels::copy(view(out, {8, 8}), half); }, "copy: src has row stride 16");
+    expect_error([&] { (void)half.columns(4, 5); }, "columns [4, 9) of a [8, 8] view");
+    expect_error([&] { (void)view(w, {8}).columns(0, 1); }, "columns of a [8] view");
+    Tensor narrow = view(x, {8, 8});
+    narrow.ld = 4;  // rows would overlap
+    expect_error(
+        [&] {
+            ops::gemm(view(out, {8, 8}), narrow, false, view(x, {8, 8}), false);
+        },
+        "gemm: A has row stride 4, less than its 8 columns");
+    Tensor flat = view(w, {8});
+    flat.ld = 8;  // a stride on a 1-D view
+    expect_error([&] { ops::add_bias(view(out, {8, 8}), flat); }, "add_bias: b has row stride 8");
 }
 
 TEST(OpsDispatch, WrongDeviceDtypeOrShapeIsNamed) {

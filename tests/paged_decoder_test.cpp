@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/paged_decoder.h"
 #include "meshlm/model/transformer.h"
@@ -62,7 +63,7 @@ std::vector<std::int32_t> tokens(int n, int V, unsigned seed) {
 class PagedDecoderFamilies : public ::testing::TestWithParam<std::string> {
   protected:
     void SetUp() override {
-        kernels::set_threads(2);
+        set_thread_count(2);
         cfg_ = family(GetParam());
         ParamLayout layout = transformer_layout(cfg_);
         params_.resize(layout.total());
@@ -149,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(Families, PagedDecoderFamilies,
                                            "attn_only", "sqrelu", "alibi_norm_elu"));
 
 TEST(AttentionPaged, EqualsContiguousAttentionBitwise) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     const int H = 4, Hkv = 2, D = 16, T = 300, block = 8, nb = (T + block - 1) / block;
     std::mt19937 g(5);
     std::normal_distribution<float> n(0, 1);

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "meshlm/core/threads.h"
 #include "meshlm/infer/server.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer_layout.h"
@@ -79,7 +80,7 @@ struct TestServer {
 class Serve : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
-        kernels::set_threads(2);
+        set_thread_count(2);
         srv_ = new TestServer();
     }
     static void TearDownTestSuite() { delete srv_; }
@@ -374,7 +375,7 @@ TEST_F(Serve, SideEndpoints) {
 }
 
 TEST(ServeAuth, AWrongOrMissingKeyGets401) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     ServerOptions so;
     so.api_key = "sekret";
     TestServer srv({}, so);
@@ -413,7 +414,7 @@ void start_and_hang_up(int port, const json& body) {
 }
 
 TEST(ServeLimits, AGoneClientFreesItsSequence) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     EngineOptions eo;
     eo.max_running = 2;
     // A model slow enough that 250 tokens take seconds.
@@ -442,7 +443,7 @@ TEST(ServeLimits, AGoneClientFreesItsSequence) {
 }
 
 TEST(ServeLimits, AFullQueueGets503WithRetryAfter) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     EngineOptions eo;
     eo.max_running = 1;
     eo.max_waiting = 1;
@@ -481,7 +482,7 @@ TEST(ServeLimits, AFullQueueGets503WithRetryAfter) {
 }
 
 TEST(ServeLoad, ConcurrentClientsGetTheOneAtATimeAnswers) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     EngineOptions eo;
     eo.max_running = 32;
     eo.max_rows = 64;  // long prompts are read in chunks between decode steps

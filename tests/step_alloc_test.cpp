@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/data/synthetic.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/train/learner.h"
@@ -38,7 +39,7 @@ namespace {
 class StepAllocations : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(StepAllocations, TrainStepAndEvalAllocateNothing) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     ModelConfig m;
     m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 61, m.max_seq_len = 24;
     if (GetParam() == "vq") {  // Transformer-VQ: its kernels keep their scratch across steps

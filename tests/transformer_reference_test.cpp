@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 
+#include "meshlm/core/threads.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer.h"
@@ -43,7 +44,7 @@ ModelConfig config_of(const std::map<std::string, std::string>& md) {
 class TransformerReference : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TransformerReference, LogitsLossAndEveryGradientMatchPyTorch) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     SafetensorsFile file(test::fixture("transformer/" + GetParam() + ".safetensors"));
     const auto& md = file.metadata();
     const ModelConfig cfg = config_of(md);

@@ -14,6 +14,7 @@
 #include "meshlm/core/error.h"
 #include "meshlm/core/model_comm.h"
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/decoder.h"
 #include "meshlm/model/embedding.h"
@@ -66,7 +67,7 @@ double max_rel(const float* a, const float* b, int n) {
 }
 
 TEST(VqModel, DecodingEqualsAFullForwardFarPastTheContextInConstantMemory) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     const std::pair<const char*, const char*> kinds[] = {
         {"none", "none"}, {"sqrelu", "none"}, {"none", "scaled_sin"}};
     for (const auto& [mlp, position] : kinds) {
@@ -111,7 +112,7 @@ TEST(VqModel, DecodingEqualsAFullForwardFarPastTheContextInConstantMemory) {
 TEST(VqModel, IsCausal) {
     // Changing the token at position t changes no logit before t, and changes the logits from
     // t on, in each precision.
-    kernels::set_threads(2);
+    set_thread_count(2);
     const ModelConfig m = tiny_vq("sqrelu");
     const std::vector<float> params = random_params(m, 5);
     const int B = 2, T = 16, V = m.vocab_size;
@@ -136,7 +137,7 @@ TEST(VqModel, IsCausal) {
 }
 
 TEST(VqModel, CodebookMovesByItsMovingAverageOfTheStepsStatistics) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     ModelConfig m = tiny_vq("sqrelu");
     m.vq_c_gamma = 0.75f;
     OptimConfig o;
@@ -179,7 +180,7 @@ TEST(VqModel, TruncatedBackpropagationCarriesTheStateBetweenSteps) {
     // 8 tokens alone. The carried state was computed with the first step's weights before its
     // update (as in the seed), so the weights here barely move: a learning rate of 1e-12 and a
     // codebook decay of 1 - 1e-6.
-    kernels::set_threads(2);
+    set_thread_count(2);
     for (const char* position : {"none", "scaled_sin"}) {
         SCOPED_TRACE(position);
         ModelConfig m = tiny_vq("sqrelu", position);
@@ -234,7 +235,7 @@ TEST(VqModel, TruncatedBackpropagationCarriesTheStateBetweenSteps) {
 // the whole rows gives it -- for ChunkedLosses over a bare Transformer (meshlm eval) and for a
 // Learner planned for the chunk (evaluation during training).
 TEST(VqModel, LongRowsEvaluateInChunksAsWholeRows) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     for (const char* position : {"none", "scaled_sin"}) {
         SCOPED_TRACE(position);
         const ModelConfig m = tiny_vq("sqrelu", position);
@@ -349,7 +350,7 @@ TEST(VqModel, ScaledSinusoidsAddTheScaledPositionAndTheirScaleGradient) {
 // model.vq.reduction matmul makes every block's cache at once: the kernel gets it, and the
 // model's loss and gradients are serial's up to rounding.
 TEST(VqModel, MatmulReductionTrainsLikeSerial) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     ModelConfig m = tiny_vq("sqrelu");
     m.vq_reduction = "matmul";
     EXPECT_EQ(VqAttention(m).shape().reduction, kernels::VqReduction::matmul);

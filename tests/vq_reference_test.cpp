@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "meshlm/core/threads.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/norm.h"
@@ -22,7 +23,7 @@ namespace {
 class VqReference : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(VqReference, SublayerAndGradientsMatchPyTorch) {
-    kernels::set_threads(2);
+    set_thread_count(2);
     SafetensorsFile file(test::fixture("vq/" + GetParam() + ".safetensors"));
     const auto& md = file.metadata();
     auto num = [&](const char* k) { return std::stod(md.at(k)); };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/data/synthetic.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer.h"
@@ -114,7 +115,7 @@ TEST(Fsdp, ChunkInitEqualsThatPartOfTheWholeInit) {
 // FSDP's stream on one rank hands the model the same parameters and collects the same
 // gradients as the flat buffers: loss and every gradient bitwise equal.
 TEST(Fsdp, StreamOnOneRankEqualsFlatBuffers) {
-    kernels::set_threads(1);
+    set_thread_count(1);
     const ModelConfig m = small_model();
     const int B = 2, T = 16;
     Transformer flat(m, B, T), streamed(m, B, T);
@@ -157,7 +158,7 @@ TEST(ZeroPlan, ShardGroupsIntersectAndKeepDecay) {
 }
 
 TEST(ZeroLearner, EveryStageOnOneRankTrainsLikeStageZero) {
-    kernels::set_threads(1);
+    set_thread_count(1);
     ModelConfig m;
     m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 61, m.max_seq_len = 16;
     OptimConfig o;

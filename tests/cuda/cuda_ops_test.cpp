@@ -34,6 +34,7 @@
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/layernorm.h"
+#include "meshlm/kernels/ops/linear.h"
 #include "meshlm/kernels/ops/linear_decode.h"
 #include "meshlm/kernels/ops/lion.h"
 #include "meshlm/kernels/ops/qk_norm.h"
@@ -139,6 +140,49 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaGemm,
                          [](const auto& info) {
                              return std::string(dtype_name(info.param.dtype));
                          });
+
+// Row strides reach cuBLASLt: C and A as column blocks of wider rows (the model's chunked bf16
+// head), the columns outside the blocks untouched.
+TEST_F(CudaOps, GemmOnColumnBlocks) {
+    const int M = 33, N = 20, K = 40, WC = 50, WA = 48;
+    compare_devices("gemm column blocks",
+                    [&](Device d) {
+                        DeviceBuffer C = upload(d, randn(M * WC, 50), {M, WC});
+                        DeviceBuffer A = upload(d, randn(M * WA, 51), {M, WA});
+                        DeviceBuffer B = upload(d, randn(N * K, 52), {N, K});
+                        ops::gemm(C.view().columns(10, N), A.view().columns(5, K), false, B.view(),
+                                  true, 1.f, 1.f);
+                        return Outputs{{"C", download(C)}};
+                    },
+                    {1e-4, 1e-4});
+}
+
+// --- Linear -------------------------------------------------------------------------------------
+
+TEST_F(CudaOps, LinearAndAddBias) {
+    const int N = 37, I = 70, O = 45;
+    compare_devices("linear",
+                    [&](Device d) {
+                        DeviceBuffer x = upload(d, randn(N * I, 53), {N, I});
+                        DeviceBuffer W = upload(d, randn(O * I, 54), {O, I});
+                        DeviceBuffer b = upload(d, randn(O, 55), {O});
+                        DeviceBuffer y(d, DType::f32, {N, O}), y0(d, DType::f32, {N, O});
+                        ops::linear_forward(y.view(), x.view(), W.view(), b.view());
+                        ops::linear_forward(y0.view(), x.view(), W.view(), Tensor{});
+                        DeviceBuffer z = upload(d, randn(N * O, 56), {N, O});
+                        ops::add_bias(z.view(), b.view());
+                        DeviceBuffer dy = upload(d, randn(N * O, 57), {N, O});
+                        DeviceBuffer dx(d, DType::f32, {N, I});
+                        DeviceBuffer dW = upload(d, test::accumulate_pattern(O * I), {O, I});
+                        DeviceBuffer db = upload(d, test::accumulate_pattern(O), {O});
+                        ops::linear_backward(dx.view(), dW.view(), db.view(), dy.view(), x.view(),
+                                             W.view());
+                        return Outputs{{"y", download(y)},     {"y without b", download(y0)},
+                                       {"y + b", download(z)}, {"dx", download(dx)},
+                                       {"dW", download(dW)},   {"db", download(db)}};
+                    },
+                    {1e-4, 1e-4});
+}
 
 // --- Norms --------------------------------------------------------------------------------------
 
@@ -418,6 +462,19 @@ TEST_F(CudaOps, ClippingAndResidual) {
     }
     expect_same_bits("clamp", clamped[1], clamped[0]);
     expect_same_bits("scale, residual_forward", sums[1], sums[0], true);
+    const int N = 97, C = 1031;
+    const auto o0 = randn(N * C, 46), r0 = randn(N * C, 47), b1 = randn(C, 48), b2 = randn(C, 49);
+    for (int mask = 0; mask < 4; ++mask) {
+        std::vector<float> got[2];
+        for (Device d : {Device::cpu, Device::cuda}) {
+            DeviceBuffer o = upload(d, o0, {N, C}), r = upload(d, r0, {N, C});
+            DeviceBuffer p1 = upload(d, b1, {C}), p2 = upload(d, b2, {C});
+            ops::bias_residual(o.view(), mask & 1 ? p1.view() : Tensor{},
+                               mask & 2 ? p2.view() : Tensor{}, r.view());
+            got[d == Device::cuda] = download(o);
+        }
+        expect_same_bits("bias_residual", got[1], got[0], true);
+    }
     const auto z = randn(n, 45, 3.f);
     double s[2];
     for (Device d : {Device::cpu, Device::cuda})

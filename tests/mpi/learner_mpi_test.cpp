@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/data/synthetic.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/train/learner.h"
@@ -24,7 +25,7 @@ constexpr int kB = 2, kT = 8, kMicro = 2, kSteps = 5;
 TEST(LearnerMpi, AMicroBatchWithNothingToScoreOnOneRank) {
     Comm& world = test::mpi_world();
     if (world.size() != 2) GTEST_SKIP() << "needs 2 ranks";
-    kernels::set_threads(1);
+    set_thread_count(1);
     ModelConfig m;
     m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 64, m.max_seq_len = kT;
     OptimConfig o;

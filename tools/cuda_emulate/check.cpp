@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/cuda/cuda_kernels.h"
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/vocab_parallel.h"
@@ -110,6 +111,39 @@ void norms() {
                          r1.data(), N, C);
     compare("rmsnorm dx", dx2, dx1, 1e-5, 1e-5);
     compare("rmsnorm dw", dw2, dw1, 1e-5, 1e-5);
+}
+
+// Row strides: C and A as column blocks of wider rows (lda, ldc beyond the block's width).
+void strided_gemm() {
+    const int M = 7, N = 5, K = 11, WA = 16, WC = 9;
+    const auto A = randn(M * WA, 30), B = randn(N * K, 31);
+    auto c1 = randn(M * WC, 32), c2 = c1;
+    k::gemm(false, true, M, N, K, 1.f, A.data() + 3, WA, B.data(), K, 1.f, c1.data() + 2, WC);
+    kc::gemm(false, true, M, N, K, 1.f, A.data() + 3, WA, B.data(), K, 1.f, c2.data() + 2, WC);
+    compare("gemm column blocks", c2, c1, 1e-5, 1e-5);
+}
+
+// linear_forward fills the bias rows and runs the GEMM with beta 1; the bias adds are exact.
+void linear() {
+    const int N = 9, I = 14, O = 23;
+    const auto x = randn(N * I, 33), W = randn(O * I, 34), b = randn(O, 35), dy = randn(N * O, 36);
+    for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
+        auto y1 = randn(N * O, 37), y2 = y1;
+        k::linear_forward(y1.data(), x.data(), W.data(), bias, N, I, O);
+        kc::linear_forward(y2.data(), x.data(), W.data(), bias, N, I, O);
+        compare(bias ? "linear forward" : "linear forward, no b", y2, y1, 1e-5, 1e-5);
+    }
+    std::vector<float> dx1(N * I), dx2(N * I);
+    auto dW1 = pattern(O * I), dW2 = dW1, db1 = pattern(O), db2 = db1;
+    k::linear_backward(dx1.data(), dW1.data(), db1.data(), dy.data(), x.data(), W.data(), N, I, O);
+    kc::linear_backward(dx2.data(), dW2.data(), db2.data(), dy.data(), x.data(), W.data(), N, I, O);
+    compare("linear dx", dx2, dx1, 1e-5, 1e-5);
+    compare("linear dW", dW2, dW1, 1e-5, 1e-5);
+    compare("linear db", db2, db1, 1e-5, 1e-5);
+    auto y1 = randn(N * O, 38), y2 = y1;
+    k::add_bias(y1.data(), b.data(), N, O);
+    kc::add_bias(y2.data(), b.data(), N, O);
+    compare("add_bias", y2, y1, 0, 0);
 }
 
 void activations() {
@@ -402,6 +436,15 @@ void clipping_and_residual() {
     k::residual_forward(o1.data(), a.data(), y.data(), n);
     kc::residual_forward(o2.data(), o2.data(), y.data(), n);  // out = a, in place
     same_bits("residual_forward", o2, o1, true);
+    const int N = 41, C = n / N;
+    const auto b1 = randn(C, 43), b2 = randn(C, 44);
+    for (const float* p1 : {b1.data(), static_cast<const float*>(nullptr)})
+        for (const float* p2 : {b2.data(), static_cast<const float*>(nullptr)}) {
+            auto r1 = a, r2 = a;
+            k::bias_residual(r1.data(), p1, p2, y.data(), N, C);
+            kc::bias_residual(r2.data(), p1, p2, y.data(), N, C);
+            same_bits("bias_residual", r2, r1, true);
+        }
     const auto z = randn(n, 42, 3.f);
     compare_sum("sum_squares", kc::sum_squares(z.data(), n), k::sum_squares(z.data(), n), 1e-6);
     repeats("sum_squares", [&] { return kc::sum_squares(z.data(), n); });
@@ -555,8 +598,10 @@ void attention_act() {
 }  // namespace
 
 int main() {
-    k::set_threads(2);
+    meshlm::set_thread_count(2);
     gemms();
+    strided_gemm();
+    linear();
     norms();
     activations();
     cross_entropy();

@@ -13,11 +13,11 @@
 #include "meshlm/cli/run_dir.h"
 #include "meshlm/cli/validators.h"
 #include "meshlm/core/error.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/data/data_source.h"
 #include "meshlm/data/loader.h"
 #include "meshlm/data/prepare.h"
 #include "meshlm/infer/task_eval.h"
-#include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/chunked_losses.h"
 #include "meshlm/train/evaluate.h"
@@ -144,14 +144,14 @@ CommandRunner add_eval_command(CLI::App& app, const std::vector<std::string>& ov
         RunDir run = open_run_dir(a->checkpoint, overrides);
         const Config& cfg = run.config;
         if (!a->tasks.empty()) {
-            kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());
+            set_thread_count(a->threads > 0 ? a->threads : available_cpus());
             return run_tasks(*a, run);
         }
         if (cfg.data.synthetic)
             MESHLM_INVALID(a->checkpoint,
                            " was trained on synthetic data: there is no split to "
                            "evaluate");
-        kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());
+        set_thread_count(a->threads > 0 ? a->threads : available_cpus());
         DataConfig data = cfg.data;
         data.tokenizer = run.tokenizer_spec;
         const std::string dir = resolve_prepared_data(data, *run.tokenizer, std::cerr);

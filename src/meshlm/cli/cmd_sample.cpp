@@ -17,10 +17,10 @@
 #include "meshlm/cli/run_dir.h"
 #include "meshlm/cli/validators.h"
 #include "meshlm/core/error.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/infer/generate.h"
 #include "meshlm/infer/stop_strings.h"
-#include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/trainer.h"
 
@@ -93,7 +93,7 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
         const std::string text = read_prompt(*a, prompt->count() > 0);
         RunDir run = open_run_dir(a->checkpoint, overrides);
         const Tokenizer* tok = run.tokenizer.get();
-        kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());
+        set_thread_count(a->threads > 0 ? a->threads : available_cpus());
         const ModelConfig& cfg = run.config.model;
         Decoder decoder(cfg, a->num_samples, 0,
                         a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32);

@@ -17,8 +17,8 @@
 #include "meshlm/cli/validators.h"
 #include "meshlm/core/error.h"
 #include "meshlm/core/signal_thread.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/infer/server.h"
-#include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/trainer.h"
 
@@ -94,7 +94,7 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
             if (const char* k = std::getenv("MESHLM_API_KEY")) a->server.api_key = k;
         RunDir run = open_run_dir(a->checkpoint, overrides);
         if (name->count() == 0) a->server.model_name = base_name(a->checkpoint);
-        kernels::set_threads(a->threads > 0 ? a->threads : available_cpus());
+        set_thread_count(a->threads > 0 ? a->threads : available_cpus());
         const ModelConfig& cfg = run.config.model;
         Buffer<float> params(transformer_layout(cfg).total());
         load_run_weights(run, transformer_layout(cfg), params.data());

@@ -58,4 +58,15 @@ std::string Shape::str() const {
     return s + "]";
 }
 
+Tensor Tensor::columns(std::int64_t c0, std::int64_t n) const {
+    MESHLM_CHECK(shape.ndim == 2, "columns of a ", shape.str(), " view: only 2-D views have them");
+    MESHLM_CHECK(c0 >= 0 && n >= 0 && c0 + n <= shape[1], "columns [", c0, ", ", c0 + n, ") of a ",
+                 shape.str(), " view");
+    Tensor t = *this;
+    t.data = static_cast<char*>(data) + c0 * static_cast<std::int64_t>(dtype_size(dtype));
+    t.shape = Shape{shape[0], n};
+    t.ld = ld ? ld : shape[1];
+    return t;
+}
+
 }  // namespace meshlm

@@ -1,5 +1,6 @@
 // Tensor: a non-owning view (data pointer, dtype, shape, device) over memory someone else owns.
-// Row-major; weights are stored [out, in] like nn.Linear.
+// Row-major; weights are stored [out, in] like nn.Linear. A 2-D view may have a row stride
+// wider than its rows (a block of another view's columns); every other view is dense.
 #pragma once
 
 #include <array>
@@ -35,12 +36,36 @@ struct Tensor {
     DType dtype = DType::f32;
     Shape shape;
     Device device = Device::cpu;
+    // Row stride in elements of a 2-D view whose rows are not adjacent: 0 (or shape[1]) is
+    // dense. The ops that take strided views say so; the rest refuse them (ops/check.h).
+    std::int64_t ld = 0;
 
     float* f32() const {
         MESHLM_CHECK(dtype == DType::f32, "tensor is ", dtype_name(dtype), ", not f32");
         return static_cast<float*>(data);
     }
     std::int64_t numel() const { return shape.numel(); }
+    bool dense() const { return ld == 0 || (shape.ndim == 2 && ld == shape[1]); }
+    // Columns [c0, c0 + n) of a 2-D view: the same rows at this view's row stride.
+    Tensor columns(std::int64_t c0, std::int64_t n) const;
 };
+
+// Views of memory the caller owns, e.g. the model's buffers. The pointer may be const: an op
+// writes only the views it documents as outputs. A null pointer makes an absent view (an
+// optional argument left out).
+inline Tensor view(const float* p, Shape s, Device d) {
+    return Tensor{const_cast<float*>(p), DType::f32, s, d};
+}
+inline Tensor view(const std::uint16_t* p, Shape s, Device d) {  // bf16 bits
+    return Tensor{const_cast<std::uint16_t*>(p), DType::bf16, s, d};
+}
+inline Tensor view(const std::int32_t* p, Shape s, Device d) {
+    return Tensor{const_cast<std::int32_t*>(p), DType::i32, s, d};
+}
+// n elements of a flat buffer (parameters, gradients, optimizer state) as a 1-D view.
+template <typename T>
+Tensor flat(const T* p, std::size_t n, Device d) {
+    return view(p, {static_cast<std::int64_t>(n)}, d);
+}
 
 }  // namespace meshlm

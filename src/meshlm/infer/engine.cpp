@@ -6,8 +6,8 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/infer/stop_strings.h"
-#include "meshlm/kernels/kernels.h"
 
 namespace meshlm {
 namespace {
@@ -69,7 +69,7 @@ Engine::Engine(const ModelConfig& cfg, const float* params, const Tokenizer& tok
     MESHLM_CHECK(opt.max_running >= 1 && opt.max_waiting >= 0 && opt.max_rows >= 1,
                  "engine limits must be positive");
     opt_.num_blocks = decoder_.num_blocks();
-    if (opt_.threads <= 0) opt_.threads = kernels::threads();
+    if (opt_.threads <= 0) opt_.threads = thread_count();
     opt_.max_rows = decoder_.max_rows();
     decoder_.set_params(params);
     free_blocks_.resize(opt_.num_blocks);
@@ -286,7 +286,7 @@ bool Engine::admit() {
 }
 
 void Engine::loop() {
-    kernels::set_threads(opt_.threads);
+    set_thread_count(opt_.threads);
     for (;;) {
         bool cancel;
         {

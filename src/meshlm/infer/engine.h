@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "meshlm/core/threads.h"
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/infer/metrics.h"
 #include "meshlm/infer/sampler.h"
@@ -43,7 +44,7 @@ struct EngineOptions {
     int num_blocks = 0;     // KV pool size (0: enough for max_running full contexts)
     DecodePrecision precision = DecodePrecision::fp32;
     int threads = 0;  // compute threads of the engine thread (0: the creating thread's
-                      // kernels::threads(); OpenMP settings are per thread)
+                      // thread_count(); OpenMP settings are per thread)
 };
 
 // What one sequence (one completion choice) asks for.

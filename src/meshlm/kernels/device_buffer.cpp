@@ -7,6 +7,7 @@
 
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/ops/check.h"
 #include "meshlm/kernels/ops/dispatch.h"
 
 namespace meshlm::kernels {
@@ -64,6 +65,7 @@ void copy(const Tensor& dst, const Tensor& src) {
                  dtype_name(src.dtype));
     MESHLM_CHECK(dst.numel() == src.numel(), "copy: dst has shape ", dst.shape.str(), ", src has ",
                  src.shape.str(), " (the element counts differ)");
+    ops::expect_dense("copy", {{"dst", dst}, {"src", src}});  // one block of bytes
     const std::size_t bytes = static_cast<std::size_t>(src.numel()) * dtype_size(src.dtype);
     if (bytes == 0) return;
     MESHLM_CHECK(dst.data && src.data, "copy: a view without data");

@@ -11,11 +11,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace meshlm::kernels {
+#include "meshlm/kernels/ops/op_params.h"
 
-// Threads used by the kernels and by BLAS. Call once before any op.
-void set_threads(int n);
-int threads();
+namespace meshlm::kernels {
 
 // True while the calling thread is inside gemm(): lets tests tell the GEMM library's own
 // scratch allocations from ours.
@@ -64,10 +62,9 @@ void linear_backward(float* dx, float* dW, float* dbias, const float* dy, const 
                      const float* W, int N, int I, int O);
 // db[O] += sum_n dy[n, O] (a bias's gradient; also of one added after a reduction).
 void bias_backward(float* db, const float* dy, int N, int O);
+// y[N, O] += b[O] per row (a bias after an accumulating GEMM or a reduction).
+void add_bias(float* y, const float* b, int N, int O);
 
-// Element-wise activations. gelu_tanh is GPT-2's gelu_new (tanh approximation), gelu the exact
-// erf form, relu max(x, 0), sqrelu relu(x)^2 (Primer), silu x * sigmoid(x).
-enum class Act { gelu_tanh, gelu, relu, sqrelu, silu };
 // out = act(x); dx = act'(x) * dout (overwrites dx).
 void activation_forward(Act act, float* out, const float* x, std::size_t n);
 void activation_backward(Act act, float* dx, const float* x, const float* dout, std::size_t n);
@@ -79,18 +76,9 @@ void glu_backward(Act act, float* dh, const float* h, const float* dout, int N, 
 
 // out = a + b
 void residual_forward(float* out, const float* a, const float* b, std::size_t n);
-
-// Dropout of attention probabilities (the counter-based mask of `dropout` below, one draw per
-// (global row, global head, query, key)): P[i, j] is kept with probability 1 - rate and scaled
-// by 1 / (1 - rate). row0 = index of row b = 0 in the global batch, head0 = global index of this
-// call's head 0 (tensor parallelism splits heads). The draw of (row, head, query i, key j) is
-// draw ((row * n_head + head) * T + i) * T + j of the stream, numbered as in `dropout`.
-struct AttnDropout {
-    float rate = 0.f;
-    std::uint64_t seed = 0, stream = 0;
-    std::int64_t row0 = 0;
-    int head0 = 0, n_head = 0;  // n_head: heads of the whole model (the mask's counter space)
-};
+// The end of a residual branch: out[n, c] = ((out[n, c] + b1[c]) + b2[c]) + r[n, c] over
+// out, r [N, C]; b1 and b2 optional (null: that add is skipped). One pass, in this order.
+void bias_residual(float* out, const float* b1, const float* b2, const float* r, int N, int C);
 
 // Causal self-attention with grouped key/value heads over qkv[B, T, (H + 2 Hkv) D]: per row the
 // H query heads, then Hkv key heads, then Hkv value heads, head h at columns h*D..h*D+D of its
@@ -109,14 +97,7 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                         const float* alibi_slopes, const AttnDropout* dropout = nullptr,
                         float scale = 0.f);
 
-// Attention nonlinearities besides softmax (model.attn_act, seed 002): a = sqrelu relu(s)^2 or
-// elu elu(s) + 1 of the scores s (masked positions 0); p = a / t_norm (the model's context
-// length), or for norm_* p = a / (eps + the row's sum of a).
-enum class AttnAct { softmax, sqrelu, elu, norm_sqrelu, norm_elu };
-struct AttnActParams {
-    AttnAct act = AttnAct::softmax;
-    float t_norm = 1.f, eps = 1e-5f;
-};
+// Attention nonlinearities besides softmax (AttnAct, ops/op_params.h):
 // attention_forward / attention_backward's contract (layout, GQA, ALiBi, scale) with act (not
 // softmax) instead of softmax; no dropout, no lse: the backward recomputes the scores.
 void attention_act_forward(float* out, const float* qkv, int B, int T, int H, int Hkv, int D,
@@ -202,40 +183,8 @@ void attention_paged(float* out, const float* q, int ldq, const float* k_pool, c
                      int H, int Hkv, int D, const float* alibi_slopes, float scale = 0.f,
                      const AttnActParams* act = nullptr);
 
-// --- Transformer-VQ attention (seed 001) ---
-// Single-head causal attention over vector-quantized keys in linear time. Key t is the codeword
-// codebook[z[t]]. Tokens fall in blocks of L by absolute position; a query in block r attends
-// exactly to the keys of blocks r - 1 and r up to itself (the window), and to every older key
-// through the compressed cache: per code s, the count N_s of older keys assigned to s and the
-// mean U_s of their values, scored (q + u).codebook_s + log N_s. Scores in the window:
-//   s(i, j) = (q_i + u).k_j + [i - j <= L] (q_i + vb).rel[i - j]      (Transformer-XL biases)
-// with one max-subtracted softmax over the window and the cache: exactly softmax attention over
-// all keys with these scores (sum_j exp(q.k_j) v_j over the keys of code s = exp(q.c_s) N_s U_s).
-// How the cache each block reads is made from the blocks before it (seed 001's reduction_type):
-// serial -- folded in one block at a time as the blocks go by (a running mean); matmul -- from
-// every block's own counts and means at once: N_r is their running sum and U_r = sum over the
-// blocks g folded before r of (n_g / N_r) U_g, one (blocks x blocks) GEMM per code. The same
-// values up to rounding; matmul computes every block's cache up front (memory: blocks x S x dv
-// per sequence) so the blocks never wait for each other.
-enum class VqReduction { serial, matmul };
-struct VqAttnShape {
-    int L, S, dk, dv;  // block length, codes, key width, value width
-    VqReduction reduction = VqReduction::serial;
-};
-// What a sequence carries from one call to the next: constant size (at most 2L - 1 window
-// tokens, S counts and means), however long the text.
-struct VqAttnState {
-    std::int64_t pos = 0;            // tokens before the next call
-    std::vector<std::int32_t> z;     // codes of the window [window_start(pos), pos)
-    std::vector<float> v;            // its values, rows of dv
-    std::vector<float> count, mean;  // the cache: S, and S x dv (empty = all zero)
-    // Back to an empty sequence at position 0, keeping the vectors' capacity (no allocation).
-    void clear() { pos = 0, z.clear(), v.clear(), count.clear(), mean.clear(); }
-};
-// First position of the window of the token at `pos`: the start of the previous block.
-inline std::int64_t vq_window_start(std::int64_t pos, int L) {
-    return pos / L >= 1 ? (pos / L - 1) * L : 0;
-}
+// --- Transformer-VQ attention (seed 001): the algorithm, its shapes and the state a sequence
+// carries are described with VqAttnShape in ops/op_params.h ---
 // out[B, T, dv] and lse[B, T] (each query's log-sum-exp, for the backward) for queries q (rows
 // of stride ldq), codes z[B, T] and values v (rows of stride ldv). codebook [S, dk], rel
 // [L + 1, dk] (the position vector of each distance), u, vb [dk]. state: null = every sequence
@@ -281,12 +230,7 @@ void lion(float* p, const float* g, float* m, std::size_t n, float lr, float bet
           float weight_decay, float grad_scale = 1.f);
 
 // Adafactor's passes (cpu/adafactor.cpp has the whole algorithm; the optimizer adds the sums
-// over the ranks between them). A MatrixRun is n elements of a row-major block [*, width] of a
-// whole tensor from the block's element `first`; the block's (0, 0) is the tensor's (row0, col0).
-struct MatrixRun {
-    std::size_t n, first;
-    std::int64_t width, row0, col0;
-};
+// over the ranks between them), over MatrixRuns (ops/op_params.h).
 // row_sums[i] += sum_j (g_ij^2 + eps), col_sums[j] += sum_i (g_ij^2 + eps) over the run, indexed
 // by whole row and column (float squares, double sums).
 void adafactor_factored_sums(const float* g, MatrixRun run, float eps, double* row_sums,

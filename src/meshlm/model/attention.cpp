@@ -1,10 +1,49 @@
 #include "meshlm/model/attention.h"
 
+#include "meshlm/kernels/ops/attention.h"
+#include "meshlm/kernels/ops/attention_act.h"
+#include "meshlm/kernels/ops/qk_norm.h"
+#include "meshlm/kernels/ops/rope.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/positions.h"
 
 namespace meshlm {
 namespace k = kernels;
+
+namespace {
+
+// RoPE (forward or backward) over the q heads, then the k heads, of qkv rows.
+void rope_qk(const Attention& a, bool forward, float* qkv, const std::int32_t* pos, int N, int T) {
+    const Tensor x = view(qkv, {N, a.qkv_width()}, a.device), p = view(pos, {N}, a.device);
+    const Tensor f = view(a.inv_freq.data(), {a.rope_dim / 2}, a.device);
+    ops::RopeHeads r{.heads = a.Hl,
+                     .head_dim = a.D,
+                     .rope_dim = a.rope_dim,
+                     .interleaved = a.interleaved,
+                     .T = T};
+    const auto rope = forward ? ops::rope_forward : ops::rope_backward;
+    rope(x, p, f, r);
+    r.col0 = a.Hl * a.D, r.heads = a.Kl;
+    rope(x, p, f, r);
+}
+
+// The core's views: qkv rows [B, T, qkv width], y [B, T, Hl D], lse [B, Hl, T].
+struct CoreViews {
+    Tensor qkv, y, lse, slopes;
+    ops::AttentionHeads heads;
+};
+
+CoreViews core_views(const Attention& a, const float* qkv, const float* y, const float* lse, int B,
+                     int T, const k::AttnDropout* drop) {
+    const Device d = a.device;
+    return {view(qkv, {B, T, a.qkv_width()}, d),
+            view(y, {B, T, a.y_width()}, d),
+            lse ? view(lse, {B, a.Hl, T}, d) : Tensor{},
+            a.slopes.empty() ? Tensor{} : view(a.slopes.data(), {a.Hl}, d),
+            {.H = a.Hl, .Hkv = a.Kl, .scale = a.scale, .dropout = drop}};
+}
+
+}  // namespace
 
 Attention::Attention(const ModelConfig& cfg, int model, int rank)
     : C(cfg.d_model),
@@ -36,13 +75,12 @@ Attention::Attention(const ModelConfig& cfg, int model, int rank)
 }
 
 void Attention::rotate(float* qkv, const std::int32_t* pos, int N, int T, float* qk_rstd) const {
-    if (rope) {
-        k::rope_forward(qkv, qkv_width(), pos, N, T, Hl, D, rope_dim, interleaved, inv_freq.data());
-        k::rope_forward(qkv + Hl * D, qkv_width(), pos, N, T, Kl, D, rope_dim, interleaved,
-                        inv_freq.data());
-    }
+    if (rope) rope_qk(*this, true, qkv, pos, N, T);
     // q heads then k heads are adjacent: one pass over Hl + Kl heads.
-    if (qk_norm) k::qk_norm_forward(qkv, qkv_width(), qk_rstd, N, Hl + Kl, D, norm_eps);
+    if (!qk_norm) return;
+    const ops::QkNormHeads h{.heads = Hl + Kl, .head_dim = D};
+    ops::qk_norm_forward(view(qkv, {N, qkv_width()}, device),
+                         qk_rstd ? view(qk_rstd, {N, Hl + Kl}, device) : Tensor{}, h, norm_eps);
 }
 
 void Attention::forward(float* out, float* qkv, float* y, float* lse, const float* x,
@@ -61,20 +99,20 @@ void Attention::project_in(float* qkv, const float* x, const BlockTensors& w, in
 
 void Attention::project(float* qkv, const float* x, const BlockTensors& w, int N,
                         const std::uint16_t* x16) const {
-    linear::forward(qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width(), false, bf16, x16);
+    linear::forward(device, qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width(), false, bf16, x16);
 }
 
 void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
                      const k::AttnDropout* drop) const {
-    const float* sl = slopes.empty() ? nullptr : slopes.data();
+    const CoreViews v = core_views(*this, qkv, y, lse, B, T, drop);
     if (act.act != k::AttnAct::softmax)
-        return k::attention_act_forward(y, qkv, B, T, Hl, Kl, D, sl, act, scale);
-    k::attention_forward(y, lse, qkv, B, T, Hl, Kl, D, sl, drop, scale);
+        return ops::attention_act_forward(v.y, v.qkv, v.slopes, v.heads, act);
+    ops::attention_forward(v.y, v.lse, v.qkv, v.slopes, v.heads);
 }
 
 void Attention::project_out(float* out, const float* y, const BlockTensors& w, int N,
                             bool accumulate) const {
-    linear::forward(out, y, w.proj_w, nullptr, N, y_width(), C, accumulate, bf16);
+    linear::forward(device, out, y, w.proj_w, nullptr, N, y_width(), C, accumulate, bf16);
 }
 
 void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,
@@ -82,23 +120,24 @@ void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, con
                          const BlockTensors& w, int B, int T, const k::AttnDropout* drop,
                          bool accumulate, const std::uint16_t* x16, const float* qk_rstd) const {
     const int N = B * T;
-    linear::backward(dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C, false, bf16);
+    linear::backward(device, dy, g.proj_w, nullptr, dout, y, w.proj_w, N, y_width(), C, false,
+                     bf16);
+    const CoreViews v = core_views(*this, qkv, y, lse, B, T, drop);
+    const Tensor dq = view(dqkv, {B, T, qkv_width()}, device), dyv = view(dy, v.y.shape, device);
     if (act.act != k::AttnAct::softmax)
-        k::attention_act_backward(dqkv, dy, qkv, B, T, Hl, Kl, D,
-                                  slopes.empty() ? nullptr : slopes.data(), act, scale);
+        ops::attention_act_backward(dq, dyv, v.qkv, v.slopes, v.heads, act);
     else
-        k::attention_backward(dqkv, dy, y, lse, qkv, B, T, Hl, Kl, D,
-                              slopes.empty() ? nullptr : slopes.data(), drop, scale);
+        ops::attention_backward(dq, dyv, v.y, v.lse, v.qkv, v.slopes, v.heads);
     // qkv holds the normalized q and k heads: the xhat of the norm's backward.
-    if (qk_norm) k::qk_norm_backward(dqkv, qkv_width(), qkv, qkv_width(), qk_rstd, N, Hl + Kl, D);
-    if (rope) {
-        k::rope_backward(dqkv, qkv_width(), nullptr, N, T, Hl, D, rope_dim, interleaved,
-                         inv_freq.data());
-        k::rope_backward(dqkv + Hl * D, qkv_width(), nullptr, N, T, Kl, D, rope_dim, interleaved,
-                         inv_freq.data());
+    if (qk_norm) {
+        const Tensor rows = view(dqkv, {N, qkv_width()}, device);
+        ops::qk_norm_backward(rows, view(qkv, rows.shape, device),
+                              view(qk_rstd, {N, Hl + Kl}, device),
+                              {.heads = Hl + Kl, .head_dim = D});
     }
-    linear::backward(dx, g.qkv_w, g.qkv_b, dqkv, x, w.qkv_w, N, C, qkv_width(), accumulate, bf16,
-                     x16);
+    if (rope) rope_qk(*this, false, dqkv, nullptr, N, T);
+    linear::backward(device, dx, g.qkv_w, g.qkv_b, dqkv, x, w.qkv_w, N, C, qkv_width(), accumulate,
+                     bf16, x16);
 }
 
 }  // namespace meshlm

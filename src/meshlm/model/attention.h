@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/op_params.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/tensors.h"
@@ -33,6 +33,7 @@ struct Attention {
     std::vector<float> inv_freq;  // rope_dim / 2
     std::vector<float> slopes;    // this rank's heads' ALiBi slopes; empty without ALiBi
     Bf16Scratch* bf16 = nullptr;  // the projections' GEMMs in bf16 (linear.h); null: fp32
+    Device device = Device::cpu;  // where its views live (the ops dispatch on it)
 
     Attention(const ModelConfig& cfg, int model, int rank);
     int qkv_width() const { return (Hl + 2 * Kl) * D; }

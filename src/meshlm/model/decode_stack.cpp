@@ -3,11 +3,13 @@
 #include <cstring>
 
 #include "meshlm/core/error.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/activation.h"
+#include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/linear_decode.h"
+#include "meshlm/kernels/ops/residual.h"
 #include "meshlm/model/transformer_layout.h"
 
 namespace meshlm {
-namespace k = kernels;
 
 DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision precision)
     : cfg_(cfg),
@@ -40,15 +42,19 @@ DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision p
 void DecodeStack::set_params(const float* params) {
     params_ = params;
     binder_.bind_all(const_cast<float*>(params), w_);
-    if (precision_ == DecodePrecision::bf16) k::to_bf16(params16_.data(), params, layout_.total());
+    if (precision_ == DecodePrecision::bf16)
+        ops::to_bf16(flat(params16_.data(), layout_.total(), device_),
+                     flat(params, layout_.total(), device_));
 }
 
 void DecodeStack::linear(float* y, const float* x, const float* W, const float* bias, int M, int I,
                          int O) {
-    if (precision_ == DecodePrecision::bf16)
-        k::linear_decode_bf16(y, x, params16_.data() + (W - params_), bias, M, I, O);
-    else
-        k::linear_decode(y, x, W, bias, M, I, O);
+    const Device d = device_;
+    const Tensor w = precision_ == DecodePrecision::bf16
+                         ? view(params16_.data() + (W - params_), {O, I}, d)
+                         : view(W, {O, I}, d);
+    ops::linear_decode(view(y, {M, O}, d), view(x, {M, I}, d), w,
+                       bias ? view(bias, {O}, d) : Tensor{});
 }
 
 void DecodeStack::embed(int m, std::int32_t token, int pos) {
@@ -70,8 +76,11 @@ void DecodeStack::blocks(int M, const std::int32_t* pos, const Attend& attend) {
     MESHLM_CHECK(params_, "set_params() before decoding");
     MESHLM_CHECK(M >= 1 && M <= max_rows_, "a pass of ", M, " rows (at most ", max_rows_, ")");
     const int C = cfg_.d_model, W = attn_.qkv_width();
-    const std::size_t MC = static_cast<std::size_t>(M) * C;
     const bool parallel = cfg_.block == "parallel";
+    const Device d = device_;
+    const Tensor x = view(x_.data(), {M, C}, d), proj = view(proj_.data(), {M, C}, d);
+    const Tensor out = view(mlp_out_.data(), {M, C}, d);
+    const Tensor h = view(h_.data(), {M, mlp_.h_width()}, d), a = view(a_.data(), {M, mlp_.Fl}, d);
     for (int l = 0; l < cfg_.n_layer; ++l) {
         const BlockTensors& b = w_.blocks[l];
         norm_.forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), b.ln1_w, b.ln1_b, M);
@@ -80,19 +89,18 @@ void DecodeStack::blocks(int M, const std::int32_t* pos, const Attend& attend) {
         attend(l, qkv_.data(), y_.data());
         linear(proj_.data(), y_.data(), b.proj_w, b.proj_b, M, attn_.y_width(), C);
         if (!parallel) {
-            k::residual_forward(x_.data(), x_.data(), proj_.data(), MC);
+            ops::residual_forward(x, x, proj);
             if (!cfg_.has_mlp()) continue;  // a block of attention only
             norm_.forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), b.ln2_w, b.ln2_b, M);
         }
         linear(h_.data(), ln_.data(), b.fc_w, b.fc_b, M, C, mlp_.h_width());
         if (mlp_.gated)
-            k::glu_forward(mlp_.act, a_.data(), h_.data(), M, mlp_.Fl);
+            ops::glu_forward(mlp_.act, a, h);
         else
-            k::activation_forward(mlp_.act, a_.data(), h_.data(),
-                                  static_cast<std::size_t>(M) * mlp_.Fl);
+            ops::activation_forward(mlp_.act, a, h);
         linear(mlp_out_.data(), a_.data(), b.out_w, b.out_b, M, mlp_.Fl, C);
-        if (parallel) k::residual_forward(mlp_out_.data(), proj_.data(), mlp_out_.data(), MC);
-        k::residual_forward(x_.data(), x_.data(), mlp_out_.data(), MC);
+        if (parallel) ops::residual_forward(out, proj, out);
+        ops::residual_forward(x, x, out);
     }
 }
 

@@ -65,6 +65,7 @@ class DecodeStack {
     Mlp mlp_;
     int max_rows_;
     DecodePrecision precision_;
+    Device device_ = Device::cpu;  // where the weights and rows live (the ops dispatch on it)
     ModelTensors w_;
     const float* params_ = nullptr;   // the buffer w_ points into
     Buffer<std::uint16_t> params16_;  // bf16 copy of params (bf16 precision only)

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "meshlm/core/error.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/attention_decode.h"
 #include "meshlm/model/transformer_layout.h"
 
 namespace meshlm {
@@ -179,12 +179,17 @@ const float* Decoder::step(const float* params, const std::int32_t* tokens) {
     for (int m = 0; m < M; ++m) stack_.embed(m, tokens[active_[m]], pos_);
     const Attention& attn = stack_.attention();
     const int W = attn.qkv_width();
-    const float* slopes = attn.slopes.empty() ? nullptr : attn.slopes.data();
+    const Tensor slopes =
+        attn.slopes.empty() ? Tensor{} : view(attn.slopes.data(), {attn.Hl}, attn.device);
     stack_.blocks(M, pos_rows_.data(), [&](int l, const float* qkv, float* y) {
         for (int m = 0; m < M; ++m)
             store_kv(l, active_[m], pos_, qkv + static_cast<std::size_t>(m) * W);
-        k::attention_decode(y, qkv, W, k_[l].data(), v_[l].data(), active_.data(), M, pos_ + 1,
-                            max_seq_, attn.Hl, attn.Kl, attn.D, slopes, attn.scale, &attn.act);
+        const Device d = attn.device;
+        const Tensor kcache = view(k_[l].data(), {S_, attn.Kl, max_seq_, attn.D}, d);
+        ops::attention_decode(view(y, {M, attn.y_width()}, d), view(qkv, {M, W}, d), kcache,
+                              view(v_[l].data(), kcache.shape, d), view(active_.data(), {M}, d),
+                              pos_ + 1, slopes,
+                              {.H = attn.Hl, .Hkv = attn.Kl, .scale = attn.scale, .act = attn.act});
     });
     float* logits = stack_.head(M);
     // Rows were computed packed (row m for sequence active_[m] >= m): move them into place,

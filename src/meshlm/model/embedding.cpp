@@ -4,7 +4,8 @@
 
 #include "meshlm/core/param_layout.h"
 #include "meshlm/kernels/kernels.h"
-#include "meshlm/kernels/vocab_parallel.h"
+#include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/model/positions.h"
 
 namespace meshlm {
@@ -42,11 +43,12 @@ const float* Embedding::sinusoid_at(std::int64_t p, float* row) const {
 void Embedding::forward(float* x, const std::int32_t* tokens, const float* wte, const float* wpe,
                         const float* pe_scale, int N, int T, const std::int64_t* pos0) const {
     const std::size_t NC = static_cast<std::size_t>(N) * C;
-    k::embedding_forward_vocab_range(x, tokens, wte, v0, Vvalid, N, C);
+    const Tensor xv = view(x, {N, C}, device), tv = view(tokens, {N}, device);
+    ops::embedding_forward(xv, tv, view(wte, {Vvalid, C}, device), Tensor{}, T, v0);
     mp->sum(x, NC);  // each row is one rank's wte row (zeros elsewhere): rounding it after is exact
-    if (bf16) k::round_bf16(x, x, NC);
+    if (bf16) ops::round_bf16(xv, xv);
     if (learned && !bf16) {
-        k::position_embedding_forward(x, wpe, N, T, C);
+        ops::position_embedding_forward(xv, view(wpe, {T, C}, device), T);
     } else if (learned) {  // bf16: each position's row rounded once, added to its B rows
 #pragma omp parallel for schedule(static)
         for (int t = 0; t < T; ++t) {
@@ -75,8 +77,10 @@ void Embedding::forward(float* x, const std::int32_t* tokens, const float* wte, 
 
 void Embedding::backward(float* dwte, float* dwpe, float* dpe_scale, const float* dx,
                          const std::int32_t* tokens, int N, int T, const std::int64_t* pos0) const {
-    k::embedding_backward_vocab_range(dwte, dx, tokens, v0, Vvalid, N, C);
-    if (learned) k::position_embedding_backward(dwpe, dx, N, T, C);
+    const Tensor dxv = view(dx, {N, C}, device);
+    ops::embedding_backward(view(dwte, {Vvalid, C}, device), Tensor{}, dxv,
+                            view(tokens, {N}, device), T, v0);
+    if (learned) ops::position_embedding_backward(view(dwpe, {T, C}, device), dxv, T);
     if (scaled_sin) {
         // In row order, in double: the same sum for any thread count.
         thread_local std::vector<float> row;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "meshlm/core/model_comm.h"
+#include "meshlm/core/tensor.h"
 #include "meshlm/model/model_config.h"
 
 namespace meshlm {
@@ -26,6 +27,7 @@ struct Embedding {
     int C, v0, Vvalid;  // this rank's vocabulary rows [v0, v0 + Vvalid)
     bool learned, scaled_sin;
     bool bf16 = false;
+    Device device = Device::cpu;  // where its views live (the ops dispatch on it)
     float lam;
     std::vector<float> table;  // scaled_sin: sinusoid(p) for p < max_seq_len
     ModelComm* mp;

@@ -1,6 +1,6 @@
 #include "meshlm/model/head.h"
 
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/cross_entropy.h"
 #include "meshlm/kernels/vocab_parallel.h"
 #include "meshlm/model/embedding.h"
 #include "meshlm/model/linear.h"
@@ -17,13 +17,14 @@ Head::Head(const ModelConfig& cfg, ModelComm& comm)
 }
 
 void Head::logits(float* logits, const float* x, const float* W, const float* b, int N) const {
-    linear::forward(logits, x, W, b, N, C, Vl, false, bf16);
+    linear::forward(device, logits, x, W, b, N, C, Vl, false, bf16);
 }
 
 void Head::loss(float* logits, float* losses, float* row_max, float* stats,
                 const std::int32_t* targets, int N, float grad_scale) const {
     if (mp->size() == 1)
-        return k::softmax_cross_entropy(logits, losses, targets, N, V, V, grad_scale, z_loss);
+        return ops::softmax_cross_entropy(view(logits, {N, V}, device), view(losses, {N}, device),
+                                          view(targets, {N}, device), grad_scale, z_loss);
     k::ce_row_max(row_max, logits, targets, N, Vvalid, Vl);
     mp->max(row_max, N);
     k::ce_row_sums(stats, logits, targets, row_max, v0, N, Vvalid, Vl, grad_scale != 0.f);
@@ -33,7 +34,7 @@ void Head::loss(float* logits, float* losses, float* row_max, float* stats,
 
 void Head::backward(float* dx, float* dW, float* db, const float* dlogits, const float* x,
                     const float* W, int N) const {
-    linear::backward(dx, dW, db, dlogits, x, W, N, C, Vl, false, bf16);
+    linear::backward(device, dx, dW, db, dlogits, x, W, N, C, Vl, false, bf16);
     mp->sum(dx, static_cast<std::size_t>(N) * C);
 }
 

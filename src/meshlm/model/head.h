@@ -20,6 +20,7 @@ struct Head {
     float z_loss;
     ModelComm* mp;
     Bf16Scratch* bf16 = nullptr;  // the GEMMs in bf16 (linear.h); null: fp32
+    Device device = Device::cpu;  // where the projection's views live
 
     Head(const ModelConfig& cfg, ModelComm& comm);
     // logits (N, Vl) for x (N, C).

@@ -12,11 +12,16 @@
 // and multiplies with fp32 products and sums (kernels::gemm_bf16). An input the caller already
 // keeps in bf16 (x16) is used as it is. Outputs wider than the scratch (the vocabulary head) go
 // through in column chunks.
+//
+// The GEMMs and bias adds are ops (kernels/ops/) over views on `device`; the bf16 roundings are
+// still CPU kernels.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "meshlm/core/tensor.h"
 
 namespace meshlm {
 
@@ -41,13 +46,13 @@ namespace linear {
 
 // y[N, O] (=, or += when accumulate) x[N, I] W[O, I]^T + b (b may be null). With bf16 non-null
 // the GEMM is in bf16; x16 (may be null), x already in bf16.
-void forward(float* y, const float* x, const float* W, const float* b, int N, int I, int O,
-             bool accumulate = false, Bf16Scratch* bf16 = nullptr,
+void forward(Device device, float* y, const float* x, const float* W, const float* b, int N, int I,
+             int O, bool accumulate = false, Bf16Scratch* bf16 = nullptr,
              const std::uint16_t* x16 = nullptr);
 // dx[N, I] (=, or += when accumulate; null skips), dW += dy^T x, db += sum_n dy (null skips).
-void backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
-              int N, int I, int O, bool accumulate = false, Bf16Scratch* bf16 = nullptr,
-              const std::uint16_t* x16 = nullptr);
+void backward(Device device, float* dx, float* dW, float* db, const float* dy, const float* x,
+              const float* W, int N, int I, int O, bool accumulate = false,
+              Bf16Scratch* bf16 = nullptr, const std::uint16_t* x16 = nullptr);
 
 }  // namespace linear
 }  // namespace meshlm

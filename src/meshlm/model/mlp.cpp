@@ -1,5 +1,7 @@
 #include "meshlm/model/mlp.h"
 
+#include "meshlm/kernels/ops/activation.h"
+#include "meshlm/kernels/ops/bf16.h"
 #include "meshlm/model/linear.h"
 
 namespace meshlm {
@@ -26,28 +28,32 @@ void Mlp::forward(float* out, float* h, float* a, const float* x, const BlockTen
 
 void Mlp::up(float* h, float* a, const float* x, const BlockTensors& w, int N,
              const std::uint16_t* x16, std::uint16_t* a16) const {
-    linear::forward(h, x, w.fc_w, w.fc_b, N, C, h_width(), false, bf16, x16);
+    linear::forward(device, h, x, w.fc_w, w.fc_b, N, C, h_width(), false, bf16, x16);
+    const Tensor hv = view(h, {N, h_width()}, device), av = view(a, {N, Fl}, device);
     if (gated)
-        k::glu_forward(act, a, h, N, Fl);
+        ops::glu_forward(act, av, hv);
     else
-        k::activation_forward(act, a, h, static_cast<std::size_t>(N) * Fl);
-    if (a16) k::to_bf16(a16, a, static_cast<std::size_t>(N) * Fl);
+        ops::activation_forward(act, av, hv);
+    if (a16) ops::to_bf16(view(a16, {N, Fl}, device), av);
 }
 
 void Mlp::down(float* out, const float* a, const BlockTensors& w, int N, bool accumulate,
                const std::uint16_t* a16) const {
-    linear::forward(out, a, w.out_w, nullptr, N, Fl, C, accumulate, bf16, a16);
+    linear::forward(device, out, a, w.out_w, nullptr, N, Fl, C, accumulate, bf16, a16);
 }
 
 void Mlp::backward(float* dx, BlockTensors& g, float* da, float* dh, const float* dout,
                    const float* x, const float* h, const float* a, const BlockTensors& w, int N,
                    bool accumulate, const std::uint16_t* x16, const std::uint16_t* a16) const {
-    linear::backward(da, g.out_w, nullptr, dout, a, w.out_w, N, Fl, C, false, bf16, a16);
+    linear::backward(device, da, g.out_w, nullptr, dout, a, w.out_w, N, Fl, C, false, bf16, a16);
+    const Tensor dhv = view(dh, {N, h_width()}, device), hv = view(h, {N, h_width()}, device);
+    const Tensor dav = view(da, {N, Fl}, device);
     if (gated)
-        k::glu_backward(act, dh, h, da, N, Fl);
+        ops::glu_backward(act, dhv, hv, dav);
     else
-        k::activation_backward(act, dh, h, da, static_cast<std::size_t>(N) * Fl);
-    linear::backward(dx, g.fc_w, g.fc_b, dh, x, w.fc_w, N, C, h_width(), accumulate, bf16, x16);
+        ops::activation_backward(act, dhv, hv, dav);
+    linear::backward(device, dx, g.fc_w, g.fc_b, dh, x, w.fc_w, N, C, h_width(), accumulate, bf16,
+                     x16);
 }
 
 }  // namespace meshlm

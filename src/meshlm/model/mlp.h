@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/op_params.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/tensors.h"
@@ -22,6 +22,7 @@ struct Mlp {
     bool gated;
     kernels::Act act;
     Bf16Scratch* bf16 = nullptr;  // the GEMMs in bf16 (linear.h); null: fp32
+    Device device = Device::cpu;  // where its views live (the ops dispatch on it)
 
     Mlp(const ModelConfig& cfg, int model);
     int h_width() const { return gated ? 2 * Fl : Fl; }

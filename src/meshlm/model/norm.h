@@ -7,6 +7,7 @@
 //   rmsnorm    dx += rstd * (dxh - xh * mean(dxh * xh));  dw, db likewise
 #pragma once
 
+#include "meshlm/core/tensor.h"
 #include "meshlm/model/model_config.h"
 
 namespace meshlm {
@@ -15,6 +16,7 @@ struct Norm {
     bool rms = false;
     float eps = 1e-5f;
     int C = 0;
+    Device device = Device::cpu;  // where its views live (the ops dispatch on it)
 
     explicit Norm(const ModelConfig& cfg)
         : rms(cfg.norm == "rmsnorm"), eps(cfg.norm_eps), C(cfg.d_model) {}

@@ -21,7 +21,13 @@
 #include <utility>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/bias_backward.h"
+#include "meshlm/kernels/ops/dropout.h"
+#include "meshlm/kernels/ops/linear.h"
+#include "meshlm/kernels/ops/residual.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/transformer_layout.h"
 
@@ -47,6 +53,14 @@ enum Site { kEmbd = 0, kAttnResid = 1, kMlpResid = 2, kAttnProbs = 3 };
 std::uint64_t dropout_stream(std::int64_t step, int layer, int site) {
     return ((static_cast<std::uint64_t>(step) * 4096 + static_cast<std::uint64_t>(layer + 1)) * 8) +
            static_cast<std::uint64_t>(site);
+}
+
+// bf16 precision: v's n floats rounded to bf16 into `at`, which v then points to; at advances.
+void round_vector(float*& v, float*& at, int n, Device d) {
+    if (!v) return;
+    ops::round_bf16(view(at, {n}, d), view(v, {n}, d));
+    v = at;
+    at += n;
 }
 
 // The activation plan's one allocation, with what to do when it does not fit.
@@ -299,8 +313,14 @@ void Transformer::plan(P& p) {
     }
 }
 
-void Transformer::keep16(std::uint16_t* dst, const float* src, std::size_t n) {
-    if (dst) k::to_bf16(dst, src, n);
+void Transformer::keep16(std::uint16_t* dst, const float* src, std::size_t n) const {
+    const auto len = static_cast<std::int64_t>(n);
+    if (dst) ops::to_bf16(view(dst, {len}, device_), view(src, {len}, device_));
+}
+
+void Transformer::bias_grad(float* db, const float* dy, int N) const {
+    const int C = cfg_.d_model;
+    ops::bias_backward(view(db, {C}, device_), view(dy, {N, C}, device_));
 }
 
 const BlockTensors& Transformer::block_weights(int l) {
@@ -310,12 +330,7 @@ const BlockTensors& Transformer::block_weights(int l) {
     // bf16 (parallel/fsdp.h): every layout then computes with the same values.
     block16_ = w;
     float* at = block_vectors16_;
-    auto round = [&](float*& v, int n) {
-        if (!v) return;
-        k::round_bf16(at, v, n);
-        v = at;
-        at += n;
-    };
+    auto round = [&](float*& v, int n) { round_vector(v, at, n, device_); };
     const int C = cfg_.d_model;
     round(block16_.ln1_w, C), round(block16_.ln1_b, C), round(block16_.ln2_w, C);
     round(block16_.ln2_b, C), round(block16_.qkv_b, attn_.qkv_width()), round(block16_.proj_b, C);
@@ -333,15 +348,18 @@ const ModelTensors& Transformer::root_weights() {
     if (precision_ != Precision::bf16) return w;
     root16_ = w;
     float* at = block_vectors16_;
-    auto round = [&](float*& v, std::size_t n) {
-        if (!v) return;
-        k::round_bf16(at, v, n);
-        v = at;
-        at += n;
-    };
+    auto round = [&](float*& v, int n) { round_vector(v, at, n, device_); };
     round(root16_.lnf_w, cfg_.d_model), round(root16_.lnf_b, cfg_.d_model);
     round(root16_.head_b, head_.Vl);
     return root16_;
+}
+
+void Transformer::embed_dropout(float* x, int N) const {
+    ops::dropout(view(x, {N, cfg_.d_model}, device_),
+                 {.rate = cfg_.dropout_embd,
+                  .seed = drop_seed_,
+                  .stream = dropout_stream(drop_step_, -1, kEmbd),
+                  .row0 = drop_row0_ * T_});
 }
 
 k::AttnDropout Transformer::attn_dropout(int layer) const {
@@ -362,45 +380,35 @@ void Transformer::record(int l, int site, const float* x, int rows, int width, i
 void Transformer::close_branch(float* out, const float* b1, const float* b2, const float* residual,
                                int N, int layer, int site, bool train, int stat) {
     const int C = cfg_.d_model;
+    const Device d = device_;
     if (!b1) std::swap(b1, b2);  // either bias may be absent
     mp_->sum(out, static_cast<std::size_t>(N) * C);
     if (stat >= 0) record(layer, stat, out, N, C, C);
+    const Tensor o = view(out, {N, C}, d), r = view(residual, {N, C}, d);
+    auto bias = [&](const float* b) { return b ? view(b, {C}, d) : Tensor{}; };
     const float rate = cfg_.dropout_resid;
-    if (train && rate > 0.f) {
-        // Biases join before the mask: dropout(branch + b), as nn.Dropout after nn.Linear.
-#pragma omp parallel for schedule(static)
-        for (int n = 0; n < N; ++n) {
-            float* o = out + static_cast<std::size_t>(n) * C;
-            for (int c = 0; c < C; ++c) o[c] += (b1 ? b1[c] : 0.f) + (b2 ? b2[c] : 0.f);
-        }
-        k::dropout(out, N, C, rate, drop_seed_, dropout_stream(drop_step_, layer, site),
-                   drop_row0_ * T_);
-        k::residual_forward(out, out, residual, static_cast<std::size_t>(N) * C);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; ++n) {
-        float* o = out + static_cast<std::size_t>(n) * C;
-        const float* r = residual + static_cast<std::size_t>(n) * C;
-        if (b2) {
-#pragma omp simd
-            for (int c = 0; c < C; ++c) o[c] = ((o[c] + b1[c]) + b2[c]) + r[c];
-        } else if (b1) {
-#pragma omp simd
-            for (int c = 0; c < C; ++c) o[c] = (o[c] + b1[c]) + r[c];
-        } else {
-#pragma omp simd
-            for (int c = 0; c < C; ++c) o[c] = o[c] + r[c];
-        }
-    }
+    if (!train || rate <= 0.f) return ops::bias_residual(o, bias(b1), bias(b2), r);
+    // Biases join before the mask: dropout(branch + (b1 + b2)), as nn.Dropout after nn.Linear.
+    // Their sum goes to dbranch_, which only the backward's branch_grad fills (after this
+    // block's recomputation).
+    if (b2) ops::residual_forward(view(dbranch_, {C}, d), bias(b1), bias(b2)), b1 = dbranch_;
+    if (b1) ops::add_bias(o, bias(b1));
+    ops::dropout(o, {.rate = rate,
+                     .seed = drop_seed_,
+                     .stream = dropout_stream(drop_step_, layer, site),
+                     .row0 = drop_row0_ * T_});
+    ops::residual_forward(o, o, r);
 }
 
 const float* Transformer::branch_grad(int N, int layer, int site) {
     if (!dropped_ || cfg_.dropout_resid <= 0.f) return dres_;
-    const std::size_t NC = static_cast<std::size_t>(N) * cfg_.d_model;
-    std::memcpy(dbranch_, dres_, NC * sizeof(float));
-    k::dropout(dbranch_, N, cfg_.d_model, cfg_.dropout_resid, drop_seed_,
-               dropout_stream(drop_step_, layer, site), drop_row0_ * T_);
+    const Device d = device_;
+    const Tensor g = view(dbranch_, {N, cfg_.d_model}, d);
+    kernels::copy(g, view(dres_, g.shape, d));
+    ops::dropout(g, {.rate = cfg_.dropout_resid,
+                     .seed = drop_seed_,
+                     .stream = dropout_stream(drop_step_, layer, site),
+                     .row0 = drop_row0_ * T_});
     return dbranch_;
 }
 
@@ -508,8 +516,8 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
     const k::AttnDropout* pdrop = dropped_ && drop.rate > 0.f ? &drop : nullptr;
     if (parallel_block_) {
         const float* gb = branch_grad(N, l, kAttnResid);
-        if (g.proj_b) k::bias_backward(g.proj_b, gb, N, C);
-        if (g.out_b) k::bias_backward(g.out_b, gb, N, C);
+        if (g.proj_b) bias_grad(g.proj_b, gb, N);
+        if (g.out_b) bias_grad(g.out_b, gb, N);
         mlp_.backward(dln_, g, da_, dh_, gb, a.ln1, a.h, a.a, w, N, false, a.ln1_16, a.a16);
         attn_.backward(dln_, g, dy_, dqkv_, gb, a.ln1, a.qkv, a.y, a.lse, w, B, T, pdrop, true,
                        a.ln1_16, a.qk_rstd);
@@ -519,13 +527,13 @@ void Transformer::block_backward(int l, const float* x, int B, int T) {
     }
     if (cfg_.has_mlp()) {
         const float* gm = branch_grad(N, l, kMlpResid);
-        if (g.out_b) k::bias_backward(g.out_b, gm, N, C);
+        if (g.out_b) bias_grad(g.out_b, gm, N);
         mlp_.backward(dln_, g, da_, dh_, gm, a.ln2, a.h, a.a, w, N, false, a.ln2_16, a.a16);
         mp_->sum(dln_, NC);
         norm_.backward(dres_, g.ln2_w, g.ln2_b, dln_, a.mid, w.ln2_w, a.mean2, a.rstd2, N);
     }
     const float* ga = branch_grad(N, l, kAttnResid);
-    if (g.proj_b) k::bias_backward(g.proj_b, ga, N, C);
+    if (g.proj_b) bias_grad(g.proj_b, ga, N);
     if (vq_on_) {
         vq_.derive(vq_derived_, w);
         vq_.backward(dln_, g, ga, a.vq, vq_derived_, vq_scratch_, a.ln1, a.ln1_16, w, B, T,
@@ -633,9 +641,7 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     const ModelTensors& w = views_.w;
 
     embed_layer_.forward(embed_, tokens, w.wte, w.wpe, w.pe_scale, N, T, pos0_);
-    if (train && cfg_.dropout_embd > 0.f)
-        k::dropout(embed_, N, C, cfg_.dropout_embd, drop_seed_,
-                   dropout_stream(drop_step_, -1, kEmbd), drop_row0_ * T);
+    if (train && cfg_.dropout_embd > 0.f) embed_dropout(embed_, N);
     const float* x = embed_;
     for (int l = 0; l < cfg_.n_layer; ++l) {
         views_.begin_block(l, Pass::forward);
@@ -684,9 +690,7 @@ void Transformer::backward(const float* params, float* grads) {
         views_.end_block(l, Pass::backward);
         if (block_hook_) block_hook_(l);
     }
-    if (dropped_ && cfg_.dropout_embd > 0.f)
-        k::dropout(dres_, N, C, cfg_.dropout_embd, drop_seed_,
-                   dropout_stream(drop_step_, -1, kEmbd), drop_row0_ * T);
+    if (dropped_ && cfg_.dropout_embd > 0.f) embed_dropout(dres_, N);
     embed_layer_.backward(g.wte, g.wpe, g.pe_scale, dres_, tokens_, N, T, pos0_);
     views_.embeddings_done();
 }

@@ -160,13 +160,17 @@ class Transformer {
     // The gradient entering a branch: dres, masked like the branch's dropout (into scratch).
     const float* branch_grad(int N, int layer, int site);
     kernels::AttnDropout attn_dropout(int layer) const;
+    // The embedding's dropout (model.dropout_embd) on x [N, C], or on its gradient.
+    void embed_dropout(float* x, int N) const;
     // Block l's parameters; with bf16 its vectors (norm gains, biases) are bf16 copies.
     const BlockTensors& block_weights(int l);
     // The weights outside the blocks the forward and backward read: with bf16, ln_f and the
     // head bias as bf16 copies (the embedding layer rounds its own; the head GEMM its operand).
     const ModelTensors& root_weights();
     // bf16 precision: keeps a linear's input in bf16 (dst null: fp32, nothing to do).
-    static void keep16(std::uint16_t* dst, const float* src, std::size_t n);
+    void keep16(std::uint16_t* dst, const float* src, std::size_t n) const;
+    // db [C] += sum over N rows of dy [N, C] (a block bias's gradient).
+    void bias_grad(float* db, const float* dy, int N) const;
     void block_forward(int l, const float* x, int B, int T, bool train);
     void add_vq_stats(const VqAttention::Acts& a, float err, int N);
     // A sequential block's second half: out = mid + mlp(norm2(mid)).
@@ -176,6 +180,7 @@ class Transformer {
     void block_recompute(int l, const float* x, int B, int T);
 
     ModelConfig cfg_;
+    Device device_ = Device::cpu;  // where the activations live; every layer's device
     SingleRank single_;
     ModelComm* mp_;
     ParamLayout layout_;

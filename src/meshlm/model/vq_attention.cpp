@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "meshlm/kernels/kernels.h"
 #include "meshlm/model/positions.h"
 
 namespace meshlm {
@@ -115,8 +116,8 @@ float VqAttention::forward(float* out, const Acts& a, const Derived& d, float* s
 float VqAttention::project_in(const Acts& a, const Derived& d, const float* x,
                               const std::uint16_t* x16, const BlockTensors& w, int N) const {
     const std::size_t NN = static_cast<std::size_t>(N);
-    linear::forward(a.qk, x, w.vq_qk_w, nullptr, N, C, 2 * dk, false, bf16, x16);
-    linear::forward(a.vg, x, w.vq_vg_w, nullptr, N, C, 2 * dv, false, bf16, x16);
+    linear::forward(device, a.qk, x, w.vq_qk_w, nullptr, N, C, 2 * dk, false, bf16, x16);
+    linear::forward(device, a.vg, x, w.vq_vg_w, nullptr, N, C, 2 * dv, false, bf16, x16);
     k::qk_norm_forward(a.qk, 2 * dk, a.rstd, N, 2, dk, eps);
     k::scale(a.qk, scale, NN * 2 * dk);
     k::activation_forward(k::Act::silu, a.act, a.vg, NN * 2 * dv);
@@ -135,7 +136,7 @@ void VqAttention::project_out(float* out, const Acts& a, float* scratch, const B
                               int N, bool accumulate) const {
     float* og = scratch;
     gate(og, a.o, a.act, static_cast<std::size_t>(N), dv);
-    linear::forward(out, og, w.proj_w, nullptr, N, dv, C, accumulate, bf16);
+    linear::forward(device, out, og, w.proj_w, nullptr, N, dv, C, accumulate, bf16);
 }
 
 void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const Acts& a,
@@ -156,7 +157,7 @@ void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const 
 
     // out = og Wo^T: dog = dout Wo, dWo += dout^T og (og rebuilt in dO's space first).
     gate(dO, a.o, a.act, NN, dv);
-    linear::backward(dog, g.proj_w, nullptr, dout, dO, w.proj_w, N, dv, C, false, bf16);
+    linear::backward(device, dog, g.proj_w, nullptr, dout, dO, w.proj_w, N, dv, C, false, bf16);
 #pragma omp parallel for schedule(static)
     for (std::size_t n = 0; n < NN; ++n)
         for (int c = 0; c < dv; ++c) {
@@ -193,10 +194,10 @@ void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const 
     for (std::size_t i = 0; i < NN * 2 * dk; ++i) xhat[i] = a.qk[i] * inv, dqk[i] *= scale;
     k::qk_norm_backward(dqk, 2 * dk, xhat, 2 * dk, a.rstd, N, 2, dk);
     // The replicated q | k path's input gradient is added once, by rank 0, into the sum.
-    linear::backward(dx, g.vq_vg_w, nullptr, dact, x, w.vq_vg_w, N, C, 2 * dv, accumulate, bf16,
-                     x16);
-    linear::backward(lead ? dx : nullptr, g.vq_qk_w, nullptr, dqk, x, w.vq_qk_w, N, C, 2 * dk, true,
+    linear::backward(device, dx, g.vq_vg_w, nullptr, dact, x, w.vq_vg_w, N, C, 2 * dv, accumulate,
                      bf16, x16);
+    linear::backward(device, lead ? dx : nullptr, g.vq_qk_w, nullptr, dqk, x, w.vq_qk_w, N, C,
+                     2 * dk, true, bf16, x16);
     // rel = scale table Wr^T: dWr += scale drel^T table.
     k::gemm(true, false, dk, C, L + 1, scale, drel, dk, table.data(), C, 1.f, g.vq_r_w, C);
     for (int j = 0; j < dk; ++j) g.vq_u[j] += scale * du[j], g.vq_v[j] += scale * dvb[j];

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "meshlm/core/model_comm.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/op_params.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/tensors.h"
@@ -37,6 +37,7 @@ struct VqAttention {
     float eps, scale, c_beta;  // scale = dk^-1/4
     std::vector<float> table;  // (L + 1, C) the sinusoids of distances 0..L
     Bf16Scratch* bf16 = nullptr;
+    Device device = Device::cpu;  // where the projections' views live
 
     // What the forward keeps for the backward, over N rows.
     struct Acts {

@@ -1,7 +1,7 @@
 // Optimizer::step for Adafactor over a range that may hold parts of tensors (a ZeRO chunk, a
-// tensor-parallel shard): the math is in kernels/cpu/adafactor.cpp. Three passes, with the
-// ranks' partial sums added up (tensor_sum_) between them, so that every statistic is the whole
-// tensor's:
+// tensor-parallel shard): the math is in the adafactor ops (kernels/ops/adafactor.h). Three passes,
+// with the ranks' partial sums added up (tensor_sum_) between them, so that every statistic is the
+// whole tensor's:
 //   1. per factored tensor the row and column sums of g^2 + eps, per tensor the sum of p^2;
 //      summed over the ranks; then every rank decays the factored statistics of EVERY tensor
 //      (they are replicated, and stay the same on every rank) and derives the update's factors
@@ -11,15 +11,25 @@
 // model ranks counts on model rank 0).
 #include <algorithm>
 #include <cmath>
+#include <span>
 
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/adafactor.h"
+#include "meshlm/kernels/ops/clip.h"
 #include "meshlm/optim/optimizer.h"
 
 namespace meshlm {
 namespace {
 
-kernels::MatrixRun run_of(const AdafactorPiece& p) {
-    return {p.numel, p.first, p.width, p.row0, p.col0};
+ops::AdafactorRun run_of(const AdafactorPiece& p) {
+    return {.first = static_cast<std::int64_t>(p.first),
+            .width = p.width,
+            .row0 = p.row0,
+            .col0 = p.col0};
+}
+
+// A piece of a flat buffer (parameters, gradients, second moments), on the host for now.
+Tensor piece(const float* base, std::size_t offset, std::size_t numel) {
+    return flat(base + offset, numel, Device::cpu);
 }
 
 }  // namespace
@@ -40,10 +50,11 @@ void Optimizer::adafactor_step(float* params, const float* grads, float lr) {
         if (!p.counts) continue;
         const AdafactorTensor& t = plan_.tensors[p.tensor];
         if (t.factored)
-            kernels::adafactor_factored_sums(grads + p.offset, run_of(p), eps, sums + t.stat,
-                                             sums + t.stat + t.rows);
+            ops::adafactor_factored_sums(piece(grads, p.offset, p.numel), run_of(p), eps,
+                                         std::span(sums + t.stat, t.rows),
+                                         std::span(sums + t.stat + t.rows, t.cols));
         if (cfg_.adafactor_multiply_by_parameter_scale)
-            p_sq[p.tensor] += kernels::sum_squares(params + p.offset, p.numel);
+            p_sq[p.tensor] += ops::sum_squares(piece(params, p.offset, p.numel));
     }
     if (tensor_sum_) tensor_sum_(sums, S + T);
     for (const AdafactorTensor& t : plan_.tensors) {
@@ -73,12 +84,12 @@ void Optimizer::adafactor_step(float* params, const float* grads, float lr) {
     for (std::size_t k = 0; k < plan_.pieces.size(); ++k) {
         const AdafactorPiece& p = plan_.pieces[k];
         const AdafactorTensor& t = plan_.tensors[p.tensor];
-        const double s = t.factored
-                             ? kernels::adafactor_factored_sumsq(grads + p.offset, run_of(p),
-                                                                 scales_.data() + t.stat,
-                                                                 scales_.data() + t.stat + t.rows)
-                             : kernels::adafactor_moment(v_.data() + piece_v_[k], grads + p.offset,
-                                                         p.numel, beta, eps);
+        const Tensor g = piece(grads, p.offset, p.numel);
+        const double s =
+            t.factored
+                ? ops::adafactor_factored_sumsq(g, run_of(p), piece(scales_.data(), t.stat, t.rows),
+                                                piece(scales_.data(), t.stat + t.rows, t.cols))
+                : ops::adafactor_moment(piece(v_.data(), piece_v_[k], p.numel), g, beta, eps);
         if (p.counts) u_sq[p.tensor] += s;
     }
     if (tensor_sum_) tensor_sum_(u_sq, T);
@@ -98,13 +109,13 @@ void Optimizer::adafactor_step(float* params, const float* grads, float lr) {
         const float lr_g = group_lr(g, lr);
         const float step = static_cast<float>(lr_g * scale / denom);
         const float decay = 1.f - lr_g * group_decay(g);
+        const Tensor pv = piece(params, p.offset, p.numel), gv = piece(grads, p.offset, p.numel);
         if (t.factored)
-            kernels::adafactor_factored_apply(params + p.offset, grads + p.offset, run_of(p),
-                                              scales_.data() + t.stat,
-                                              scales_.data() + t.stat + t.rows, step, decay);
+            ops::adafactor_factored_apply(pv, gv, run_of(p), piece(scales_.data(), t.stat, t.rows),
+                                          piece(scales_.data(), t.stat + t.rows, t.cols), step,
+                                          decay);
         else
-            kernels::adafactor_apply(params + p.offset, grads + p.offset, v_.data() + piece_v_[k],
-                                     p.numel, step, decay);
+            ops::adafactor_apply(pv, gv, piece(v_.data(), piece_v_[k], p.numel), step, decay);
     }
 }
 

@@ -4,10 +4,18 @@
 #include <cmath>
 
 #include "meshlm/core/error.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/adamw.h"
+#include "meshlm/kernels/ops/clip.h"
+#include "meshlm/kernels/ops/lion.h"
 #include "meshlm/optim/schedule.h"
 
 namespace meshlm {
+
+namespace {
+
+constexpr Device kHost = Device::cpu;  // where the flat buffers live, for now
+
+}  // namespace
 
 OptimizerSlots optimizer_slots(const std::string& name) {
     if (name == "adamw") return {true, true};
@@ -110,31 +118,46 @@ void Optimizer::step(float* params, const float* grads, float lr, float grad_sca
     if (cfg_.name == "adafactor") return adafactor_step(params, grads, lr);
     for (const ParamGroup& g : groups_) {
         const float lr_g = group_lr(g, lr), wd_g = group_decay(g);
-        if (!slots_.v)
-            kernels::lion(params + g.offset, grads + g.offset, m_.data() + g.offset, g.numel, lr_g,
-                          cfg_.beta1, cfg_.beta2, wd_g, grad_scale);
-        else
-            kernels::adamw(params + g.offset, grads + g.offset, m_.data() + g.offset,
-                           v_.data() + g.offset, g.numel, lr_g, cfg_.beta1, cfg_.beta2,
-                           cfg_.eps * g.eps_scale, wd_g, step_, grad_scale);
+        const std::size_t n = g.numel;
+        const Tensor p = flat(params + g.offset, n, kHost), gr = flat(grads + g.offset, n, kHost);
+        const Tensor m = flat(m_.data() + g.offset, n, kHost);
+        if (!slots_.v) {
+            ops::lion(p, gr, m,
+                      {.lr = lr_g,
+                       .beta1 = cfg_.beta1,
+                       .beta2 = cfg_.beta2,
+                       .weight_decay = wd_g,
+                       .grad_scale = grad_scale});
+            continue;
+        }
+        ops::adamw(p, gr, m, flat(v_.data() + g.offset, n, kHost),
+                   {.lr = lr_g,
+                    .beta1 = cfg_.beta1,
+                    .beta2 = cfg_.beta2,
+                    .eps = cfg_.eps * g.eps_scale,
+                    .weight_decay = wd_g,
+                    .step = step_,
+                    .grad_scale = grad_scale});
     }
 }
 
 float apply_clip(const OptimConfig& cfg, float* grads, std::size_t n, float norm, bool fold) {
     const float max = cfg.grad_clip;
     if (max <= 0) return 1.f;
+    const Tensor g = flat(grads, n, kHost);
     if (cfg.clip_mode == "value") {
-        kernels::clamp(grads, max, n);
+        ops::clamp(g, max);
     } else if (norm > max) {
         const float factor = max / (norm + 1e-6f);
         if (fold) return factor;
-        kernels::scale(grads, factor, n);
+        ops::scale(g, factor);
     }
     return 1.f;
 }
 
 float clip_gradients(const OptimConfig& cfg, float* grads, std::size_t n, float* folded) {
-    const float norm = static_cast<float>(std::sqrt(kernels::sum_squares(grads, n)));
+    const double sq = ops::sum_squares(flat(grads, n, kHost));
+    const float norm = static_cast<float>(std::sqrt(sq));
     const float factor = apply_clip(cfg, grads, n, norm, folded != nullptr);
     if (folded) *folded = factor;
     return norm;

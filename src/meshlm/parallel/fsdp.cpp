@@ -4,10 +4,13 @@
 #include <cstring>
 
 #include "meshlm/core/error.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/residual.h"
 
 namespace meshlm {
 namespace {
+
+constexpr Device kHost = Device::cpu;  // where the streamed units live, for now
 
 // The part of [lo, hi) inside rank r's chunk, as [a, b) (a == b when empty).
 std::pair<std::size_t, std::size_t> part_of(const ZeroPlan& p, int r, std::size_t lo,
@@ -82,7 +85,9 @@ CommRequest FsdpStream::start_gather16(int unit, std::uint16_t* dst) {
     // Each rank rounds its own part; the bf16 parts travel, and the caller widens the unit.
     const auto [lo, hi] = units_[unit];
     const auto [a, b] = part_of(plan_, plan_.rank, lo, hi);
-    if (a < b) kernels::to_bf16(dst + (a - lo), params_ + (a - plan_.begin()), b - a);
+    if (a < b)
+        ops::to_bf16(flat(dst + (a - lo), b - a, kHost),
+                     flat(params_ + (a - plan_.begin()), b - a, kHost));
     return comm_.iall_gather(dst, std::span<const std::size_t>(counts_[unit]));
 }
 
@@ -99,15 +104,16 @@ void FsdpStream::start_block_gather(Slot& s, int unit) {
 void FsdpStream::finish_gather(Slot& s) {
     s.gather.wait();
     if (!s.widen) return;
-    kernels::from_bf16(s.params.data(), s.params16.data(),
-                       units_[s.unit].second - units_[s.unit].first);
+    const std::size_t n = units_[s.unit].second - units_[s.unit].first;
+    ops::from_bf16(flat(s.params.data(), n, kHost), flat(s.params16.data(), n, kHost));
     s.widen = false;
 }
 
 void FsdpStream::accumulate(int unit, const float* receive) {
     const auto [a, b] = part_of(plan_, plan_.rank, units_[unit].first, units_[unit].second);
     float* g = grads_ + (a - plan_.begin());
-    kernels::residual_forward(g, g, receive, b - a);
+    const Tensor gv = flat(g, b - a, kHost);
+    ops::residual_forward(gv, gv, flat(receive, b - a, kHost));
 }
 
 void FsdpStream::finish_reduce(Slot& s) {
@@ -137,7 +143,7 @@ void FsdpStream::begin(bool gradients) {
     CommRequest b = start_gather16(last, r16 + n0);
     a.wait();
     b.wait();
-    kernels::from_bf16_in_place(root_params_.data(), sizes_.root);
+    ops::from_bf16_in_place(flat(root_params_.data(), sizes_.root, kHost));
 }
 
 void FsdpStream::end() {

@@ -4,7 +4,7 @@
 
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/error.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/clip.h"
 
 namespace meshlm {
 namespace {
@@ -53,7 +53,8 @@ void tp_gather(const ParamLayout& full_layout, const ParamLayout& local_layout, 
 double tp_sum_squares(const ParamLayout& local_layout, const float* local, Comm& comm) {
     double sums[2] = {0, 0};  // split (differs per rank), replicated (the same on every rank)
     for (const ParamSlice& s : local_layout.slices())
-        sums[s.split == TpSplit::replicated] += kernels::sum_squares(local + s.offset, s.numel);
+        sums[s.split == TpSplit::replicated] +=
+            ops::sum_squares(flat(local + s.offset, s.numel, Device::cpu));
     comm.all_reduce_sum(sums, 1);
     return sums[0] + sums[1];
 }

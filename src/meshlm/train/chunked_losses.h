@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/op_params.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/train/evaluate.h"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "meshlm/core/error.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/clip.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/optim/mup_rule.h"
 #include "meshlm/optim/schedule.h"
@@ -421,7 +421,7 @@ float Learner::clip_gradients() {
     if (!tp) {
         // One sum over the chunk: bitwise what stage 0 computes on one rank, and a single
         // double on the wire.
-        sums[0] = kernels::sum_squares(g, plan_.chunk);
+        sums[0] = ops::sum_squares(flat(g, plan_.chunk, Device::cpu));
         if (dp_.size() > 1) dp_.all_reduce_sum(sums, 1);
     } else if (!chunked) {
         sums[0] = tp_sum_squares(layout_, g, mp_);
@@ -429,7 +429,8 @@ float Learner::clip_gradients() {
         for (const ParamSlice& s : layout_.slices()) {
             const std::size_t a = std::max(s.offset, lo), b = std::min(s.offset + s.numel, hi);
             if (a < b)
-                sums[s.split == TpSplit::replicated] += kernels::sum_squares(g + (a - lo), b - a);
+                sums[s.split == TpSplit::replicated] +=
+                    ops::sum_squares(flat(g + (a - lo), b - a, Device::cpu));
         }
         if (dp_.size() > 1) dp_.all_reduce_sum(sums, 2);
         mp_.all_reduce_sum(sums, 1);

@@ -18,12 +18,15 @@
 #include "meshlm/core/launch_command.h"
 #include "meshlm/core/memory_usage.h"
 #include "meshlm/core/rng.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/data/data_source.h"
 #include "meshlm/data/loader.h"
 #include "meshlm/data/prepare.h"
 #include "meshlm/data/synthetic.h"
 #include "meshlm/io/weights.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/gemm.h"
+#include "meshlm/kernels/ops/machine.h"
 #include "meshlm/model/flops.h"
 #include "meshlm/parallel/fault.h"
 #include "meshlm/parallel/local_comm.h"
@@ -94,8 +97,8 @@ std::string human_count(double n) {
 double robust_peak_gflops(int threads, bool bf16_dot) {
     double best = 0;
     for (int i = 0; i < 5; ++i)
-        best = std::max(best, bf16_dot ? kernels::measure_peak_bf16_gflops(threads, 0.05)
-                                       : kernels::measure_peak_gflops(threads, 0.05));
+        best = std::max(best, bf16_dot ? ops::measure_peak_bf16_gflops(threads, 0.05)
+                                       : ops::measure_peak_gflops(threads, 0.05));
     return best;
 }
 
@@ -105,8 +108,10 @@ std::pair<double, double> gemm_seconds_fp32_bf16(int rows, int width) {
     const std::size_t n = static_cast<std::size_t>(rows) * width, w = std::size_t(width) * width;
     std::vector<float> a(n, 0.5f), b(w, 0.25f), c(n);
     std::vector<std::uint16_t> a16(n), b16(w);
-    kernels::to_bf16(a16.data(), a.data(), n);
-    kernels::to_bf16(b16.data(), b.data(), w);
+    const Device cpu = Device::cpu;
+    const Tensor av = view(a.data(), {rows, width}, cpu), bv = view(b.data(), {width, width}, cpu);
+    const Tensor a16v = view(a16.data(), av.shape, cpu), b16v = view(b16.data(), bv.shape, cpu);
+    const Tensor cv = view(c.data(), av.shape, cpu);
     auto best = [](auto&& f) {
         double t = 1e30;
         for (int i = 0; i < 4; ++i) {
@@ -117,15 +122,11 @@ std::pair<double, double> gemm_seconds_fp32_bf16(int rows, int width) {
         }
         return t;
     };
-    const double fp32 = best([&] {
-        kernels::gemm(false, true, rows, width, width, 1.f, a.data(), width, b.data(), width, 0.f,
-                      c.data(), width);
-    });
+    const double fp32 = best([&] { ops::gemm(cv, av, false, bv, true, 1.f, 0.f); });
     const double bf16 = best([&] {
-        kernels::to_bf16(a16.data(), a.data(), n);
-        kernels::to_bf16(b16.data(), b.data(), w);
-        kernels::gemm_bf16(false, true, rows, width, width, 1.f, a16.data(), width, b16.data(),
-                           width, 0.f, c.data(), width);
+        ops::to_bf16(a16v, av);
+        ops::to_bf16(b16v, bv);
+        ops::gemm(cv, a16v, false, b16v, true, 1.f, 0.f);
     });
     return {fp32, bf16};
 }
@@ -164,7 +165,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const int threads = tc.threads > 0     ? tc.threads
                         : world.size() > 1 ? threads_per_rank(world)
                                            : available_cpus();
-    kernels::set_threads(threads);
+    set_thread_count(threads);
 
     // A checkpoint to resume from is verified (sizes, checksums) before anything is written.
     std::optional<TrainerState> resume;
@@ -328,7 +329,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         return r;
     };
     const double flops_per_token = train_flops_per_token(job.model, learner.full_layout(), T);
-    const bool bf16_dot = precision == Precision::bf16 && kernels::native_bf16();
+    const bool bf16_dot = precision == Precision::bf16 && ops::native_bf16();
     const double peak = tc.peak_gflops > 0 ? tc.peak_gflops : robust_peak_gflops(threads, bf16_dot);
     out << "model: " << human_count(static_cast<double>(learner.full_layout().count()))
         << " parameters ("
@@ -369,7 +370,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                   "state, norms, softmax and loss"
                 : "")
         << (tc.precision == "auto" ? " (train.precision: auto)" : "") << "\n";
-    if (precision == Precision::bf16 && !kernels::native_bf16()) {
+    if (precision == Precision::bf16 && !ops::native_bf16()) {
         const auto [fp32, bf16] = gemm_seconds_fp32_bf16(1024, job.model.d_model);
         out << "note: this CPU has no native bf16 dot products (avx512_bf16), so bf16 GEMM "
                "operands are widened to fp32: a "

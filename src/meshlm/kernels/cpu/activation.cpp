@@ -12,6 +12,7 @@
 //   GLU over h = gate | up: out = act(gate) up,  dgate = act'(gate) up dout,  dup = act(gate) dout.
 // Every exp is our vector exp (vec_math.h), so results do not depend on the libm.
 #include <cstddef>
+#include <utility>
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/cpu/vec_math.h"
@@ -225,6 +226,25 @@ void glu_backward(Act act, float* dh, const float* h, const float* dout, int N, 
 
 void residual_forward(float* out, const float* a, const float* b, std::size_t n) {
     map8(out, a, b, n, [](__m256 x, __m256 y) { return _mm256_add_ps(x, y); });
+}
+
+void bias_residual(float* out, const float* b1, const float* b2, const float* r, int N, int C) {
+    if (!b1) std::swap(b1, b2);  // one present bias is b1
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+        float* o = out + static_cast<std::size_t>(n) * C;
+        const float* rn = r + static_cast<std::size_t>(n) * C;
+        if (b2) {
+#pragma omp simd
+            for (int c = 0; c < C; ++c) o[c] = ((o[c] + b1[c]) + b2[c]) + rn[c];
+        } else if (b1) {
+#pragma omp simd
+            for (int c = 0; c < C; ++c) o[c] = (o[c] + b1[c]) + rn[c];
+        } else {
+#pragma omp simd
+            for (int c = 0; c < C; ++c) o[c] = o[c] + rn[c];
+        }
+    }
 }
 
 }  // namespace meshlm::kernels

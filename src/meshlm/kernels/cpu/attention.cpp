@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/threads.h"
 #include "meshlm/kernels/cpu/dropout_mask.h"
 #include "meshlm/kernels/cpu/vec_math.h"
 #include "meshlm/kernels/kernels.h"
@@ -117,7 +118,7 @@ void check_shape(int H, int Hkv, int D) {
 // thread count; for a given thread count the bits do not depend on the schedule. Fills start
 // with the count + 1 boundaries and returns the count.
 int backward_chunks(std::vector<int>& start, int groups, int nqb) {
-    const int t = threads();
+    const int t = thread_count();
     int count = (4 * t + groups - 1) / groups;
     while (count < nqb && groups * count % t != 0) ++count;
     count = std::clamp(count, 1, std::min(nqb, kMaxChunks));

@@ -1,6 +1,7 @@
 // Linear layer, weights [O, I] like nn.Linear.
 //   forward:  y = x W^T + b
 //   backward: dx = dy W,  dW += dy^T x,  db += sum_n dy
+//   add_bias: y += b per row
 #include <omp.h>
 
 #include "meshlm/kernels/kernels.h"
@@ -40,6 +41,12 @@ void bias_backward(float* db, const float* dy, int N, int O) {
             for (int o = o0; o < o1; ++o) db[o] += g[o];
         }
     }
+}
+
+void add_bias(float* y, const float* b, int N, int O) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n)
+        for (int o = 0; o < O; ++o) y[static_cast<long>(n) * O + o] += b[o];
 }
 
 }  // namespace meshlm::kernels

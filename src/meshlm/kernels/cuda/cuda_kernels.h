@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/op_params.h"
 
 namespace meshlm::kernels::cuda {
 
@@ -35,6 +35,13 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
 // bf16 operands (their 16 bits), fp32 accumulation and C.
 void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const std::uint16_t* A,
                int lda, const std::uint16_t* B, int ldb, float beta, float* C, int ldc);
+
+// --- Linear (linear.cu: bias kernels around gemm) ---
+void linear_forward(float* y, const float* x, const float* W, const float* bias, int N, int I,
+                    int O);
+void linear_backward(float* dx, float* dW, float* dbias, const float* dy, const float* x,
+                     const float* W, int N, int I, int O);
+void add_bias(float* y, const float* b, int N, int O);
 
 // --- Norms (layernorm.cu, rmsnorm.cu) ---
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
@@ -110,6 +117,7 @@ void from_bf16(float* out, const std::uint16_t* in, std::size_t n);
 void from_bf16_rows(float* out, const std::uint16_t* in, int rows, int cols, int ld);
 void from_bf16_in_place(float* buf, std::size_t n);
 void residual_forward(float* out, const float* a, const float* b, std::size_t n);
+void bias_residual(float* out, const float* b1, const float* b2, const float* r, int N, int C);
 
 // --- Model and decode ops ---
 // Dropout (dropout.cu): kernels.h's contract; the mask is bitwise the CPU's (philox.cuh).

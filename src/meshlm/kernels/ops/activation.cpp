@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/kernels.h"
 
 #include "meshlm/kernels/ops/dispatch.h"
 #include "meshlm/kernels/ops/rows.h"

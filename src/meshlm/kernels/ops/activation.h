@@ -7,7 +7,7 @@
 #pragma once
 
 #include "meshlm/core/tensor.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/op_params.h"
 
 namespace meshlm::ops {
 

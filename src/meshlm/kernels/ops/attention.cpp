@@ -16,6 +16,10 @@ QkvDims check(const char* op, const Tensor& qkv, const Tensor& out, const Tensor
               const Tensor& alibi_slopes, const AttentionHeads& h) {
     const QkvDims d = expect_qkv(op, qkv, {"out", out}, alibi_slopes, h);
     expect_shape(op, {"lse", lse}, Shape{d.B, h.H, d.T});
+    if (present(qkv) && qkv.device == Device::cuda && h.dropout && h.dropout->rate > 0.f)
+        throw Error(detail::concat(op, ": dropout on the attention probabilities (rate ",
+                                   h.dropout->rate,
+                                   ") has no CUDA kernel yet; set model.dropout_attn 0"));
     return d;
 }
 
@@ -31,7 +35,7 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& qkv,
     kernels::require_device(d, op);
     if (d == Device::cpu)
         return kernels::attention_forward(out.f32(), lse.f32(), qkv.f32(), B, T, h.H, h.Hkv, D,
-                                          alibi_slopes.f32(), nullptr, h.scale);
+                                          alibi_slopes.f32(), h.dropout, h.scale);
     MESHLM_ON_CUDA(op, kernels::cuda::attention_forward(out.f32(), lse.f32(), qkv.f32(), B, T, h.H,
                                                         h.Hkv, D, alibi_slopes.f32(), h.scale));
 }
@@ -55,7 +59,7 @@ void attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& ou
     kernels::require_device(d, op);
     if (d == Device::cpu)
         return kernels::attention_backward(dqkv.f32(), dout.f32(), out.f32(), lse.f32(), qkv.f32(),
-                                           B, T, h.H, h.Hkv, D, alibi_slopes.f32(), nullptr,
+                                           B, T, h.H, h.Hkv, D, alibi_slopes.f32(), h.dropout,
                                            h.scale);
     MESHLM_ON_CUDA(op, kernels::cuda::attention_backward(dqkv.f32(), dout.f32(), out.f32(),
                                                          lse.f32(), qkv.f32(), B, T, h.H, h.Hkv, D,

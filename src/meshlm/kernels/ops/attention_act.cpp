@@ -2,6 +2,7 @@
 #include "meshlm/kernels/ops/attention_act.h"
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/ops/attention_check.h"
 #include "meshlm/kernels/ops/dispatch.h"
 #include "meshlm/kernels/ops/rows.h"

@@ -7,8 +7,8 @@
 #pragma once
 
 #include "meshlm/core/tensor.h"
-#include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/ops/attention.h"
+#include "meshlm/kernels/ops/op_params.h"
 
 namespace meshlm::ops {
 

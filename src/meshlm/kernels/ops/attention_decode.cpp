@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/ops/dispatch.h"
 #include "meshlm/kernels/ops/rows.h"
 

@@ -5,11 +5,12 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/device.h"
+#include "meshlm/kernels/kernels.h"
 
 namespace meshlm::ops {
 
 Device common_device(const char* op, std::initializer_list<Arg> required,
-                     std::initializer_list<Arg> optional) {
+                     std::initializer_list<Arg> optional, Strides strides) {
     const Arg& first = *required.begin();
     for (const Arg& a : required)
         if (!present(a.t)) throw Error(detail::concat(op, ": ", a.name, " has no data"));
@@ -23,7 +24,27 @@ Device common_device(const char* op, std::initializer_list<Arg> required,
     };
     for (const Arg& a : required) same(a);
     for (const Arg& a : optional) same(a);
+    if (strides == Strides::dense) {
+        expect_dense(op, required);
+        expect_dense(op, optional);
+    }
     return d;
+}
+
+void expect_dense(const char* op, std::initializer_list<Arg> args) {
+    for (const Arg& a : args)
+        if (present(a.t) && !a.t.dense())
+            throw Error(detail::concat(op, ": ", a.name, " has row stride ", a.t.ld,
+                                       "; expected a dense view"));
+}
+
+std::int64_t row_stride(const char* op, const Arg& a) {
+    const Shape& s = expect_ndim(op, a, 2);
+    if (a.t.ld == 0) return s[1];
+    if (a.t.ld < s[1])
+        throw Error(detail::concat(op, ": ", a.name, " has row stride ", a.t.ld, ", less than its ",
+                                   s[1], " columns"));
+    return a.t.ld;
 }
 
 void expect_dtype(const char* op, const Arg& a, DType want) {

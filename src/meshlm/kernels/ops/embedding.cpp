@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/ops/dispatch.h"
 #include "meshlm/kernels/ops/rows.h"
 #include "meshlm/kernels/vocab_parallel.h"
@@ -16,6 +17,18 @@ struct Sizes {
     int N, V, C;
 };
 
+// rows [N, C] and positions [P >= T, C], f32.
+Rows check_positions(const char* op, const Arg& rows, const Arg& positions, int T) {
+    expect_f32(op, {rows, positions});
+    const Rows r = expect_rows(op, rows);
+    const auto [P, Cp] = expect_rows(op, positions);
+    if (Cp != r.C) expect_shape(op, positions, Shape{P, r.C});
+    if (T < 1 || T > P)
+        throw Error(detail::concat(op, ": T = ", T, " needs 1 <= T <= ", P, " (the rows of ",
+                                   positions.name, ")"));
+    return r;
+}
+
 // rows [N, C], table [V, C], positions [P >= T, C] when present.
 Sizes check(const char* op, const Arg& rows, const Arg& tokens, const Arg& table,
             const Arg& positions, int T) {
@@ -25,20 +38,14 @@ Sizes check(const char* op, const Arg& rows, const Arg& tokens, const Arg& table
     expect_shape(op, tokens, Shape{N});
     const auto [V, Ct] = expect_rows(op, table);
     if (Ct != C) expect_shape(op, table, Shape{V, C});
-    if (present(positions.t)) {
-        const auto [P, Cp] = expect_rows(op, positions);
-        if (Cp != C) expect_shape(op, positions, Shape{P, C});
-        if (T < 1 || T > P)
-            throw Error(detail::concat(op, ": T = ", T, " needs 1 <= T <= ", P, " (the rows of ",
-                                       positions.name, ")"));
-    }
+    if (present(positions.t)) check_positions(op, rows, positions, T);
     return {N, V, C};
 }
 
 }  // namespace
 
 void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte,
-                       const Tensor& wpe, int T) {
+                       const Tensor& wpe, int T, int v0) {
     constexpr const char* op = "embedding_forward";
     const Device d =
         common_device(op, {{"out", out}, {"tokens", tokens}, {"wte", wte}}, {{"wpe", wpe}});
@@ -47,18 +54,18 @@ void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wt
     kernels::require_device(d, op);
     const auto* tok = static_cast<const std::int32_t*>(tokens.data);
     if (d == Device::cpu) {
-        kernels::embedding_forward_vocab_range(out.f32(), tok, wte.f32(), 0, V, N, C);
+        kernels::embedding_forward_vocab_range(out.f32(), tok, wte.f32(), v0, V, N, C);
         if (present(wpe)) kernels::position_embedding_forward(out.f32(), wpe.f32(), N, T, C);
         return;
     }
     MESHLM_ON_CUDA(op, {
-        kernels::cuda::embedding_forward_vocab_range(out.f32(), tok, wte.f32(), 0, V, N, C);
+        kernels::cuda::embedding_forward_vocab_range(out.f32(), tok, wte.f32(), v0, V, N, C);
         if (present(wpe)) kernels::cuda::position_embedding_forward(out.f32(), wpe.f32(), N, T, C);
     });
 }
 
 void embedding_backward(const Tensor& dwte, const Tensor& dwpe, const Tensor& dout,
-                        const Tensor& tokens, int T) {
+                        const Tensor& tokens, int T, int v0) {
     constexpr const char* op = "embedding_backward";
     const Device d =
         common_device(op, {{"dout", dout}, {"tokens", tokens}, {"dwte", dwte}}, {{"dwpe", dwpe}});
@@ -67,15 +74,34 @@ void embedding_backward(const Tensor& dwte, const Tensor& dwpe, const Tensor& do
     kernels::require_device(d, op);
     const auto* tok = static_cast<const std::int32_t*>(tokens.data);
     if (d == Device::cpu) {
-        kernels::embedding_backward_vocab_range(dwte.f32(), dout.f32(), tok, 0, V, N, C);
+        kernels::embedding_backward_vocab_range(dwte.f32(), dout.f32(), tok, v0, V, N, C);
         if (present(dwpe)) kernels::position_embedding_backward(dwpe.f32(), dout.f32(), N, T, C);
         return;
     }
     MESHLM_ON_CUDA(op, {
-        kernels::cuda::embedding_backward_vocab_range(dwte.f32(), dout.f32(), tok, 0, V, N, C);
+        kernels::cuda::embedding_backward_vocab_range(dwte.f32(), dout.f32(), tok, v0, V, N, C);
         if (present(dwpe))
             kernels::cuda::position_embedding_backward(dwpe.f32(), dout.f32(), N, T, C);
     });
+}
+
+void position_embedding_forward(const Tensor& out, const Tensor& wpe, int T) {
+    constexpr const char* op = "position_embedding_forward";
+    const Device d = common_device(op, {{"out", out}, {"wpe", wpe}});
+    const auto [N, C] = check_positions(op, {"out", out}, {"wpe", wpe}, T);
+    kernels::require_device(d, op);
+    if (d == Device::cpu) return kernels::position_embedding_forward(out.f32(), wpe.f32(), N, T, C);
+    MESHLM_ON_CUDA(op, kernels::cuda::position_embedding_forward(out.f32(), wpe.f32(), N, T, C));
+}
+
+void position_embedding_backward(const Tensor& dwpe, const Tensor& dout, int T) {
+    constexpr const char* op = "position_embedding_backward";
+    const Device d = common_device(op, {{"dout", dout}, {"dwpe", dwpe}});
+    const auto [N, C] = check_positions(op, {"dout", dout}, {"dwpe", dwpe}, T);
+    kernels::require_device(d, op);
+    if (d == Device::cpu)
+        return kernels::position_embedding_backward(dwpe.f32(), dout.f32(), N, T, C);
+    MESHLM_ON_CUDA(op, kernels::cuda::position_embedding_backward(dwpe.f32(), dout.f32(), N, T, C));
 }
 
 }  // namespace meshlm::ops

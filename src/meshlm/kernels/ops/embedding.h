@@ -1,11 +1,13 @@
 // Token (and learned position) embeddings over device-tagged views (kernels/vocab_parallel.h's
 // lookup over the whole table, and the position rows):
-//   forward:  out[n] = wte[tokens[n]] (+ wpe[n % T] when wpe is present); a token outside
-//             [0, V) gives a zero row (+ its position row)
-//   backward: dwte[tokens[n]] += dout[n];  dwpe[n % T] += dout[n] (when dwpe is present);
-//             each element summed in token order, so deterministic on every device
-// Shapes: tokens i32 [N]; out, dout f32 [N, C]; wte, dwte f32 [V, C]; wpe, dwpe f32 [P, C] with
-// P >= T.
+//   forward:  out[n] = wte[tokens[n] - v0] (+ wpe[n % T] when wpe is present); a token outside
+//             [v0, v0 + V) gives a zero row (+ its position row)
+//   backward: dwte[tokens[n] - v0] += dout[n] for tokens in [v0, v0 + V);  dwpe[n % T] +=
+//             dout[n] (when dwpe is present); each element summed in token order, so
+//             deterministic on every device
+//   position_embedding_*: the position half alone, out[n] += wpe[n % T] / dwpe[n % T] += dout[n]
+// Shapes: tokens i32 [N]; out, dout f32 [N, C]; wte, dwte f32 [V, C], the rows of tokens
+// [v0, v0 + V) (v0 > 0: a vocabulary-parallel shard); wpe, dwpe f32 [P, C] with P >= T.
 #pragma once
 
 #include "meshlm/core/tensor.h"
@@ -13,8 +15,10 @@
 namespace meshlm::ops {
 
 void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wte,
-                       const Tensor& wpe, int T);
+                       const Tensor& wpe, int T, int v0 = 0);
 void embedding_backward(const Tensor& dwte, const Tensor& dwpe, const Tensor& dout,
-                        const Tensor& tokens, int T);
+                        const Tensor& tokens, int T, int v0 = 0);
+void position_embedding_forward(const Tensor& out, const Tensor& wpe, int T);
+void position_embedding_backward(const Tensor& dwpe, const Tensor& dout, int T);
 
 }  // namespace meshlm::ops

@@ -13,7 +13,7 @@ namespace meshlm::ops {
 void gemm(const Tensor& C, const Tensor& A, bool trans_a, const Tensor& B, bool trans_b,
           float alpha, float beta) {
     constexpr const char* op = "gemm";
-    const Device d = common_device(op, {{"C", C}, {"A", A}, {"B", B}});
+    const Device d = common_device(op, {{"C", C}, {"A", A}, {"B", B}}, {}, Strides::allowed);
     const Shape& sa = expect_ndim(op, {"A", A}, 2);
     const Shape& sb = expect_ndim(op, {"B", B}, 2);
     if (A.dtype != DType::f32 && A.dtype != DType::bf16)
@@ -28,23 +28,26 @@ void gemm(const Tensor& C, const Tensor& A, bool trans_a, const Tensor& B, bool 
     expect_shape(op, {"C", C}, Shape{M, N});
     kernels::require_device(d, op);
     const int m = as_int(op, "M", M), n = as_int(op, "N", N), k = as_int(op, "K", K);
-    const int lda = as_int(op, "lda", sa[1]), ldb = as_int(op, "ldb", sb[1]);
+    const int lda = as_int(op, "lda", row_stride(op, {"A", A}));
+    const int ldb = as_int(op, "ldb", row_stride(op, {"B", B}));
+    const int ldc = as_int(op, "ldc", row_stride(op, {"C", C}));
     float* c = static_cast<float*>(C.data);
     if (A.dtype == DType::bf16) {
         const auto* a = static_cast<const std::uint16_t*>(A.data);
         const auto* b = static_cast<const std::uint16_t*>(B.data);
         if (d == Device::cpu)
-            return kernels::gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+            return kernels::gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                                      ldc);
         MESHLM_ON_CUDA(op, kernels::cuda::gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b,
-                                                    ldb, beta, c, n));
+                                                    ldb, beta, c, ldc));
         return;
     }
     const auto* a = static_cast<const float*>(A.data);
     const auto* b = static_cast<const float*>(B.data);
     if (d == Device::cpu)
-        return kernels::gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+        return kernels::gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     MESHLM_ON_CUDA(
-        op, kernels::cuda::gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n));
+        op, kernels::cuda::gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
 }
 
 }  // namespace meshlm::ops

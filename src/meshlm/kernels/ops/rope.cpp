@@ -17,9 +17,12 @@ constexpr int kMaxPairs = 512;  // cpu/rope.cpp's per-row table
 template <bool kForward>
 void rope(const char* op, const Tensor& x, const Tensor& pos, const Tensor& inv_freq,
           const RopeHeads& r) {
-    const Device d = common_device(op, {{"x", x}, {"inv_freq", inv_freq}}, {{"pos", pos}});
+    const Device d =
+        common_device(op, {{"x", x}, {"inv_freq", inv_freq}}, {{"pos", pos}}, Strides::allowed);
+    expect_dense(op, {{"inv_freq", inv_freq}, {"pos", pos}});
     expect_f32(op, {{"x", x}, {"inv_freq", inv_freq}});
     const auto [N, W] = expect_rows(op, {"x", x});
+    const int ld = as_int(op, "row stride", row_stride(op, {"x", x}));
     if (r.rope_dim < 0 || r.rope_dim % 2 != 0 || r.rope_dim > r.head_dim ||
         r.rope_dim / 2 > kMaxPairs)
         throw Error(detail::concat(op, ": rope_dim ", r.rope_dim, " must be even, <= head_dim ",
@@ -41,13 +44,13 @@ void rope(const char* op, const Tensor& x, const Tensor& pos, const Tensor& inv_
     const auto* f = inv_freq.f32();
     if (d == Device::cpu) {
         if (kForward)
-            return kernels::rope_forward(rows, W, p, N, r.T, r.heads, r.head_dim, r.rope_dim,
+            return kernels::rope_forward(rows, ld, p, N, r.T, r.heads, r.head_dim, r.rope_dim,
                                          r.interleaved, f);
-        return kernels::rope_backward(rows, W, p, N, r.T, r.heads, r.head_dim, r.rope_dim,
+        return kernels::rope_backward(rows, ld, p, N, r.T, r.heads, r.head_dim, r.rope_dim,
                                       r.interleaved, f);
     }
     MESHLM_ON_CUDA(op, (kForward ? kernels::cuda::rope_forward : kernels::cuda::rope_backward)(
-                           rows, W, p, N, r.T, r.heads, r.head_dim, r.rope_dim, r.interleaved, f));
+                           rows, ld, p, N, r.T, r.heads, r.head_dim, r.rope_dim, r.interleaved, f));
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // place on `heads` heads of width head_dim that start at column col0 of each row of x [N, W]
 // (call it on the query heads and on the key heads of qkv rows). The first rope_dim dims of
 // each head turn by pos * inv_freq[i] per pair i; the backward turns the gradient back.
-// x f32 [N, W], pos i32 [N] (absent: row n is at n % T), inv_freq f32 [rope_dim / 2].
+// x f32 [N, W] (may have a row stride: a column block of wider rows), pos i32 [N] (absent: row n
+// is at n % T), inv_freq f32 [rope_dim / 2].
 #pragma once
 
 #include "meshlm/core/tensor.h"
