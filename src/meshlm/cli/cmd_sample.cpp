@@ -66,6 +66,15 @@ CommandRunner add_sample_command(CLI::App& app) {
     cmd->add_option("--top-p", a->opt.top_p, "keep the smallest set with this probability mass")
         ->capture_default_str()
         ->check(in_range(0, 1));
+    cmd->add_option("--typical-p", a->opt.typical_p,
+                    "typical sampling: keep the tokens nearest the entropy holding this mass (1 = "
+                    "off)")
+        ->capture_default_str()
+        ->check(in_range(0, 1));
+    cmd->add_option("--eta-cutoff", a->opt.eta_cutoff,
+                    "eta-sampling: drop tokens below min(eta, sqrt(eta) exp(-entropy)) (0 = off)")
+        ->capture_default_str()
+        ->check(in_range(0, 1));
     cmd->add_option("--repetition-penalty", a->opt.repetition_penalty,
                     "divide positive (multiply other) logits of tokens already present (1 = off)")
         ->capture_default_str()
@@ -88,6 +97,8 @@ CommandRunner add_sample_command(CLI::App& app) {
         ->check(at_least(0));
     return [a, prompt] {
         if (a->opt.top_p <= 0.f) MESHLM_INVALID("--top-p must be in (0, 1]");
+        if (a->opt.typical_p <= 0.f) MESHLM_INVALID("--typical-p must be in (0, 1]");
+        if (a->opt.eta_cutoff >= 1.f) MESHLM_INVALID("--eta-cutoff must be in [0, 1)");
         const std::string text = read_prompt(*a, prompt->count() > 0);
         RunDir run = open_run_dir(a->checkpoint);
         const Tokenizer* tok = run.tokenizer.get();
