@@ -92,22 +92,34 @@ struct AttnDropout {
     int head0 = 0, n_head = 0;  // n_head: heads of the whole model (the mask's counter space)
 };
 
+// A learned bias by query-key distance (model.position t5_bias, seed 003's T5 buckets resolved
+// per distance): score (i, j) of head h gains bias[h * ld + (i - j)]; attention_forward and
+// _backward need ld >= T, the decoding kernels read a distance d >= ld at ld - 1 (T5's last
+// bucket holds every distance from max_distance on). A backward adds to grad[h * ld + d] (when
+// non-null) the sum of the score gradients dS over every (b, i, j) with i - j = d, in a fixed
+// order.
+struct DistanceBias {
+    const float* bias = nullptr;
+    float* grad = nullptr;
+    int ld = 0;
+};
+
 // Causal self-attention with grouped key/value heads over qkv[B, T, (H + 2 Hkv) D]: per row the
 // H query heads, then Hkv key heads, then Hkv value heads, head h at columns h*D..h*D+D of its
 // group. Query head h attends with key/value head h / (H / Hkv) (Hkv = H: multi-head, 1:
 // multi-query). Scores scale * q.k (scale 0 = 1/sqrt(D); muP uses 1/D), plus -slope[h] * (i - j)
-// when alibi_slopes is non-null.
+// when alibi_slopes is non-null, plus the distance bias when dist is non-null.
 // out[B, T, H D]; lse[B, H, T] saves each row's log-sum-exp (of the pre-dropout scores) for the
 // backward. Memory is O(T) per thread (online softmax over key blocks), never O(T^2).
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
                        int D, const float* alibi_slopes, const AttnDropout* dropout = nullptr,
-                       float scale = 0.f);
+                       float scale = 0.f, const DistanceBias* dist = nullptr);
 // dqkv = gradient w.r.t. qkv (overwrites; key/value gradients summed over the query heads that
 // share them). Recomputes probabilities from qkv and lse.
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                         const float* qkv, int B, int T, int H, int Hkv, int D,
                         const float* alibi_slopes, const AttnDropout* dropout = nullptr,
-                        float scale = 0.f);
+                        float scale = 0.f, const DistanceBias* dist = nullptr);
 
 // Attention nonlinearities besides softmax (model.attn_act, seed 002): a = sqrelu relu(s)^2 or
 // elu elu(s) + 1 of the scores s (masked positions 0); p = a / t_norm (the model's context
@@ -187,11 +199,13 @@ double attention_score_abs_sum(const float* qkv, int B, int T, int H, int Hkv, i
 // One query per row over a KV cache. q[M, ldq] (head h at columns h*D..h*D+D); caches
 // [S, Hkv, Tmax, D], row m attends to positions 0..T-1 of sequence seq[m] (null: m); query head
 // h reads key/value head h / (H / Hkv). out[M, H D] = softmax(scale q K^T - slope[h] *
-// (T - 1 - j)) V per head (no ALiBi term when alibi_slopes is null; scale 0 = 1/sqrt(D)).
+// (T - 1 - j)) V per head (no ALiBi term when alibi_slopes is null; scale 0 = 1/sqrt(D)), plus
+// dist's bias of distance T - 1 - j when dist is non-null (softmax only).
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                       const float* v_cache, const int32_t* seq, int M, int T, int Tmax, int H,
                       int Hkv, int D, const float* alibi_slopes, float scale = 0.f,
-                      const AttnActParams* act = nullptr);  // null: softmax
+                      const AttnActParams* act = nullptr,  // null: softmax
+                      const DistanceBias* dist = nullptr);
 
 // attention_decode over a paged cache: pools [num_blocks, Hkv, block, D] hold `block` positions
 // per block; row m's positions 0..lens[m]-1 are at offset j % block of block tables[m][j /
@@ -200,7 +214,7 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
 void attention_paged(float* out, const float* q, int ldq, const float* k_pool, const float* v_pool,
                      const std::int32_t* const* tables, const std::int32_t* lens, int M, int block,
                      int H, int Hkv, int D, const float* alibi_slopes, float scale = 0.f,
-                     const AttnActParams* act = nullptr);
+                     const AttnActParams* act = nullptr, const DistanceBias* dist = nullptr);
 
 // --- Transformer-VQ attention (seed 001) ---
 // Single-head causal attention over vector-quantized keys in linear time. Key t is the codeword

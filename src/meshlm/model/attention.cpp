@@ -69,7 +69,7 @@ void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
     const float* sl = slopes.empty() ? nullptr : slopes.data();
     if (act.act != k::AttnAct::softmax)
         return k::attention_act_forward(y, qkv, B, T, Hl, Kl, D, sl, act, scale);
-    k::attention_forward(y, lse, qkv, B, T, Hl, Kl, D, sl, drop, scale);
+    k::attention_forward(y, lse, qkv, B, T, Hl, Kl, D, sl, drop, scale, dist);
 }
 
 void Attention::project_out(float* out, const float* y, const BlockTensors& w, int N,
@@ -88,7 +88,7 @@ void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, con
                                   slopes.empty() ? nullptr : slopes.data(), act, scale);
     else
         k::attention_backward(dqkv, dy, y, lse, qkv, B, T, Hl, Kl, D,
-                              slopes.empty() ? nullptr : slopes.data(), drop, scale);
+                              slopes.empty() ? nullptr : slopes.data(), drop, scale, dist);
     // qkv holds the normalized q and k heads: the xhat of the norm's backward.
     if (qk_norm) k::qk_norm_backward(dqkv, qkv_width(), qkv, qkv_width(), qk_rstd, N, Hl + Kl, D);
     if (rope) {

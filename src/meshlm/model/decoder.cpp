@@ -184,7 +184,8 @@ const float* Decoder::step(const float* params, const std::int32_t* tokens) {
         for (int m = 0; m < M; ++m)
             store_kv(l, active_[m], pos_, qkv + static_cast<std::size_t>(m) * W);
         k::attention_decode(y, qkv, W, k_[l].data(), v_[l].data(), active_.data(), M, pos_ + 1,
-                            max_seq_, attn.Hl, attn.Kl, attn.D, slopes, attn.scale, &attn.act);
+                            max_seq_, attn.Hl, attn.Kl, attn.D, slopes, attn.scale, &attn.act,
+                            attn.dist);
     });
     float* logits = stack_.head(M);
     // Rows were computed packed (row m for sequence active_[m] >= m): move them into place,
