@@ -111,6 +111,28 @@ TEST_F(Generate, SampleIDoesNotDependOnHowManyRunTogether) {
     EXPECT_NE(run(1)[0].tokens, one[0].tokens);
 }
 
+TEST_F(Generate, TypicalAndEtaFilterEverySample) {
+    SamplingOptions opt;
+    opt.temperature = 1.f;
+    opt.max_new_tokens = 20;
+    opt.seed = 5;
+    auto prompt = file_->i32("prompt_1");
+    auto run = [&](int n) {
+        Decoder dec(cfg_, n);
+        return generate_samples(dec, params_.data(), prompt, 3, opt);
+    };
+    // A tiny typical mass keeps one token per step: every stream draws the same text.
+    opt.typical_p = 1e-6f;
+    auto one_each = run(3);
+    EXPECT_EQ(one_each[0].tokens, one_each[1].tokens);
+    EXPECT_EQ(one_each[0].tokens, one_each[2].tokens);
+    // Composed with eta, still sampled, and sample i the same whatever runs beside it.
+    opt.typical_p = 0.9f, opt.eta_cutoff = 0.02f;
+    auto three = run(3);
+    EXPECT_EQ(run(1)[0].tokens, three[0].tokens);
+    EXPECT_NE(three[0].tokens, three[1].tokens);
+}
+
 TEST_F(Generate, StopsAtEndOfText) {
     // Call the first new id of the greedy run after its 3rd token the end-of-text.
     auto prompt = file_->i32("prompt_1");

@@ -461,6 +461,15 @@ TEST(HfFamiliesExport, RefusesModelsNoFamilyComputes) {
     m = llama_like();
     m.attn_act = "sqrelu";
     expect_export_refused(m, {"model.attn_act is sqrelu", "needs model.attn_act softmax"});
+    m = ModelConfig{};
+    m.position = "t5_bias";
+    expect_export_refused(m, {"GPT2LMHeadModel: model.position is t5_bias (needs learned)",
+                              "LlamaForCausalLM: model.norm is layernorm (needs rmsnorm)"});
+    m = llama_like();
+    m.logit_scale = 0.5f;
+    expect_export_refused(m, {"model.logit_scale is 0.5", "export needs model.logit_scale 1"});
+    m.logit_scale = 0.f;  // 1/sqrt(d_model): scales too
+    expect_export_refused(m, {"model.logit_scale is 0", "export needs model.logit_scale 1"});
 }
 
 TEST(HfFamiliesImport, InitFromNamesTheArchitectureKeysThatDiffer) {
@@ -481,6 +490,11 @@ TEST(HfFamiliesImport, InitFromNamesTheArchitectureKeysThatDiffer) {
     EXPECT_EQ(
         hf_architecture_mismatch(hf, m),
         (std::vector<std::string>{"model.qk_norm is true (the Hugging Face model has false)"}));
+    m = hf;
+    m.logit_scale = 0.25f;
+    EXPECT_EQ(
+        hf_architecture_mismatch(hf, m),
+        (std::vector<std::string>{"model.logit_scale is 0.25 (the Hugging Face model has 1)"}));
 }
 
 test::CommandResult convert(const std::string& args) {

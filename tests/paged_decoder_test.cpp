@@ -49,6 +49,13 @@ ModelConfig family(const std::string& name) {
         c.mlp = "none";  // blocks of attention only
     } else if (name == "sqrelu") {
         c.attn_act = "sqrelu";  // divides by max_seq_len, whatever the positions filled
+    } else if (name == "t5_logit_scale") {
+        // T5's bias past its max_distance (the decode kernel's last table row), scaled logits.
+        c.position = "t5_bias";
+        c.n_kv_head = 2;
+        c.t5_buckets = 8;
+        c.t5_max_distance = 12;
+        c.logit_scale = 0.3f;
     }
     return c;
 }
@@ -147,7 +154,8 @@ TEST_P(PagedDecoderFamilies, ChunkingAndBatchingNeverChangeALogit) {
 
 INSTANTIATE_TEST_SUITE_P(Families, PagedDecoderFamilies,
                          ::testing::Values("gpt2", "llama", "gptj", "alibi", "llama_qk_norm",
-                                           "attn_only", "sqrelu", "alibi_norm_elu"));
+                                           "attn_only", "sqrelu", "alibi_norm_elu",
+                                           "t5_logit_scale"));
 
 TEST(AttentionPaged, EqualsContiguousAttentionBitwise) {
     set_thread_count(2);

@@ -1,7 +1,7 @@
 // Activation recomputation (train.recompute) changes memory, never results: the loss, the logits'
 // gradient and every parameter gradient are bitwise those of recompute = none, for sequential and
-// parallel blocks, with dropout at every site, GQA and rotary positions; and the planned bytes
-// shrink in the documented order.
+// parallel blocks, with dropout at every site, GQA, rotary positions and T5's bias; and the planned
+// bytes shrink in the documented order.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -49,9 +49,17 @@ std::vector<Family> families() {
     vq.dropout_attn = 0.f;
     ModelConfig vq_only = vq;  // the seed's layer: blocks of attention only
     vq_only.mlp = "none";
-    return {{"gpt2", gpt2},           {"vq", vq},     {"vq_attention_only", vq_only},
-            {"llama", llama},         {"gptj", gptj}, {"llama_qk_norm", qk},
-            {"gptj_norm_sqrelu", act}};
+    ModelConfig t5 = gpt2;  // T5's bias: its gradient gathered once per block, rerun or not
+    t5.position = "t5_bias", t5.t5_buckets = 8, t5.t5_max_distance = 12;
+    t5.n_head = 4, t5.n_kv_head = 2, t5.d_model = 64, t5.logit_scale = 0.5f;
+    return {{"gpt2", gpt2},
+            {"vq", vq},
+            {"vq_attention_only", vq_only},
+            {"llama", llama},
+            {"gptj", gptj},
+            {"llama_qk_norm", qk},
+            {"gptj_norm_sqrelu", act},
+            {"t5_bias", t5}};
 }
 
 using Result = test::ModelStep;

@@ -101,6 +101,11 @@ TEST_F(SampleCli, PenaltyAndBf16FlagsRun) {
               greedy);
     EXPECT_EQ(ok("--prompt 'Doc' --temperature 0 --max-new-tokens 24 --precision bf16").size(),
               greedy.size());
+    // The filters reach the sampler: a tiny typical mass keeps one token per step, so seeds
+    // no longer matter; eta-sampling runs.
+    EXPECT_EQ(ok("--prompt 'Doc' --max-new-tokens 24 --typical-p 1e-6 --seed 1"),
+              ok("--prompt 'Doc' --max-new-tokens 24 --typical-p 1e-6 --seed 2"));
+    EXPECT_FALSE(ok("--prompt 'Doc' --max-new-tokens 24 --eta-cutoff 0.01 --seed 1").empty());
     // A prompt longer than the 32-token context: a note, its last 32 tokens are used, and
     // generation runs past the context (the window slides; tests/generate_test.cpp checks how).
     const std::string long_prompt(40, 'D');
@@ -115,7 +120,9 @@ TEST_F(SampleCli, BadFlagsFailWithAMessage) {
          {"--prompt x --num-samples 0", "--prompt x --repetition-penalty 0",
           "--prompt x --top-p 1.5", "--prompt x --top-p 0", "--prompt x --temperature -1",
           "--prompt x --precision fp8", "--prompt x --prompt-file /dev/null",
-          "--prompt-file /nonexistent", "--prompt x --max-new-tokens -3", "--prompt x --bogus"}) {
+          "--prompt-file /nonexistent", "--prompt x --max-new-tokens -3", "--prompt x --bogus",
+          "--prompt x --typical-p 0", "--prompt x --typical-p 1.5", "--prompt x --eta-cutoff 1",
+          "--prompt x --eta-cutoff -0.1"}) {
         auto r = sample(bad);
         EXPECT_NE(r.exit_code, 0) << bad;
         EXPECT_FALSE(r.output.empty()) << bad;

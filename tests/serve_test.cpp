@@ -163,6 +163,17 @@ TEST_F(Serve, SeededSamplingRepeatsAndChoicesDiffer) {
     EXPECT_NE(a["choices"][0]["text"], a["choices"][1]["text"]);
     b["seed"] = 43;
     EXPECT_NE(complete(b)["choices"][0]["text"], a["choices"][0]["text"]);
+    // typical_p and eta_cutoff reach the sampler: a tiny typical mass keeps one token per step
+    // (the one nearest the entropy), so every choice is the same whatever its stream; eta alone
+    // still samples.
+    b["typical_p"] = 1e-6;
+    json one = complete(b);
+    EXPECT_EQ(one["choices"][0]["text"], one["choices"][1]["text"]);
+    EXPECT_EQ(one["choices"][0]["text"], one["choices"][2]["text"]);
+    b.erase("typical_p");
+    b["eta_cutoff"] = 0.001;
+    json eta = complete(b);
+    EXPECT_NE(eta["choices"][0]["text"], eta["choices"][1]["text"]);
 }
 
 TEST_F(Serve, StopStringsCutTheText) {
@@ -314,6 +325,9 @@ TEST_F(Serve, BadRequestsNameTheirField) {
     expect_error({{"prompt", std::string(200, 'a')}}, 400, "prompt");
     expect_error({{"prompt", "a"}, {"temperature", -1}}, 400, "temperature");
     expect_error({{"prompt", "a"}, {"top_p", 0}}, 400, "top_p");
+    expect_error({{"prompt", "a"}, {"typical_p", 0}}, 400, "typical_p");
+    expect_error({{"prompt", "a"}, {"eta_cutoff", 1}}, 400, "eta_cutoff");
+    expect_error({{"prompt", "a"}, {"eta_cutoff", -0.5}}, 400, "eta_cutoff");
     expect_error({{"prompt", "a"}, {"n", 0}}, 400, "n");
     expect_error({{"prompt", "a"}, {"n", 1000}}, 400, "n");
     expect_error({{"prompt", json::array({"a", "b", "c", "d", "e"})}, {"n", 16}}, 400, "n");

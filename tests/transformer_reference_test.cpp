@@ -1,9 +1,10 @@
 // Every architecture option against PyTorch autograd: logits, loss and every parameter gradient
 // of tiny models at the fixtures' weights -- a GPT-J-style parallel block with partial
 // interleaved rotary and a biased untied head, Llama-style GQA with SwiGLU and RMSNorm, MQA with
-// q/k/v biases, ALiBi over 6 heads, each MLP activation, RMSNorm with a bias, z-loss, no
-// positions. Fixtures: tests/fixtures/transformer/*.safetensors from
-// tools/reference/transformer_reference.py (computed in float64, stored as float32).
+// q/k biases, ALiBi over 6 heads, T5's bucketed relative bias (GQA), each MLP activation,
+// RMSNorm with a bias, z-loss, a logit scale, no positions. Fixtures:
+// tests/fixtures/transformer/*.safetensors from tools/reference/transformer_reference.py
+// (computed in float64, stored as float32).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,6 +39,9 @@ ModelConfig config_of(const std::map<std::string, std::string>& md) {
     // Keys added after the first fixtures: absent there, the defaults.
     c.qk_norm = md.count("qk_norm") && b("qk_norm");
     if (md.count("attn_act")) c.attn_act = md.at("attn_act");
+    if (md.count("logit_scale")) c.logit_scale = f("logit_scale");
+    if (md.count("t5_buckets")) c.t5_buckets = i("t5_buckets");
+    if (md.count("t5_max_distance")) c.t5_max_distance = i("t5_max_distance");
     return c;
 }
 
@@ -91,7 +95,8 @@ INSTANTIATE_TEST_SUITE_P(Options, TransformerReference,
                          ::testing::Values("gptj_style", "llama_gqa", "mqa_qkv_bias", "alibi",
                                            "mlp_gelu", "mlp_relu", "mlp_sqrelu", "mlp_geglu",
                                            "rmsnorm_bias", "zloss", "nopos", "qk_norm",
-                                           "attn_sqrelu", "attn_norm_elu"));
+                                           "attn_sqrelu", "attn_norm_elu", "t5_bias",
+                                           "logit_scale"));
 
 }  // namespace
 }  // namespace meshlm

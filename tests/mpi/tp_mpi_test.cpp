@@ -63,6 +63,15 @@ ModelConfig family_config(const std::string& family) {
         cfg.position = "rope";
         cfg.qk_norm = true;
         cfg.attn_act = "norm_sqrelu";
+    } else if (family == "t5") {
+        // T5's bias table split with the heads (8 buckets, the last from distance 10 on, within
+        // the 16 positions), and a logit scale on the vocabulary-parallel logits.
+        cfg.n_head = 8;
+        cfg.n_kv_head = 4;
+        cfg.position = "t5_bias";
+        cfg.t5_buckets = 8;
+        cfg.t5_max_distance = 10;
+        cfg.logit_scale = 0.5f;
     }
     return cfg;
 }
@@ -336,7 +345,8 @@ INSTANTIATE_TEST_SUITE_P(
     Meshes, TpMpi,
     ::testing::Combine(::testing::Values(1, 2), ::testing::Values(2, 4),
                        ::testing::Values(std::string("gpt2"), std::string("gptj"),
-                                         std::string("llama"), std::string("seed002"))),
+                                         std::string("llama"), std::string("seed002"),
+                                         std::string("t5"))),
     [](const auto& info) {
         return std::get<2>(info.param) + "_data" + std::to_string(std::get<0>(info.param)) +
                "_model" + std::to_string(std::get<1>(info.param));

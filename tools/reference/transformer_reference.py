@@ -45,7 +45,8 @@ BASE = dict(n_layer=2, d_model=32, n_head=4, n_kv_head=4, vocab_size=61, max_seq
             block="sequential", norm="layernorm", norm_bias=True, norm_eps=1e-5,
             position="learned", rope_dim=0, rope_style="half", rope_base=10000.0,
             qkv_bias=True, proj_bias=True, mlp_bias=True, mlp="gelu_tanh", d_ff=64,
-            tied_head=True, head_bias=False, z_loss=0.0, qk_norm=False, attn_act="softmax")
+            tied_head=True, head_bias=False, z_loss=0.0, qk_norm=False, attn_act="softmax",
+            logit_scale=1.0, t5_buckets=32, t5_max_distance=128)
 CONFIG_KEYS = list(BASE)
 
 CASES = {
@@ -67,6 +68,12 @@ CASES = {
                          mlp_bias=False, mlp="swiglu", d_ff=48, seq_len=13),
     # ALiBi with 6 heads (not a power of two: exercises the interleaved slope rule).
     "alibi": dict(d_model=36, n_head=6, n_kv_head=6, position="alibi", seq_len=15),
+    # T5's bucketed bias (seed 003, causal): 8 buckets, 4 exact distances, log buckets up to 12,
+    # the last bucket from there on; 4 query heads on 2 kv heads, an untied head.
+    "t5_bias": dict(n_head=4, n_kv_head=2, position="t5_bias", t5_buckets=8,
+                    t5_max_distance=12, tied_head=False, seq_len=16),
+    # Transformer-VQ's e_scale on the logits of a tied head, with z-loss on the scaled logits.
+    "logit_scale": dict(logit_scale=0.25, z_loss=1e-3, seq_len=12),
     # The remaining MLP types on the learned-position sequential base.
     "mlp_gelu": dict(mlp="gelu", seq_len=12),
     "mlp_relu": dict(mlp="relu", seq_len=12),
@@ -120,6 +127,8 @@ def param_shapes(cfg):
     out = [("wte.weight", (V, C))]
     if cfg["position"] == "learned":
         out.append(("wpe.weight", (P, C)))
+    if cfg["position"] == "t5_bias":
+        out.append(("t5.rel_bias", (H, cfg["t5_buckets"])))
 
     def norm(pre):
         out.append((pre + ".weight", (C,)))
@@ -173,6 +182,8 @@ def init_params(cfg, gen):
             t = 0.1 * z
         elif name in ("wte.weight", "wpe.weight"):
             t = 0.3 * z
+        elif name == "t5.rel_bias":
+            t = 0.5 * z  # large enough to move the attention visibly
         elif name.endswith("c_proj.weight"):
             t = 0.1 * z
         else:
@@ -248,6 +259,24 @@ def alibi_slopes(n):
     return pow2(p) + pow2(2 * p)[0::2][:n - p]
 
 
+def t5_bucket(d, num_buckets, max_distance):
+    """Seed 003's causal bucket of distance d = i - j >= 0 (float32's eps as the seed)."""
+    exact = num_buckets // 2
+    if d < exact:
+        return d
+    eps = float(np.finfo(np.float32).eps)
+    large = exact + int(math.log(d / exact + eps) / math.log(max_distance / exact)
+                        * (num_buckets - exact))
+    return min(large, num_buckets - 1)
+
+
+def t5_bias(cfg, p, T):
+    """[H, T, T]: the table entry of head h for the bucket of i - j (0 above the diagonal)."""
+    nb, md = cfg["t5_buckets"], cfg["t5_max_distance"]
+    idx = torch.tensor([[t5_bucket(max(i - j, 0), nb, md) for j in range(T)] for i in range(T)])
+    return p["t5.rel_bias"][:, idx]
+
+
 def attention(cfg, x, p, pre):
     B, T, _ = x.shape
     C, H, K, D, _, _, _ = dims(cfg)
@@ -270,6 +299,8 @@ def attention(cfg, x, p, pre):
     if cfg["position"] == "alibi":
         slopes = torch.tensor(alibi_slopes(H), dtype=F64)
         scores = scores - slopes[:, None, None] * (i - j).to(F64)
+    if cfg["position"] == "t5_bias":
+        scores = scores + t5_bias(cfg, p, T)
     act = cfg["attn_act"]
     if act == "softmax":
         probs = torch.softmax(scores.masked_fill(j > i, float("-inf")), dim=-1)
@@ -323,7 +354,7 @@ def forward(cfg, p, tokens):
     logits = x @ p["wte.weight" if cfg["tied_head"] else "lm_head.weight"].t()
     if cfg["head_bias"]:
         logits = logits + p["lm_head.bias"]
-    return logits
+    return cfg["logit_scale"] * logits
 
 
 def objective(cfg, logits, targets):
@@ -395,6 +426,11 @@ def library_forward(cfg, p, tokens):
             # per-row constant, which softmax ignores.
             sl = torch.tensor(alibi_slopes(H), dtype=F64)
             mask = mask + sl[:, None, None] * torch.arange(T, dtype=F64)[None, None, :]
+        if cfg["position"] == "t5_bias":  # an embedding lookup of the bucket ids, as HF T5
+            nb, md = cfg["t5_buckets"], cfg["t5_max_distance"]
+            ids = torch.tensor([[t5_bucket(max(i - j, 0), nb, md) for j in range(T)]
+                                for i in range(T)])
+            mask = mask + F.embedding(ids, p["t5.rel_bias"].t()).permute(2, 0, 1)
         if cfg["attn_act"] == "softmax":
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         else:  # the same nonlinearity from library ops: einsum scores, F.relu / F.elu, tril
@@ -433,7 +469,7 @@ def library_forward(cfg, p, tokens):
             h = nrm(pre + "ln_1", x)
             x = x + attn(pre + "attn.", h) + ffn(pre + "mlp.", h)
     head = p["wte.weight" if cfg["tied_head"] else "lm_head.weight"]
-    return F.linear(nrm("ln_f", x), head, p.get("lm_head.bias"))
+    return F.linear(nrm("ln_f", x), head, p.get("lm_head.bias")) * cfg["logit_scale"]
 
 
 def check_library(cfg, params, tokens, targets, logits, loss, ce):
@@ -541,6 +577,15 @@ def hf_check(name, cfg, params, tokens, logits):
         err = (bloom - torch.tensor(alibi_slopes(H), dtype=F64)).abs().max().item()
         assert err <= 1e-15, ("alibi slopes", err)
         return err
+    elif name == "t5_bias":
+        # transformers' T5 buckets (decoder side, bidirectional=False) on distances 0..4095.
+        from transformers.models.t5.modeling_t5 import T5Attention
+        rel = -torch.arange(4096)[None, :]  # memory - query position
+        for nb, md in ((cfg["t5_buckets"], cfg["t5_max_distance"]), (32, 128)):
+            theirs = T5Attention._relative_position_bucket(rel, False, nb, md)[0].tolist()
+            mine = [t5_bucket(d, nb, md) for d in range(4096)]
+            assert mine == theirs, ("t5 buckets", nb, md)
+        return 0.0
     else:
         return None
     hf._attn_implementation = "eager"

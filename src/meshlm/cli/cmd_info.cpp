@@ -85,10 +85,11 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
                     m.tied_head ? "tied" : "untied");
         std::printf("parameters: %.0f (%.2fM), non-embedding %zu\n", P, P / 1e6,
                     nonembedding_params(layout));
-        std::printf(
-            "training FLOPs per token (T=%d): %.4g  (6*N_nonemb + 6*V*d + %s)\n", cfg.train.seq_len,
-            train_flops_per_token(m, layout, cfg.train.seq_len),
-            m.vq() ? "6*L*((2*block+codes)*(d_k+d_v) + (block+1)*d_k): VQ attention" : "12*L*T*d");
+        std::printf("training FLOPs per token (T=%d): %.4g  (6*matmul weights + 6*V*d + %s)\n",
+                    cfg.train.seq_len, train_flops_per_token(m, layout, cfg.train.seq_len),
+                    m.vq() ? "6*L*((2*block+codes)*(d_k+d_v) + (block+1)*d_k) + 2*L*codes*d_k: VQ "
+                             "attention and code search"
+                           : "12*L*T*d");
         std::printf("tokens per step: %d (batch %d x seq %d x accum %d x data-parallel %d)%s\n",
                     cfg.train.batch_size * U * cfg.train.grad_accum * N, cfg.train.batch_size, U,
                     cfg.train.grad_accum, N,

@@ -67,6 +67,15 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
     cmd->add_option("--top-p", a->opt.top_p, "keep the smallest set with this probability mass")
         ->capture_default_str()
         ->check(in_range(0, 1));
+    cmd->add_option("--typical-p", a->opt.typical_p,
+                    "typical sampling: keep the tokens nearest the entropy holding this mass (1 = "
+                    "off)")
+        ->capture_default_str()
+        ->check(in_range(0, 1));
+    cmd->add_option("--eta-cutoff", a->opt.eta_cutoff,
+                    "eta-sampling: drop tokens below min(eta, sqrt(eta) exp(-entropy)) (0 = off)")
+        ->capture_default_str()
+        ->check(in_range(0, 1));
     cmd->add_option("--repetition-penalty", a->opt.repetition_penalty,
                     "divide positive (multiply other) logits of tokens already present (1 = off)")
         ->capture_default_str()
@@ -90,6 +99,8 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
     return [a, prompt, &overrides] {
         if (a->opt.top_p <= 0.f) MESHLM_INVALID("--top-p must be in (0, 1]");
         require_used_overrides(overrides, "meshlm sample", {"data.tokenizer"});
+        if (a->opt.typical_p <= 0.f) MESHLM_INVALID("--typical-p must be in (0, 1]");
+        if (a->opt.eta_cutoff >= 1.f) MESHLM_INVALID("--eta-cutoff must be in [0, 1)");
         const std::string text = read_prompt(*a, prompt->count() > 0);
         RunDir run = open_run_dir(a->checkpoint, overrides);
         const Tokenizer* tok = run.tokenizer.get();

@@ -352,9 +352,14 @@ OptionTable build_table() {
         .add("ln_eps", &ModelConfig::norm_eps, "older name of norm_eps", greater_than(0))
         .older_name_of("norm_eps")
         .add("position", &ModelConfig::position,
-             "learned table (wpe), rotary (rope), ALiBi biases, none, or (model.attention vq) "
+             "learned table (wpe), rotary (rope), ALiBi biases, t5_bias (T5's learned bias per "
+             "head and distance bucket, shared by the layers), none, or (model.attention vq) "
              "scaled_sin: a learned scale (init 0) times fixed sinusoids of the absolute position",
-             one_of({"learned", "rope", "alibi", "none", "scaled_sin"}))
+             one_of({"learned", "rope", "alibi", "t5_bias", "none", "scaled_sin"}))
+        .add("t5.num_buckets", &ModelConfig::t5_buckets,
+             "t5_bias: buckets per head; distances below half of them get one each", at_least(2))
+        .add("t5.max_distance", &ModelConfig::t5_max_distance,
+             "t5_bias: distance from which every key shares the last bucket", at_least(2))
         .add("rope_dim", &ModelConfig::rope_dim,
              "rotary dims per head (even); 0 = the whole head (GPT-J: 64 of 256)", at_least(0))
         .add("rope_style", &ModelConfig::rope_style,
@@ -384,6 +389,10 @@ OptionTable build_table() {
         .add("head_bias", &ModelConfig::head_bias, "the output head has a bias (GPT-J)")
         .add("z_loss", &ModelConfig::z_loss,
              "coefficient of the log-partition penalty z * logsumexp^2 (GPT-J: 1e-4)", at_least(0))
+        .add("logit_scale", &ModelConfig::logit_scale,
+             "fixed factor on the output logits (Transformer-VQ's e_scale, 0.005 on PG-19); 0 = "
+             "1/sqrt(d_model)",
+             at_least(0))
         .add("dropout_embd", &ModelConfig::dropout_embd, "dropout rate after the embedding",
              in_closed_open(0, 1))
         .add("dropout_attn", &ModelConfig::dropout_attn,
@@ -391,8 +400,10 @@ OptionTable build_table() {
         .add("dropout_resid", &ModelConfig::dropout_resid, "dropout rate of each residual branch",
              in_closed_open(0, 1))
         .add("init", &ModelConfig::init,
-             "gpt2: N(0, init_std), residual projections / sqrt(2L); fan_in: N(0, 1/sqrt(fan_in))",
-             one_of({"gpt2", "fan_in"}))
+             "gpt2: N(0, init_std), residual projections / sqrt(2L); fan_in: N(0, 1/sqrt(fan_in)); "
+             "gptj: truncated normal (+-2 std, unscaled) 1/sqrt(fan_in), residual projections "
+             "(2/L)/sqrt(d_model), wpe 0.02; vq: fan_in with N(0, 1) embeddings",
+             one_of({"gpt2", "fan_in", "gptj", "vq"}))
         .add("init_std", &ModelConfig::init_std,
              "init gpt2: std of the normal init; residual projections get / sqrt(2L)",
              greater_than(0))

@@ -25,8 +25,10 @@ enum class TpSplit {
     columns,     // dim 1 cut into M equal blocks (row-parallel weights)
 };
 
-// How a tensor starts (the model's init rule resolved per tensor).
-enum class InitRule { normal, zeros, ones };
+// How a tensor starts (the model's init rule resolved per tensor). truncated_normal: N(0, std)
+// redrawn outside +-2 std, without rescaling (haiku's TruncatedNormal, GPT-J's init): its draws
+// have std 0.880 std.
+enum class InitRule { normal, zeros, ones, truncated_normal };
 
 struct ParamSlice {
     std::string name;    // meshlm names (GPT-2's HF names for what GPT-2 has); weights [out, in]
@@ -41,7 +43,7 @@ struct ParamSlice {
     Shape full_shape;                    // the unsharded shape
     bool decay = false;                  // matrices: weight decay applies (optim.decay_mask)
     InitRule init = InitRule::zeros;
-    float init_std = 0;  // InitRule::normal
+    float init_std = 0;  // InitRule::normal, truncated_normal
     // muP's role: "embedding" (input weights), "hidden" (matrices between widths), "readout"
     // (the output head's matrix) or "vector" (norm gains, biases); optim.mup_rule scales each
     // role's learning rate.

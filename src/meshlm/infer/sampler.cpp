@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "meshlm/core/error.h"
+#include "meshlm/infer/sampler_filters.h"
 
 namespace meshlm {
 
@@ -51,10 +52,8 @@ int nucleus(std::vector<Weighted>& w, int n, double target) {
 
 }  // namespace
 
-std::int32_t sample_token(const float* logits, int V, const SamplingOptions& opt, Philox& rng,
-                          std::vector<std::pair<float, std::int32_t>>& scratch) {
-    if (opt.temperature <= 0.f)
-        return static_cast<std::int32_t>(std::max_element(logits, logits + V) - logits);
+int sampling_candidates(const float* logits, int V, const SamplingOptions& opt,
+                        std::vector<std::pair<float, std::int32_t>>& scratch) {
     scratch.resize(V);
     float mx = -INFINITY;
     for (int v = 0; v < V; ++v) {
@@ -71,11 +70,19 @@ std::int32_t sample_token(const float* logits, int V, const SamplingOptions& opt
     }
     double total = 0;
     for (int i = 0; i < keep; ++i) total += (scratch[i].first = std::exp(scratch[i].first - mx));
-    if (opt.top_p < 1.f) {
-        keep = nucleus(scratch, keep, opt.top_p * total);
-        total = 0;
-        for (int i = 0; i < keep; ++i) total += scratch[i].first;
-    }
+    if (opt.top_p < 1.f) keep = nucleus(scratch, keep, opt.top_p * total);
+    if (opt.typical_p < 1.f) keep = typical_filter(scratch, keep, opt.typical_p);
+    if (opt.eta_cutoff > 0.f) keep = eta_filter(scratch, keep, opt.eta_cutoff);
+    return keep;
+}
+
+std::int32_t sample_token(const float* logits, int V, const SamplingOptions& opt, Philox& rng,
+                          std::vector<std::pair<float, std::int32_t>>& scratch) {
+    if (opt.temperature <= 0.f)
+        return static_cast<std::int32_t>(std::max_element(logits, logits + V) - logits);
+    const int keep = sampling_candidates(logits, V, opt, scratch);
+    double total = 0;
+    for (int i = 0; i < keep; ++i) total += scratch[i].first;
     const double u = rng.uniform_double() * total;
     double acc = 0;
     for (int i = 0; i < keep; ++i) {

@@ -276,6 +276,9 @@ struct Server::Impl {
         SamplingOptions& s = r.base.sampling;
         s.temperature = static_cast<float>(number(body, "temperature", 1.0, 0, 10));
         s.top_p = static_cast<float>(number(body, "top_p", 1.0, 0, 1, true));
+        s.typical_p = static_cast<float>(number(body, "typical_p", 1.0, 0, 1, true));
+        s.eta_cutoff = static_cast<float>(number(body, "eta_cutoff", 0.0, 0, 1));
+        if (s.eta_cutoff >= 1.f) bad("eta_cutoff", "'eta_cutoff' must be in [0, 1) (0 = off)");
         const long long top_k = integer(body, "top_k", 0, -1, 1LL << 31);
         s.top_k = top_k < 0 ? 0 : static_cast<int>(std::min<long long>(top_k, 1 << 30));
         s.repetition_penalty =

@@ -45,6 +45,10 @@ const HfFamily& family_of_model(const ModelConfig& m) {
         MESHLM_INVALID(
             "model.mlp is none: the Hugging Face architectures meshlm exports have an "
             "MLP in every block");
+    if (m.head_scale() != 1.f)
+        MESHLM_INVALID("model.logit_scale is ", m.logit_scale,
+                       ": no Hugging Face architecture meshlm exports scales its logits; export "
+                       "needs model.logit_scale 1");
     if (m.attn_act != "softmax")
         MESHLM_INVALID("model.attn_act is ", m.attn_act,
                        ": Hugging Face architectures attend with softmax; export needs "
@@ -304,6 +308,7 @@ std::vector<std::string> hf_architecture_mismatch(const ModelConfig& hf, const M
     cmp("position", m.position, hf.position);
     cmp("qk_norm", m.qk_norm, hf.qk_norm);
     cmp("attn_act", m.attn_act, hf.attn_act);
+    cmp("logit_scale", m.head_scale(), hf.head_scale());
     if (hf.position == "rope" && m.position == "rope") {
         cmp("rope_dim", m.rotary_dims(), hf.rotary_dims());
         cmp("rope_style", m.rope_style, hf.rope_style);

@@ -84,18 +84,18 @@ void bias_residual(float* out, const float* b1, const float* b2, const float* r,
 // H query heads, then Hkv key heads, then Hkv value heads, head h at columns h*D..h*D+D of its
 // group. Query head h attends with key/value head h / (H / Hkv) (Hkv = H: multi-head, 1:
 // multi-query). Scores scale * q.k (scale 0 = 1/sqrt(D); muP uses 1/D), plus -slope[h] * (i - j)
-// when alibi_slopes is non-null.
+// when alibi_slopes is non-null, plus the distance bias when dist is non-null.
 // out[B, T, H D]; lse[B, H, T] saves each row's log-sum-exp (of the pre-dropout scores) for the
 // backward. Memory is O(T) per thread (online softmax over key blocks), never O(T^2).
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
                        int D, const float* alibi_slopes, const AttnDropout* dropout = nullptr,
-                       float scale = 0.f);
+                       float scale = 0.f, const DistanceBias* dist = nullptr);
 // dqkv = gradient w.r.t. qkv (overwrites; key/value gradients summed over the query heads that
 // share them). Recomputes probabilities from qkv and lse.
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                         const float* qkv, int B, int T, int H, int Hkv, int D,
                         const float* alibi_slopes, const AttnDropout* dropout = nullptr,
-                        float scale = 0.f);
+                        float scale = 0.f, const DistanceBias* dist = nullptr);
 
 // Attention nonlinearities besides softmax (AttnAct, ops/op_params.h):
 // attention_forward / attention_backward's contract (layout, GQA, ALiBi, scale) with act (not
@@ -168,11 +168,13 @@ double attention_score_abs_sum(const float* qkv, int B, int T, int H, int Hkv, i
 // One query per row over a KV cache. q[M, ldq] (head h at columns h*D..h*D+D); caches
 // [S, Hkv, Tmax, D], row m attends to positions 0..T-1 of sequence seq[m] (null: m); query head
 // h reads key/value head h / (H / Hkv). out[M, H D] = softmax(scale q K^T - slope[h] *
-// (T - 1 - j)) V per head (no ALiBi term when alibi_slopes is null; scale 0 = 1/sqrt(D)).
+// (T - 1 - j)) V per head (no ALiBi term when alibi_slopes is null; scale 0 = 1/sqrt(D)), plus
+// dist's bias of distance T - 1 - j when dist is non-null (softmax only).
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                       const float* v_cache, const int32_t* seq, int M, int T, int Tmax, int H,
                       int Hkv, int D, const float* alibi_slopes, float scale = 0.f,
-                      const AttnActParams* act = nullptr);  // null: softmax
+                      const AttnActParams* act = nullptr,  // null: softmax
+                      const DistanceBias* dist = nullptr);
 
 // attention_decode over a paged cache: pools [num_blocks, Hkv, block, D] hold `block` positions
 // per block; row m's positions 0..lens[m]-1 are at offset j % block of block tables[m][j /
@@ -181,7 +183,7 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
 void attention_paged(float* out, const float* q, int ldq, const float* k_pool, const float* v_pool,
                      const std::int32_t* const* tables, const std::int32_t* lens, int M, int block,
                      int H, int Hkv, int D, const float* alibi_slopes, float scale = 0.f,
-                     const AttnActParams* act = nullptr);
+                     const AttnActParams* act = nullptr, const DistanceBias* dist = nullptr);
 
 // --- Transformer-VQ attention (seed 001): the algorithm, its shapes and the state a sequence
 // carries are described with VqAttnShape in ops/op_params.h ---

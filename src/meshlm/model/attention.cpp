@@ -40,7 +40,7 @@ CoreViews core_views(const Attention& a, const float* qkv, const float* y, const
             view(y, {B, T, a.y_width()}, d),
             lse ? view(lse, {B, a.Hl, T}, d) : Tensor{},
             a.slopes.empty() ? Tensor{} : view(a.slopes.data(), {a.Hl}, d),
-            {.H = a.Hl, .Hkv = a.Kl, .scale = a.scale, .dropout = drop}};
+            {.H = a.Hl, .Hkv = a.Kl, .scale = a.scale, .dropout = drop, .dist = a.dist}};
 }
 
 }  // namespace

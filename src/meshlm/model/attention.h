@@ -1,8 +1,9 @@
 // The attention layer of a block, for this model rank's heads (all of them on one rank):
 //   qkv = x Wqkv^T + bqkv            (N, (Hl + 2 Kl) D): q heads | k heads | v heads
 //   q, k rotated by RoPE             (position = rope; the first rope_dim dims of each head)
-//   y   = softmax(scale q k^T - slope (i - j), causal) v, query head h reading kv head
-//         h / (H / K) (GQA; ALiBi's term only with position = alibi), dropout on the probabilities
+//   y   = softmax(scale q k^T - slope (i - j) + t5[h, i - j], causal) v, query head h reading
+//         kv head h / (H / K) (GQA; ALiBi's term only with position = alibi, T5's learned
+//         distance bias only with t5_bias), dropout on the probabilities
 //   out = y Wp^T                     (N, C): column-parallel in, row-parallel out, so under
 //                                    tensor parallelism `out` is this rank's partial sum; the
 //                                    block reduces it and adds bp once
@@ -34,6 +35,9 @@ struct Attention {
     std::vector<float> slopes;    // this rank's heads' ALiBi slopes; empty without ALiBi
     Bf16Scratch* bf16 = nullptr;  // the projections' GEMMs in bf16 (linear.h); null: fp32
     Device device = Device::cpu;  // where its views live (the ops dispatch on it)
+    // position t5_bias: this rank's heads' bias per distance, shared by the layers; the owner
+    // resolves it from the table before a pass (t5_bias.h) and folds its gradient after.
+    const kernels::DistanceBias* dist = nullptr;
 
     Attention(const ModelConfig& cfg, int model, int rank);
     int qkv_width() const { return (Hl + 2 * Kl) * D; }

@@ -7,6 +7,7 @@
 #include "meshlm/kernels/ops/bf16.h"
 #include "meshlm/kernels/ops/linear_decode.h"
 #include "meshlm/kernels/ops/residual.h"
+#include "meshlm/model/head.h"
 #include "meshlm/model/transformer_layout.h"
 
 namespace meshlm {
@@ -37,11 +38,16 @@ DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision p
     mean_ = Buffer<float>(R);
     rstd_ = Buffer<float>(R);
     if (precision_ == DecodePrecision::bf16) params16_ = Buffer<std::uint16_t>(layout_.total());
+    if (cfg.position == "t5_bias") {
+        t5_ = std::make_unique<T5Bias>(cfg, attn_.Hl, cfg.t5_max_distance + 1);
+        attn_.dist = &t5_->view();
+    }
 }
 
 void DecodeStack::set_params(const float* params) {
     params_ = params;
     binder_.bind_all(const_cast<float*>(params), w_);
+    if (t5_) t5_->expand(w_.t5_bias);
     if (precision_ == DecodePrecision::bf16)
         ops::to_bf16(flat(params16_.data(), layout_.total(), device_),
                      flat(params, layout_.total(), device_));
@@ -108,6 +114,7 @@ float* DecodeStack::head(int n) {
     const int C = cfg_.d_model;
     norm_.forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), w_.lnf_w, w_.lnf_b, n);
     linear(logits_.data(), ln_.data(), w_.head_w, w_.head_b, n, C, cfg_.vocab_size);
+    scale_logits(logits_.data(), static_cast<std::size_t>(n) * cfg_.vocab_size, cfg_.head_scale());
     return logits_.data();
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/param_layout.h"
@@ -19,6 +20,7 @@
 #include "meshlm/model/mlp.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/norm.h"
+#include "meshlm/model/t5_bias.h"
 #include "meshlm/model/tensors.h"
 
 namespace meshlm {
@@ -41,7 +43,8 @@ class DecodeStack {
     int max_rows() const { return max_rows_; }
     DecodePrecision precision() const { return precision_; }
 
-    // Binds the flat parameters (transformer_layout) for later passes; bf16 makes its copy.
+    // Binds the flat parameters (transformer_layout) for later passes; bf16 makes its copy, T5's
+    // bias its table per distance.
     void set_params(const float* params);
     // Row m of the residual stream: the token's embedding (plus its learned position).
     void embed(int m, std::int32_t token, int pos);
@@ -63,6 +66,9 @@ class DecodeStack {
     Norm norm_;
     Attention attn_;
     Mlp mlp_;
+    // position t5_bias: the table per distance up to max_distance (the kernels read longer
+    // distances at the last row), resolved by set_params; attn_.dist points at it.
+    std::unique_ptr<T5Bias> t5_;
     int max_rows_;
     DecodePrecision precision_;
     Device device_ = Device::cpu;  // where the weights and rows live (the ops dispatch on it)

@@ -189,7 +189,11 @@ const float* Decoder::step(const float* params, const std::int32_t* tokens) {
         ops::attention_decode(view(y, {M, attn.y_width()}, d), view(qkv, {M, W}, d), kcache,
                               view(v_[l].data(), kcache.shape, d), view(active_.data(), {M}, d),
                               pos_ + 1, slopes,
-                              {.H = attn.Hl, .Hkv = attn.Kl, .scale = attn.scale, .act = attn.act});
+                              {.H = attn.Hl,
+                               .Hkv = attn.Kl,
+                               .scale = attn.scale,
+                               .act = attn.act,
+                               .dist = attn.dist});
     });
     float* logits = stack_.head(M);
     // Rows were computed packed (row m for sequence active_[m] >= m): move them into place,

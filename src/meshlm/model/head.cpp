@@ -8,8 +8,13 @@
 namespace meshlm {
 namespace k = kernels;
 
+void scale_logits(float* logits, std::size_t n, float s) {
+    if (s == 1.f) return;
+    for (std::size_t i = 0; i < n; ++i) logits[i] *= s;
+}
+
 Head::Head(const ModelConfig& cfg, ModelComm& comm)
-    : C(cfg.d_model), V(cfg.vocab_size), z_loss(cfg.z_loss), mp(&comm) {
+    : C(cfg.d_model), V(cfg.vocab_size), z_loss(cfg.z_loss), scale(cfg.head_scale()), mp(&comm) {
     const VocabShard s = vocab_shard(V, comm.size(), comm.rank());
     v0 = s.first;
     Vvalid = s.valid;
@@ -18,10 +23,13 @@ Head::Head(const ModelConfig& cfg, ModelComm& comm)
 
 void Head::logits(float* logits, const float* x, const float* W, const float* b, int N) const {
     linear::forward(device, logits, x, W, b, N, C, Vl, false, bf16);
+    scale_logits(logits, static_cast<std::size_t>(N) * Vl, scale);
 }
 
 void Head::loss(float* logits, float* losses, float* row_max, float* stats,
                 const std::int32_t* targets, int N, float grad_scale) const {
+    // d/d(x W^T + b) = s d/dlogits: the cross-entropy writes the scaled gradient directly.
+    grad_scale *= scale;
     if (mp->size() == 1)
         return ops::softmax_cross_entropy(view(logits, {N, V}, device), view(losses, {N}, device),
                                           view(targets, {N}, device), grad_scale, z_loss);

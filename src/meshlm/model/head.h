@@ -1,5 +1,6 @@
-// The output head and the loss: logits = x W^T (+ b), W = wte when tied, then cross-entropy
-// (with the optional z-loss term z * lse^2 in the gradient).
+// The output head and the loss: logits = s (x W^T (+ b)), W = wte when tied, s the fixed
+// model.logit_scale (1 by default), then cross-entropy (with the optional z-loss term
+// z * lse^2 in the gradient); the backward's dlogits carry the factor s back.
 // Under tensor parallelism W is split by vocabulary rows (padded to a multiple of the model
 // ranks): each rank computes its (N, Vl) columns, and cross-entropy all-reduces the row max,
 // then the sums of exps and the target logits, so no rank holds (N, V); padding columns never
@@ -7,6 +8,7 @@
 // db += sum_n dlogits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "meshlm/core/model_comm.h"
@@ -15,9 +17,13 @@
 
 namespace meshlm {
 
+// logits[0..n) *= s (nothing when s is 1): model.logit_scale, shared with the decoders.
+void scale_logits(float* logits, std::size_t n, float s);
+
 struct Head {
     int C, V, v0, Vvalid, Vl;  // Vl: this rank's logits columns (padded share)
     float z_loss;
+    float scale;  // model.logit_scale resolved
     ModelComm* mp;
     Bf16Scratch* bf16 = nullptr;  // the GEMMs in bf16 (linear.h); null: fp32
     Device device = Device::cpu;  // where the projection's views live

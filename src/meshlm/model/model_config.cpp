@@ -50,21 +50,34 @@ void check_vq(const ModelConfig& c) {
                        ", ", c.vq_pe_lam, ")");
 }
 
+void check_t5(const ModelConfig& c) {
+    if (c.t5_buckets < 2)
+        MESHLM_INVALID("model.t5.num_buckets must be at least 2 (got ", c.t5_buckets, ")");
+    if (c.t5_max_distance <= c.t5_buckets / 2)
+        MESHLM_INVALID("model.t5.max_distance (", c.t5_max_distance,
+                       ") must exceed model.t5.num_buckets / 2 = ", c.t5_buckets / 2,
+                       ": the distances below that have a bucket each");
+    if (c.attn_act != "softmax")
+        MESHLM_INVALID("model.position t5_bias needs model.attn_act softmax (got ", c.attn_act,
+                       ")");
+}
+
 }  // namespace
 
 void check_model_config(const ModelConfig& c) {
     one_of("block", c.block, {"sequential", "parallel"});
     one_of("norm", c.norm, {"layernorm", "rmsnorm"});
-    one_of("position", c.position, {"learned", "rope", "alibi", "none", "scaled_sin"});
+    one_of("position", c.position, {"learned", "rope", "alibi", "t5_bias", "none", "scaled_sin"});
+    if (c.position == "t5_bias") check_t5(c);
     if (c.position == "scaled_sin" && !c.vq())
         MESHLM_INVALID(
             "model.position scaled_sin is Transformer-VQ's absolute position option and needs "
-            "model.attention vq; full attention has learned, rope, alibi or none");
+            "model.attention vq; full attention has learned, rope, alibi, t5_bias or none");
     one_of("rope_style", c.rope_style, {"interleaved", "half"});
     one_of("rope_scaling", c.rope_scaling, {"none", "linear", "llama3"});
     one_of("mlp", c.mlp, {"gelu_tanh", "gelu", "relu", "sqrelu", "swiglu", "geglu", "none"});
     one_of("attention", c.attention, {"full", "vq"});
-    one_of("init", c.init, {"gpt2", "fan_in"});
+    one_of("init", c.init, {"gpt2", "fan_in", "gptj", "vq"});
     one_of("attn_act", c.attn_act, {"softmax", "sqrelu", "elu", "norm_sqrelu", "norm_elu"});
     if (c.attn_act != "softmax" && c.dropout_attn > 0.f)
         MESHLM_INVALID("model.dropout_attn (", c.dropout_attn, ") needs model.attn_act softmax (",
@@ -85,6 +98,9 @@ void check_model_config(const ModelConfig& c) {
     one_of("mup.q_init", c.mup_q_init, {"normal", "zero"});
     one_of("mup.r_init", c.mup_r_init, {"normal", "zero"});
     if (c.mup_d_base < 1) MESHLM_INVALID("model.mup.d_base must be >= 1 (got ", c.mup_d_base, ")");
+    if (!(c.logit_scale >= 0.f) || !std::isfinite(c.logit_scale))
+        MESHLM_INVALID("model.logit_scale must be a finite number >= 0 (got ", c.logit_scale,
+                       "); 0 = 1/sqrt(d_model), 1 = no scaling");
     if (!(c.qk_scale >= 0.f))
         MESHLM_INVALID("model.qk_scale must be >= 0 (got ", c.qk_scale, "); 0 = the default");
     if (c.mup_enabled && c.tied_head)
@@ -105,6 +121,10 @@ float ModelConfig::attention_scale() const {
     if (qk_scale > 0.f) return qk_scale;
     const float d = static_cast<float>(head_dim());
     return mup_enabled ? 1.f / d : 1.f / std::sqrt(d);
+}
+
+float ModelConfig::head_scale() const {
+    return logit_scale > 0.f ? logit_scale : 1.f / std::sqrt(static_cast<float>(d_model));
 }
 
 bool ModelConfig::same_shapes(const ModelConfig& o) const {

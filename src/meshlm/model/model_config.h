@@ -18,9 +18,14 @@ struct ModelConfig {
     std::string norm = "layernorm";    // layernorm | rmsnorm
     bool norm_bias = true;
     float norm_eps = 1e-5f;
-    std::string position = "learned";  // learned | rope | alibi | none | scaled_sin (VQ)
-    int rope_dim = 0;                  // rotary dims per head; 0 = all
-    std::string rope_style = "half";   // interleaved (GPT-J) | half (NeoX, Llama)
+    // learned | rope | alibi | t5_bias | none | scaled_sin (VQ)
+    std::string position = "learned";
+    // t5_bias (seed 003's T5 relative bias, model/t5_bias.h): buckets per head and the distance
+    // from which every key shares the last bucket.
+    int t5_buckets = 32;
+    int t5_max_distance = 128;
+    int rope_dim = 0;                 // rotary dims per head; 0 = all
+    std::string rope_style = "half";  // interleaved (GPT-J) | half (NeoX, Llama)
     float rope_base = 10000.f;
     std::string rope_scaling = "none";  // none | linear | llama3
     float rope_factor = 1.f;            // linear, llama3: context extension factor
@@ -35,9 +40,15 @@ struct ModelConfig {
     bool tied_head = true;  // output head = token embedding
     bool head_bias = false;
     float z_loss = 0.f;  // coefficient of the log-partition penalty z_loss * lse^2
+    // A fixed factor on the head's logits (Transformer-VQ's e_scale; 0.005 with its tied
+    // embeddings on PG-19): logits = logit_scale (x W^T + b). 0 = 1 / sqrt(d_model).
+    float logit_scale = 1.f;
     float dropout_embd = 0.f, dropout_attn = 0.f, dropout_resid = 0.f;
-    std::string init = "gpt2";  // gpt2: N(0, init_std), residual projections / sqrt(2L);
-                                // fan_in: N(0, 1 / sqrt(fan_in))
+    // gpt2: N(0, init_std), residual projections / sqrt(2L); fan_in: N(0, 1 / sqrt(fan_in));
+    // gptj (seed 003): truncated normal (+-2 std) 1 / sqrt(fan_in), residual projections
+    // (2 / L) / sqrt(d_model), position table 0.02; vq (seed 001): fan_in with N(0, 1)
+    // embeddings. Biases 0, norm gains 1 under every rule.
+    std::string init = "gpt2";
     float init_std = 0.02f;
     // muP (seed 002, model.mup.*): with mup_enabled the init follows the maximal-update rules
     // instead of `init` (embeddings N(0, 1), hidden matrices N(0, 1/fan_in), the readout by
@@ -97,6 +108,7 @@ struct ModelConfig {
     bool gated_mlp() const { return mlp == "swiglu" || mlp == "geglu"; }
     int rotary_dims() const { return rope_dim > 0 ? rope_dim : head_dim(); }
     float attention_scale() const;  // qk_scale resolved
+    float head_scale() const;       // logit_scale resolved
     // Same tensor shapes (init_from and checkpoints need this, not equal init settings).
     bool same_shapes(const ModelConfig& o) const;
 };

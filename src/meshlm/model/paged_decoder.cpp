@@ -77,7 +77,7 @@ const float* PagedDecoder::forward(const DecodeRow* rows, int M) {
             }
         }
         k::attention_paged(y, qkv, W, k_[l].data(), v_[l].data(), tables_.data(), lens_.data(), M,
-                           block_size_, H, Kh, D, slopes, attn.scale, &attn.act);
+                           block_size_, H, Kh, D, slopes, attn.scale, &attn.act, attn.dist);
     });
     // Only the rows that want logits go through the final norm and the head, packed.
     int n = 0;

@@ -28,6 +28,7 @@ struct BlockTensors {
 struct ModelTensors {
     float *wte = nullptr, *wpe = nullptr;
     float* pe_scale = nullptr;  // (1) the sinusoids' scale (model.position scaled_sin)
+    float* t5_bias = nullptr;   // (Hl, buckets) T5's relative bias table (model.position t5_bias)
     std::vector<BlockTensors> blocks;
     float *lnf_w = nullptr, *lnf_b = nullptr;
     float *head_w = nullptr, *head_b = nullptr;  // head_w: lm_head, or wte when tied

@@ -201,6 +201,10 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
     plan(p);
     MESHLM_CHECK(p.floats == acts_.capacity(), "activation plan of ", p.floats, " floats, counted ",
                  acts_.capacity());
+    if (cfg.position == "t5_bias") {
+        t5_ = std::make_unique<T5Bias>(cfg, attn_.Hl, max_seq);
+        attn_.dist = &t5_->view();
+    }
 }
 
 template <typename P>
@@ -639,6 +643,7 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     using Pass = ParamStream::Pass;
     views_.begin(params, nullptr, Pass::forward);
     const ModelTensors& w = views_.w;
+    if (t5_) t5_->expand(w.t5_bias);
 
     embed_layer_.forward(embed_, tokens, w.wte, w.wpe, w.pe_scale, N, T, pos0_);
     if (train && cfg_.dropout_embd > 0.f) embed_dropout(embed_, N);
@@ -690,6 +695,7 @@ void Transformer::backward(const float* params, float* grads) {
         views_.end_block(l, Pass::backward);
         if (block_hook_) block_hook_(l);
     }
+    if (t5_) t5_->fold(g.t5_bias);  // every block has added its share
     if (dropped_ && cfg_.dropout_embd > 0.f) embed_dropout(dres_, N);
     embed_layer_.backward(g.wte, g.wpe, g.pe_scale, dres_, tokens_, N, T, pos0_);
     views_.embeddings_done();

@@ -34,6 +34,7 @@
 #include "meshlm/model/mlp.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/norm.h"
+#include "meshlm/model/t5_bias.h"
 #include "meshlm/model/tensors.h"
 #include "meshlm/model/vq_attention.h"
 
@@ -203,6 +204,7 @@ class Transformer {
     std::vector<kernels::VqAttnState> vq_rerun_;  // block recomputation's copies of them
     int vq_state_stride_ = 0;
     Head head_;
+    std::unique_ptr<T5Bias> t5_;  // position t5_bias: the table resolved per distance
     bool parallel_block_;
     Recompute recompute_;
     Precision precision_;

@@ -27,16 +27,31 @@ class Builder {
         s.sections = std::move(sections);
         s.shape = tp_local_shape(s, M_);
         s.decay = full.ndim == 2;
+        // GPT-J draws every random tensor from a truncated normal (haiku's initializers).
+        if (init == InitRule::normal && cfg_.init == "gptj" && !cfg_.mup_enabled)
+            init = InitRule::truncated_normal;
         s.init = init;
         s.init_std = std;
         s.index = static_cast<int>(layout.slices().size());
         layout.add(std::move(s));
     }
-    // A weight matrix [out, in]: N(0, std) by the init rule (muP: 1/sqrt(fan_in)).
+    // A weight matrix [out, in]: N(0, std) by the init rule (muP: 1/sqrt(fan_in)). residual:
+    // an output projection into the residual stream (gpt2: / sqrt(2L); gptj: (2/L) / sqrt(C),
+    // seed 003's init_scale over the model width whatever the fan-in).
     float matrix_std(std::int64_t fan_in, bool residual) const {
-        if (cfg_.init == "fan_in" || cfg_.mup_enabled)
+        if (cfg_.init == "gptj" && residual && !cfg_.mup_enabled)
+            return 2.f / static_cast<float>(cfg_.n_layer) /
+                   std::sqrt(static_cast<float>(cfg_.d_model));
+        if (cfg_.init != "gpt2" || cfg_.mup_enabled)
             return 1.f / std::sqrt(static_cast<float>(fan_in));
         return residual ? cfg_.init_std / std::sqrt(2.f * cfg_.n_layer) : cfg_.init_std;
+    }
+    // The token and position embeddings: muP and Transformer-VQ (e_init) draw N(0, 1), GPT-J
+    // its position table TruncatedNormal(0.02), the others as a one-hot linear of fan-in rows.
+    float embedding_std(std::int64_t rows, bool position) const {
+        if (cfg_.mup_enabled || cfg_.init == "vq") return 1.f;
+        if (cfg_.init == "gptj" && position) return 0.02f;
+        return matrix_std(rows, false);
     }
     void norm(const std::string& name, int layer, int unit) {
         const std::int64_t C = cfg_.d_model;
@@ -74,9 +89,23 @@ void vq_block(Builder& b, const ModelConfig& cfg, const std::string& h, int l, i
         ParamSlice& s = const_cast<ParamSlice&>(b.layout.slices()[b.layout.slices().size() - i]);
         s.decay = false;
         s.ema_decay = cfg.vq_c_gamma;
+        if (s.init == InitRule::truncated_normal) s.init = normal;  // statistics, not weights
     }
     b.add(h + "vq.out.weight", {C, dv}, l, u, TpSplit::columns, resid_init,
           r_zero ? 0.f : b.matrix_std(dv, true));
+}
+
+// Draw j of a truncated normal: the first of the normals at counters j * kTries + t (t = 0, 1,
+// ...) inside +-2, so any element draws on its own. A normal falls outside with probability
+// 0.0455; all kTries of them with 0.0455^16 < 1e-21, where 0 stands in.
+float truncated_draw(Philox& rng, std::uint64_t j) {
+    constexpr std::uint64_t kTries = 16;
+    for (std::uint64_t t = 0; t < kTries; ++t) {
+        rng.set_counter(j * kTries + t);
+        const float x = rng.normal();
+        if (std::abs(x) <= 2.f) return x;
+    }
+    return 0.f;
 }
 
 void check_divides(int n, int model, const char* what, const char* key) {
@@ -105,12 +134,17 @@ ParamLayout transformer_layout(const ModelConfig& cfg, int model) {
     const auto normal = InitRule::normal, zeros = InitRule::zeros;
     // Embeddings count as one-hot linears: fan-in = rows. muP draws them N(0, 1).
     const bool mup = cfg.mup_enabled;
-    b.add("wte.weight", {V, C}, -1, 0, rows, normal, mup ? 1.f : b.matrix_std(V, false), {},
-          "embedding");
+    b.add("wte.weight", {V, C}, -1, 0, rows, normal, b.embedding_std(V, false), {}, "embedding");
     if (cfg.position == "learned")
         b.add("wpe.weight", {cfg.max_seq_len, C}, -1, 0, rep, normal,
-              mup ? 1.f : b.matrix_std(cfg.max_seq_len, false), {}, "embedding");
+              b.embedding_std(cfg.max_seq_len, true), {}, "embedding");
     if (cfg.position == "scaled_sin") b.add("wpe.scale", {1}, -1, 0, rep, zeros);
+    // T5's bias table, one row per head (split with the heads), read by every block: in the
+    // embeddings' unit, which a pass holds from its start to its end. TruncatedNormal(0.02) as
+    // the seed under every init rule.
+    if (cfg.position == "t5_bias")
+        b.add("t5.rel_bias", {H, cfg.t5_buckets}, -1, 0, rows, InitRule::truncated_normal, 0.02f,
+              {}, "vector");
     // muP's optional zero inits: the residual output projections, the query rows.
     const bool r_zero = mup && cfg.mup_r_init == "zero";
     const auto resid_init = r_zero ? zeros : normal;
@@ -178,10 +212,11 @@ void init_params(const ModelConfig& cfg, const ParamLayout& layout, int model, i
             if (a >= b) return;
             float* p = params + (a - begin);
             const std::size_t count = b - a;
-            if (s.init != InitRule::normal) {
+            if (s.init == InitRule::zeros || s.init == InitRule::ones) {
                 std::fill_n(p, count, s.init == InitRule::ones ? 1.f : 0.f);
                 return;
             }
+            const bool truncated = s.init == InitRule::truncated_normal;
             // Element j of the whole tensor is draw j of its stream, so any piece, and any
             // chunk of one, draws on its own: threads split the draws, bitwise as one thread.
             const std::uint64_t first_draw = fo + (a - at);
@@ -193,7 +228,9 @@ void init_params(const ModelConfig& cfg, const ParamLayout& layout, int model, i
                 const std::size_t k1 = std::min(count, k0 + kChunk);
                 Philox rng(seed, 0x1000 + static_cast<std::uint64_t>(s.index));
                 rng.set_counter(first_draw + k0);
-                for (std::size_t k = k0; k < k1; ++k) p[k] = s.init_std * rng.normal();
+                for (std::size_t k = k0; k < k1; ++k)
+                    p[k] = s.init_std *
+                           (truncated ? truncated_draw(rng, first_draw + k) : rng.normal());
             }
             if (s.init_zero_rows > 0) {  // whole-tensor element index / columns = its row
                 const std::size_t cols = static_cast<std::size_t>(s.full_shape.dims[1]);

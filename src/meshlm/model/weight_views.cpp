@@ -8,7 +8,7 @@ namespace meshlm {
 namespace {
 
 // Outside the blocks: what each slice fills. Block tensors go through kBlock's members.
-enum Field { wte, wpe, pe_scale, lnf_w, lnf_b, head_w, head_b, block_field };
+enum Field { wte, wpe, pe_scale, t5_bias, lnf_w, lnf_b, head_w, head_b, block_field };
 
 using BlockMember = float* BlockTensors::*;
 const std::pair<const char*, BlockMember> kBlock[] = {{"ln_1.weight", &BlockTensors::ln1_w},
@@ -42,6 +42,7 @@ std::pair<Field, int> field_of(const std::string& n) {
     if (n == "wte.weight") return {wte, 0};
     if (n == "wpe.weight") return {wpe, 0};
     if (n == "wpe.scale") return {pe_scale, 0};
+    if (n == "t5.rel_bias") return {t5_bias, 0};
     if (n == "ln_f.weight") return {lnf_w, 0};
     if (n == "ln_f.bias") return {lnf_b, 0};
     if (n == "lm_head.weight") return {head_w, 0};
@@ -82,6 +83,9 @@ void TensorBinder::bind_unit(int unit, float* base, ModelTensors& t) const {
                 break;
             case pe_scale:
                 t.pe_scale = p;
+                break;
+            case t5_bias:
+                t.t5_bias = p;
                 break;
             case lnf_w:
                 t.lnf_w = p;

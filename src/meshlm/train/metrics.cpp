@@ -37,6 +37,7 @@ std::string metrics_json(const StepMetrics& m) {
     field("mfu", m.mfu, false);
     field("val_loss", m.val_loss, true);
     if (m.comm_bytes) s += ", \"comm_bytes\": " + std::to_string(*m.comm_bytes);
+    if (m.seq_len) s += ", \"seq_len\": " + std::to_string(*m.seq_len);
     for (const auto& [key, values] :
          {std::pair{"coord", &m.coord}, {"update", &m.update}, {"vq", &m.vq}}) {
         if (values->empty()) continue;

@@ -16,6 +16,8 @@ struct StepMetrics {
     std::optional<float> loss, lr, grad_norm;
     std::optional<double> tokens_per_s, mfu;
     std::optional<float> val_loss;
+    // Staged sequence-length warmup (train.seq_warmup_steps > 0): the logged step's row length.
+    std::optional<int> seq_len;
     // Data parallel: bytes this rank's collectives sent in the logged step (parallel/traffic.h).
     std::optional<std::uint64_t> comm_bytes;
     // Coordinate check (train.coord_interval): mean |activation| per site, mean |update| / lr

@@ -42,6 +42,7 @@
 #include "meshlm/train/metrics.h"
 #include "meshlm/train/progress.h"
 #include "meshlm/train/run_owner.h"
+#include "meshlm/train/seq_warmup.h"
 #include "meshlm/train/sharded_checkpoint.h"
 #include "meshlm/train/stop_signal.h"
 
@@ -437,8 +438,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     long interval_tokens = 0;
     for (long step = start_step; step < tc.steps; ++step) {
         // Staged sequence-length warmup: shorter rows, more of them, same tokens per step.
-        const bool warm = step < tc.seq_warmup_steps;
-        const int Ts = warm ? tc.seq_warmup_len : T, Bs = warm ? B * T / tc.seq_warmup_len : B;
+        const StepShape shape = step_shape(tc, step);
+        const int Ts = shape.len, Bs = shape.rows;
         Philox rng(tc.seed, 0xDA7A0000ull + static_cast<std::uint64_t>(step));
         const int chunk = static_cast<int>(step % n_update);
         std::int32_t* batch_tok = n_update > 1 ? batch_tokens.data() : tokens.data();
@@ -491,6 +492,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         m.step = done;
         if (coord_now) coord_check_metrics(learner, world, m);
         if (log_now) {
+            if (tc.seq_warmup_steps > 0) m.seq_len = Ts;
             double secs = std::chrono::duration<double>(Clock::now() - interval_start).count();
             double tps = interval_tokens / secs;
             m.loss = st.loss, m.lr = st.lr, m.grad_norm = st.grad_norm;
@@ -506,7 +508,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                     << "; MFU is shown capped at 100 %; set train.peak_gflops to the machine's "
                        "peak\n";
             }
-            m.mfu = std::min(1.0, achieved / peak);
+            m.mfu =
+                std::min(1.0, model_flops_utilization(tps, flops_per_token, peak, world.size()));
             if (world.size() > 1) m.comm_bytes = step_bytes;
             char line[320];
             std::snprintf(

@@ -13,7 +13,9 @@
 //             rowsum(P * Z * dPd) because O = Pd V;
 //             dV += Pd^T dO,  dPd = dO V^T,  dS = Pd * dPd - P * Dvec,
 //             dQ += s dS K,  dK += s dS^T Q.
-// The bias is constant, so it only enters the recomputation of S.
+// ALiBi's bias is constant, so it only enters the recomputation of S. A learned distance bias
+// (DistanceBias, T5) also gets a gradient: dbias[h, d] = sum of dS / s over (b, i, i - d), made
+// per work item into its own partial row and summed after in a fixed order.
 //
 // Dropout draw of (global row R = row0 + b, global head n = head0 + h, query i, key j) is draw
 //   X = ((R * n_head + n) * T + i) * T + j
@@ -60,6 +62,24 @@ inline float exp_row(float* p, const float* s, int lim, int n, float shift) {
 // -(slope * float(i - j)), the same expression attention_decode uses.
 inline void add_alibi(float* row, int lim, float slope, int i, int j0) {
     for (int c = 0; c < lim; ++c) row[c] += -(slope * static_cast<float>(i - (j0 + c)));
+}
+
+// row[c] += bias[i - j0 - c] for c < lim: a distance bias row (bias = DistanceBias's head row).
+inline void add_distance(float* row, int lim, const float* bias, int i, int j0) {
+    const float* b = bias + (i - j0);
+    for (int c = 0; c < lim; ++c) row[c] += b[-c];
+}
+
+// dbias[i - j0 - c] += ds[c] * inv_s for c < lim: the distance bias's share of one score row.
+inline void distance_grad(float* dbias, const float* ds, float inv_s, int lim, int i, int j0) {
+    float* d = dbias + (i - j0);
+    for (int c = 0; c < lim; ++c) d[-c] += ds[c] * inv_s;
+}
+
+const DistanceBias* active_distance(const DistanceBias* d, int T) {
+    if (d == nullptr || d->bias == nullptr) return nullptr;
+    MESHLM_CHECK(d->ld >= T, "distance bias rows of ", d->ld, " for ", T, " positions");
+    return d;
 }
 
 // dS = P * (dP - Dvec) * s over one row of n keys, written over dP.
@@ -134,14 +154,32 @@ int backward_chunks(std::vector<int>& start, int groups, int nqb) {
 }
 
 thread_local std::vector<int> t_chunk_start;
-thread_local std::vector<float> t_partials;  // the chunks' dK, dV partial sums
+thread_local std::vector<float> t_partials;       // the chunks' dK, dV partial sums
+thread_local std::vector<float> t_dist_partials;  // the items' distance-bias gradients
+
+// grad[h, d] += the items' partial rows [B Hkv][C][G][T], summed over b, then chunks in order.
+void add_distance_partials(float* grad, int ld, const float* part, int B, int Hkv, int G, int C,
+                           int T) {
+    for (int g = 0; g < Hkv; ++g)
+        for (int r = 0; r < G; ++r) {
+            float* dst = grad + static_cast<std::size_t>(g * G + r) * ld;
+            for (int b = 0; b < B; ++b)
+                for (int c = 0; c < C; ++c) {
+                    const float* src =
+                        part + ((static_cast<std::size_t>(b * Hkv + g) * C + c) * G + r) * T;
+                    for (int d = 0; d < T; ++d) dst[d] += src[d];
+                }
+        }
+}
 
 }  // namespace
 
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
-                       int D, const float* alibi_slopes, const AttnDropout* dropout, float scale) {
+                       int D, const float* alibi_slopes, const AttnDropout* dropout, float scale,
+                       const DistanceBias* distance) {
     check_shape(H, Hkv, D);
     const AttnDropout* drop = active_dropout(dropout, H);
+    const DistanceBias* dist = active_distance(distance, T);
     const int G = H / Hkv, ld = (H + 2 * Hkv) * D, HD = H * D;
     const float s = scale > 0.f ? scale : 1.f / std::sqrt(static_cast<float>(D));
     const int nqb = (T + kBlock - 1) / kBlock;
@@ -158,6 +196,7 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
         float* O = out + static_cast<std::size_t>(b) * T * HD + h * D;
         float* L = lse + static_cast<std::size_t>(bh) * T;
         const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
+        const float* dbias = dist ? dist->bias + static_cast<std::size_t>(h) * dist->ld : nullptr;
         const std::uint64_t dbase = drop ? dropout_base(*drop, b, h, T) : 0;
         alignas(64) float S[kBlock * kBlock];
         alignas(64) float acc[kBlock * kMaxHeadDim];
@@ -178,6 +217,7 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
                     continue;
                 }
                 if (alibi_slopes) add_alibi(row, lim, slope, i, j0);
+                if (dbias) add_distance(row, lim, dbias, i, j0);
                 const float mx = cpu::max_of(row, lim, m[r]);
                 const float corr = cpu::exp_scalar(m[r] - mx);
                 l[r] = l[r] * corr + exp_row(row, row, lim, nk, mx);
@@ -211,9 +251,11 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
 
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                         const float* qkv, int B, int T, int H, int Hkv, int D,
-                        const float* alibi_slopes, const AttnDropout* dropout, float scale) {
+                        const float* alibi_slopes, const AttnDropout* dropout, float scale,
+                        const DistanceBias* distance) {
     check_shape(H, Hkv, D);
     const AttnDropout* drop = active_dropout(dropout, H);
+    const DistanceBias* dist = active_distance(distance, T);
     const int G = H / Hkv, ld = (H + 2 * Hkv) * D, HD = H * D;
     const float s = scale > 0.f ? scale : 1.f / std::sqrt(static_cast<float>(D));
     const int nqb = (T + kBlock - 1) / kBlock;
@@ -227,6 +269,13 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
         part = t_partials.data();
     }
     const std::size_t plane = static_cast<std::size_t>(T) * D;
+    float* dpart = nullptr;  // [B Hkv][C][G][T] when the distance bias takes a gradient
+    if (dist && dist->grad) {
+        const std::size_t n = static_cast<std::size_t>(B) * Hkv * C * G * T;
+        t_dist_partials.assign(n, 0.f);
+        dpart = t_dist_partials.data();
+    }
+    const float inv_s = 1.f / s;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int item = 0; item < B * Hkv * C; ++item) {
         const int bg = item / C, chunk = item % C, b = bg / Hkv, g = bg % Hkv;
@@ -255,6 +304,10 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
             const float* O = out + static_cast<std::size_t>(b) * T * HD + h * D;
             const float* L = lse + (static_cast<std::size_t>(b) * H + h) * T;
             const float slope = alibi_slopes ? alibi_slopes[h] : 0.f;
+            const float* dbias =
+                dist ? dist->bias + static_cast<std::size_t>(h) * dist->ld : nullptr;
+            float* dgrad =
+                dpart ? dpart + (static_cast<std::size_t>(item) * G + h - g * G) * T : nullptr;
             const std::uint64_t dbase = drop ? dropout_base(*drop, b, h, T) : 0;
             for (int i0 = first_i0; i0 < end_i0; i0 += kBlock) {
                 const int nq = T - i0 < kBlock ? T - i0 : kBlock;
@@ -278,6 +331,7 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                         float* row = P + r * kBlock;
                         const int i = i0 + r, lim = causal_limit(i, j0, nk);
                         if (alibi_slopes) add_alibi(row, lim, slope, i, j0);
+                        if (dbias) add_distance(row, lim, dbias, i, j0);
                         exp_row(row, row, lim, nk, L[i]);
                         if (drop) {
                             float* rd = Pd + r * kBlock;
@@ -299,6 +353,9 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                         } else {
                             score_grad(dP + x, P + x, Dvec[r], s, nk);
                         }
+                        if (dgrad)
+                            distance_grad(dgrad, dP + x, inv_s, causal_limit(i0 + r, j0, nk),
+                                          i0 + r, j0);
                     }
                     gemm(false, false, nq, D, nk, 1.f, dP, kBlock, Kj, ld, beta_q,
                          dQ + static_cast<std::size_t>(i0) * ld, ld);
@@ -308,6 +365,7 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
             }
         }
     }
+    if (dpart) add_distance_partials(dist->grad, dist->ld, dpart, B, Hkv, G, C, T);
     // dK, dV of key block j: the partial sums of the chunks that reach it (those from j's own
     // chunk on), added in chunk order.
     if (C == 1) return;

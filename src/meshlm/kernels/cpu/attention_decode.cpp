@@ -1,10 +1,12 @@
 // Single-query attention over a KV cache, for decoding one new position per sequence.
 // Per (row m, query head h), with q the row's query, K, V the sequence's cached [T, D] keys and
 // values of key/value head h / (H / Hkv) and s = 1/sqrt(D):
-//   out = softmax(s q K^T + bias) V,  bias_j = -slope[h] (T - 1 - j)  (0 without ALiBi)
+//   out = softmax(s q K^T + bias) V,  bias_j = -slope[h] (T - 1 - j)  (0 without ALiBi), or
+//   the learned distance bias dist[h, T - 1 - j] (DistanceBias)
 // (the query sits at position T - 1; every cached position is in the past, so no mask).
 // Keys are visited in blocks with an online softmax (running max and sum, the partial output
 // rescaled when the max grows): stack memory only, any T.
+#include <algorithm>
 #include <cmath>
 
 #include "meshlm/core/error.h"
@@ -21,7 +23,7 @@ constexpr int kMaxHeadDim = 256;
 // One (row, head): q against positions 0..T-1, K(j) and V(j) giving position j's key and value.
 template <typename KeyAt, typename ValueAt>
 inline void attend_one(float* o, const float* qh, int T, int D, float scale, float slope,
-                       bool alibi, KeyAt key_at, ValueAt value_at) {
+                       bool alibi, const float* dbias, int dlast, KeyAt key_at, ValueAt value_at) {
     alignas(32) float p[kBlock];
     alignas(32) float acc[kMaxHeadDim] = {};
     float mx = -INFINITY, l = 0.f;
@@ -32,6 +34,7 @@ inline void attend_one(float* o, const float* qh, int T, int D, float scale, flo
             p[j] = scale * cpu::dot(qh, key_at(t0 + j), D);
             // The same float bias term as attention_forward's -(slope * float(i - j)).
             if (alibi) p[j] += -(slope * static_cast<float>(T - 1 - (t0 + j)));
+            if (dbias) p[j] += dbias[std::min(T - 1 - (t0 + j), dlast)];  // forward's order
             bm = p[j] > bm ? p[j] : bm;
         }
         const float mnew = bm > mx ? bm : mx;
@@ -69,6 +72,12 @@ inline void attend_one_act(float* o, const float* qh, int T, int D, float scale,
     for (int d = 0; d < D; ++d) o[d] = acc[d] / div;
 }
 
+// Head h's distance bias row (null without one).
+const float* distance_row(const DistanceBias* dist, int h) {
+    if (dist == nullptr || dist->bias == nullptr) return nullptr;
+    return dist->bias + static_cast<std::size_t>(h) * dist->ld;
+}
+
 void check_heads(int H, int Hkv, int D) {
     MESHLM_CHECK(H >= 1 && Hkv >= 1 && H % Hkv == 0, "query heads ", H,
                  " not a multiple of key/value heads ", Hkv);
@@ -80,12 +89,13 @@ void check_heads(int H, int Hkv, int D) {
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                       const float* v_cache, const std::int32_t* seq, int M, int T, int Tmax, int H,
                       int Hkv, int D, const float* alibi_slopes, float score_scale,
-                      const AttnActParams* act) {
+                      const AttnActParams* act, const DistanceBias* dist) {
     const float scale = score_scale > 0.f ? score_scale : 1.f / std::sqrt(static_cast<float>(D));
     check_heads(H, Hkv, D);
     const int G = H / Hkv;
     MESHLM_CHECK(T >= 1 && T <= Tmax, "attending to ", T, " positions of a ", Tmax, " cache");
     if (act && act->act == AttnAct::softmax) act = nullptr;
+    MESHLM_CHECK(!act || !dist || !dist->bias, "a distance bias needs softmax attention");
 #pragma omp parallel for schedule(static)
     for (int mh = 0; mh < M * H; ++mh) {
         const int m = mh / H, h = mh % H;
@@ -104,8 +114,8 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
         }
         attend_one(
             out + static_cast<std::size_t>(m) * H * D + h * D, qh, T, D, scale,
-            alibi_slopes ? alibi_slopes[h] : 0.f, alibi_slopes != nullptr,
-            [&](int j) { return K + static_cast<std::size_t>(j) * D; },
+            alibi_slopes ? alibi_slopes[h] : 0.f, alibi_slopes != nullptr, distance_row(dist, h),
+            dist ? dist->ld - 1 : 0, [&](int j) { return K + static_cast<std::size_t>(j) * D; },
             [&](int j) { return V + static_cast<std::size_t>(j) * D; });
     }
 }
@@ -113,12 +123,13 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
 void attention_paged(float* out, const float* q, int ldq, const float* k_pool, const float* v_pool,
                      const std::int32_t* const* tables, const std::int32_t* lens, int M, int block,
                      int H, int Hkv, int D, const float* alibi_slopes, float score_scale,
-                     const AttnActParams* act) {
+                     const AttnActParams* act, const DistanceBias* dist) {
     const float scale = score_scale > 0.f ? score_scale : 1.f / std::sqrt(static_cast<float>(D));
     check_heads(H, Hkv, D);
     const int G = H / Hkv;
     for (int m = 0; m < M; ++m) MESHLM_CHECK(lens[m] >= 1, "row ", m, " attends to nothing");
     if (act && act->act == AttnAct::softmax) act = nullptr;
+    MESHLM_CHECK(!act || !dist || !dist->bias, "a distance bias needs softmax attention");
     const std::size_t head_stride = static_cast<std::size_t>(block) * D;
     const std::size_t block_stride = head_stride * Hkv;
     // Rows differ in length: dynamic scheduling evens out the threads' work. Each (row, head)
@@ -143,8 +154,9 @@ void attention_paged(float* out, const float* q, int ldq, const float* k_pool, c
         attend_one(
             out + static_cast<std::size_t>(m) * H * D + h * D,
             q + static_cast<std::size_t>(m) * ldq + h * D, lens[m], D, scale,
-            alibi_slopes ? alibi_slopes[h] : 0.f, alibi_slopes != nullptr,
-            [&](int j) { return at(k_pool, j); }, [&](int j) { return at(v_pool, j); });
+            alibi_slopes ? alibi_slopes[h] : 0.f, alibi_slopes != nullptr, distance_row(dist, h),
+            dist ? dist->ld - 1 : 0, [&](int j) { return at(k_pool, j); },
+            [&](int j) { return at(v_pool, j); });
     }
 }
 

@@ -20,6 +20,9 @@ QkvDims check(const char* op, const Tensor& qkv, const Tensor& out, const Tensor
         throw Error(detail::concat(op, ": dropout on the attention probabilities (rate ",
                                    h.dropout->rate,
                                    ") has no CUDA kernel yet; set model.dropout_attn 0"));
+    if (present(qkv) && qkv.device == Device::cuda && h.dist)
+        throw Error(detail::concat(op, ": the distance bias (model.position t5_bias) has no CUDA ",
+                                   "kernel yet"));
     return d;
 }
 
@@ -35,7 +38,7 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& qkv,
     kernels::require_device(d, op);
     if (d == Device::cpu)
         return kernels::attention_forward(out.f32(), lse.f32(), qkv.f32(), B, T, h.H, h.Hkv, D,
-                                          alibi_slopes.f32(), h.dropout, h.scale);
+                                          alibi_slopes.f32(), h.dropout, h.scale, h.dist);
     MESHLM_ON_CUDA(op, kernels::cuda::attention_forward(out.f32(), lse.f32(), qkv.f32(), B, T, h.H,
                                                         h.Hkv, D, alibi_slopes.f32(), h.scale));
 }
@@ -60,7 +63,7 @@ void attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& ou
     if (d == Device::cpu)
         return kernels::attention_backward(dqkv.f32(), dout.f32(), out.f32(), lse.f32(), qkv.f32(),
                                            B, T, h.H, h.Hkv, D, alibi_slopes.f32(), h.dropout,
-                                           h.scale);
+                                           h.scale, h.dist);
     MESHLM_ON_CUDA(op, kernels::cuda::attention_backward(dqkv.f32(), dout.f32(), out.f32(),
                                                          lse.f32(), qkv.f32(), B, T, h.H, h.Hkv, D,
                                                          alibi_slopes.f32(), h.scale));

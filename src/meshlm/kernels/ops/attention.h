@@ -18,6 +18,8 @@ struct AttentionHeads {
     // Dropout on the probabilities (model.dropout_attn; null or rate 0: none). The CPU only for
     // now: the CUDA kernels refuse a rate above 0 by name.
     const kernels::AttnDropout* dropout = nullptr;
+    // A learned bias by distance (model.position t5_bias; null: none). The CPU only for now.
+    const kernels::DistanceBias* dist = nullptr;
 };
 
 void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& qkv,

@@ -50,6 +50,13 @@ const std::int32_t* i32(const Tensor& t) {
     return static_cast<const std::int32_t*>(t.data);
 }
 
+// The distance bias has no CUDA kernel yet: refused by name before any launch.
+void refuse_dist_on_cuda(const char* op, const DecodeHeads& h) {
+    if (h.dist)
+        throw Error(detail::concat(op, ": the distance bias (model.position t5_bias) has no ",
+                                   "CUDA kernel yet"));
+}
+
 }  // namespace
 
 void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache,
@@ -71,7 +78,8 @@ void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache,
     if (d == Device::cpu)
         return kernels::attention_decode(out.f32(), q.f32(), s.W, k_cache.f32(), v_cache.f32(),
                                          i32(seq), s.M, T, s.positions, h.H, h.Hkv, s.D,
-                                         alibi.f32(), h.scale, act_of(h));
+                                         alibi.f32(), h.scale, act_of(h), h.dist);
+    refuse_dist_on_cuda(op, h);
     MESHLM_ON_CUDA(op, kernels::cuda::attention_decode(
                            out.f32(), q.f32(), s.W, k_cache.f32(), v_cache.f32(), i32(seq), s.M, T,
                            s.positions, h.H, h.Hkv, s.D, alibi.f32(), h.scale, act_of(h)));
@@ -102,8 +110,9 @@ void attention_paged(const Tensor& out, const Tensor& q, const Tensor& k_pool, c
         for (int m = 0; m < s.M; ++m) rows[m] = i32(tables) + static_cast<std::size_t>(m) * stride;
         return kernels::attention_paged(out.f32(), q.f32(), s.W, k_pool.f32(), v_pool.f32(),
                                         rows.data(), i32(lens), s.M, s.positions, h.H, h.Hkv, s.D,
-                                        alibi.f32(), h.scale, act_of(h));
+                                        alibi.f32(), h.scale, act_of(h), h.dist);
     }
+    refuse_dist_on_cuda(op, h);
     MESHLM_ON_CUDA(
         op, kernels::cuda::attention_paged(out.f32(), q.f32(), s.W, k_pool.f32(), v_pool.f32(),
                                            i32(tables), stride, i32(lens), s.M, s.positions, h.H,

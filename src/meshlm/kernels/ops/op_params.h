@@ -1,6 +1,6 @@
 // The parameter types the ops and both backends share (activations, attention dropout and
-// nonlinearities, Transformer-VQ's shapes and carried state, Adafactor's runs): the op interface's vocabulary,
-// so that the layers name them without including a backend.
+// nonlinearities, Transformer-VQ's shapes and carried state, Adafactor's runs): the op interface's
+// vocabulary, so that the layers name them without including a backend.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +23,18 @@ struct AttnDropout {
     std::uint64_t seed = 0, stream = 0;
     std::int64_t row0 = 0;
     int head0 = 0, n_head = 0;  // n_head: heads of the whole model (the mask's counter space)
+};
+
+// A learned bias by query-key distance (model.position t5_bias, seed 003's T5 buckets resolved
+// per distance): score (i, j) of head h gains bias[h * ld + (i - j)]; attention_forward and
+// _backward need ld >= T, the decoding kernels read a distance d >= ld at ld - 1 (T5's last
+// bucket holds every distance from max_distance on). A backward adds to grad[h * ld + d] (when
+// non-null) the sum of the score gradients dS over every (b, i, j) with i - j = d, in a fixed
+// order.
+struct DistanceBias {
+    const float* bias = nullptr;
+    float* grad = nullptr;
+    int ld = 0;
 };
 
 // Attention nonlinearities besides softmax (model.attn_act, seed 002): a = sqrelu relu(s)^2 or
