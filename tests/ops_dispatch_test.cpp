@@ -295,6 +295,27 @@ TEST(OpsDispatch, AttentionDropout) {
     EXPECT_TRUE(bitwise_equal(d1, d2));
 }
 
+// What the CUDA attention does not have yet is refused by name on CUDA views, before the
+// build or the device is asked (views on host memory tagged cuda: nothing is read).
+TEST(OpsDispatch, AttentionRefusesDropoutAndDistanceBiasOnCuda) {
+    const int B = 1, T = 4, H = 2, D = 8, W = 3 * H * D;
+    std::vector<float> qkv(B * T * W), out(B * T * H * D), lse(B * H * T);
+    Tensor q = view(qkv, {B, T, W}), o = view(out, {B, T, H * D}), l = view(lse, {B, H, T});
+    q.device = o.device = l.device = Device::cuda;
+    const kernels::AttnDropout drop{.rate = 0.1f};
+    expect_error(
+        [&] { ops::attention_forward(o, l, q, Tensor{}, {.H = H, .Hkv = H, .dropout = &drop}); },
+        "attention_forward: dropout on the attention probabilities (rate 0.1) has no CUDA "
+        "kernel yet; set model.dropout_attn 0");
+    const kernels::DistanceBias dist{};
+    expect_error(
+        [&] {
+            ops::attention_backward(q, o, o, l, q, Tensor{}, {.H = H, .Hkv = H, .dist = &dist});
+        },
+        "attention_backward: the distance bias (model.position t5_bias) has no CUDA "
+        "kernel yet");
+}
+
 // The end of a residual branch against its definition written out here, each bias present or
 // not: ((out + b1) + b2) + r, in that order.
 TEST(OpsDispatch, BiasResidual) {

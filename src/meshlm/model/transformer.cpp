@@ -395,7 +395,10 @@ void Transformer::close_branch(float* out, const float* b1, const float* b2, con
     // Biases join before the mask: dropout(branch + (b1 + b2)), as nn.Dropout after nn.Linear.
     // Their sum goes to dbranch_, which only the backward's branch_grad fills (after this
     // block's recomputation).
-    if (b2) ops::residual_forward(view(dbranch_, {C}, d), bias(b1), bias(b2)), b1 = dbranch_;
+    if (b2) {
+        ops::residual_forward(view(dbranch_, {C}, d), bias(b1), bias(b2));
+        b1 = dbranch_;
+    }
     if (b1) ops::add_bias(o, bias(b1));
     ops::dropout(o, {.rate = rate,
                      .seed = drop_seed_,
