@@ -37,6 +37,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -419,10 +420,14 @@ TEST(ReadmeFlow, EveryCommandBlockRuns) {
                 continue;
             }
             test::write_file(dir + "/block.sh", script);
+            const auto start = std::chrono::steady_clock::now();
             const auto r =
                 test::run_command("cd " + shell_quoted(dir) + " && HOME=" + shell_quoted(dir) +
                                   " timeout 600 bash block.sh < /dev/null");
             ++ran;
+            std::printf(
+                "%s: %.1f s\n", b.where().c_str(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
             const std::string log = test::read_file(dir + "/background.log");
             EXPECT_EQ(r.exit_code, 0) << b.where() << ": the block failed\n--- script\n"
                                       << script << "--- output\n"
