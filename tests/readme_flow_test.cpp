@@ -405,6 +405,49 @@ TEST(ReadmeFlow, EveryDocumentedFlagAndKeyExists) {
     EXPECT_GT(checked, 100) << "flags checked";
 }
 
+// GitHub's anchor of a heading: lower case, spaces to hyphens, other punctuation dropped.
+std::string heading_anchor(const std::string& heading) {
+    std::string out;
+    for (const unsigned char c : heading) {
+        if (std::isalnum(c) || c == '_' || c == '-' || c >= 0x80)
+            out += static_cast<char>(std::tolower(c));
+        else if (c == ' ')
+            out += '-';
+    }
+    return out;
+}
+
+TEST(ReadmeFlow, EveryLinkBetweenTheDocsResolves) {
+    const std::regex link(R"(\]\(([^)\s]+)\))");
+    int checked = 0;
+    for (const auto& file : doc_files()) {
+        const std::string text = test::read_file(test::source_dir() + "/" + file);
+        const fs::path base = fs::path(file).parent_path();
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), link);
+             it != std::sregex_iterator(); ++it) {
+            const std::string target = (*it)[1];
+            if (target.starts_with("http")) continue;
+            const auto hash = target.find('#');
+            const std::string path = target.substr(0, hash);
+            const std::string rel = path.empty() ? file : (base / path).lexically_normal().string();
+            ++checked;
+            EXPECT_TRUE(fs::exists(test::source_dir() + "/" + rel))
+                << file << ": the link " << target << " names no file";
+            if (hash == std::string::npos || !rel.ends_with(".md") ||
+                !fs::exists(test::source_dir() + "/" + rel))
+                continue;
+            std::set<std::string> anchors;
+            std::istringstream in(test::read_file(test::source_dir() + "/" + rel));
+            for (std::string line; std::getline(in, line);)
+                if (line.starts_with("#"))
+                    anchors.insert(heading_anchor(trim(line.substr(line.find(' ') + 1))));
+            EXPECT_TRUE(anchors.count(target.substr(hash + 1)))
+                << file << ": the link " << target << " names no heading of " << rel;
+        }
+    }
+    EXPECT_GT(checked, 20) << "links checked";
+}
+
 TEST(ReadmeFlow, EveryCommandBlockRuns) {
     const std::string root = test::temp_dir("docs");
     std::vector<std::string> errors;
