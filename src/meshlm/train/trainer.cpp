@@ -485,7 +485,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                         " are in " + job.run_dir + "/checkpoints/step_" + std::to_string(good) +
                         " (--resume " + job.run_dir + " continues from them)";
             } catch (const std::exception& e) {
-                saved = std::string("and ") + e.what();
+                saved = e.what();
             }
         }
         MESHLM_INVALID(
