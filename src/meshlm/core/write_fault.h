@@ -5,7 +5,8 @@
 //   MESHLM_FAULT_WRITE=EIO:shard-d1-m0:4096           bytes up to offset 4096 are written, the
 //                                                     write that would pass it fails with EIO
 // Errors: ENOSPC, EIO, EDQUOT, EFBIG. Unset (the normal case): nothing happens. AtomicFile
-// (atomic_file.h) consults it, so every checkpoint, weights and trainer file can be made to fail.
+// (atomic_file.h) consults it, so every file of a checkpoint (shards included), `latest` and the
+// one-process model.safetensors can be made to fail (not the multi-rank final_weights.h writer).
 #pragma once
 
 #include <cstddef>
