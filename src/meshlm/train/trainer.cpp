@@ -488,6 +488,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                 saved = e.what();
             }
         }
+        out.flush();  // the console lines before the error
         MESHLM_INVALID(
             "training halted (train.nan_policy=", nan_policy_name(nan_policy), why, "): ", what,
             ". The update of step ", done, " was not applied; ", saved,
