@@ -150,6 +150,7 @@ TEST(NanPolicy, RollbackReloadsSkipsBatchesAndResumesExactly) {
     ASSERT_EQ(m.size(), 5u + 4u);  // steps 1-4, the bad 5, then 5-8 again
     EXPECT_EQ(m[4]["rolled_back_to"], 4);
     EXPECT_EQ(m[5]["step"], 5);
+    EXPECT_NE(m[4]["loss"], m[5]["loss"]);  // the replayed step 5 trains on other batches
     // Synthetic batches after the rollback are those 3 batches on, and a checkpoint says so.
     const auto j = nlohmann::json::parse(test::read_file(ckpt(run, 6) + "/trainer.json"));
     EXPECT_EQ(j["rng"]["batch_offset"], 3);
@@ -159,6 +160,36 @@ TEST(NanPolicy, RollbackReloadsSkipsBatchesAndResumesExactly) {
     fs::remove_all(ckpt(run, 8));
     test::write_file(run + "/checkpoints/latest", "step_6\n");
     r = test::run_command(test::meshlm_binary() + " train --resume " + run + " " + common);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(test::read_file(ckpt(run, 8) + "/model.safetensors"), model8);
+}
+
+TEST(NanPolicy, RollbackOnRealTextSkipsLoaderBatchesAndResumesExactly) {
+    const std::string dir = test::temp_dir("nanrolltext"), run = dir + "/run";
+    std::string args = flags(run, 8, 2) +
+                       " --config.train.nan_policy=rollback"
+                       " --config.train.rollback_skip_batches=2"
+                       " --config.train.final_eval_batches=1"
+                       " --config.data.path=" +
+                       test::write_test_corpus(dir) + " --config.data.cache_dir=" + dir + "/cache";
+    args.replace(args.find(" --config.data.synthetic=true"), 29, "");
+    auto r = train(args + " --config.train.debug_inject_nan_step=5");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("rolled back to " + ckpt(run, 4) + " (step 4), skipping the next 2"),
+              std::string::npos)
+        << r.output;
+    // Step 5 after the rollback trains on other rows than the bad step 5 did (same weights).
+    const auto m = metrics(run);
+    ASSERT_GE(m.size(), 6u);
+    EXPECT_EQ(m[4]["step"], 5);
+    EXPECT_EQ(m[5]["step"], 5);
+    EXPECT_NE(m[4]["loss"], m[5]["loss"]);
+    // The loader's state after the skipped batches is in the next checkpoint: resuming from it
+    // gives the same step 8.
+    const std::string model8 = test::read_file(ckpt(run, 8) + "/model.safetensors");
+    fs::remove_all(ckpt(run, 8));
+    test::write_file(run + "/checkpoints/latest", "step_6\n");
+    r = test::run_command(test::meshlm_binary() + " train --resume " + run);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(test::read_file(ckpt(run, 8) + "/model.safetensors"), model8);
 }
