@@ -597,6 +597,118 @@ void attention_act() {
 
 }  // namespace
 
+// --- The model's last pieces: the vocabulary-parallel loss, KV stores, positions, element-wise
+// steps, host-read sums and Transformer-VQ's codebook ---
+
+void vocab_parallel_loss() {
+    // A shard of 13 valid columns at a row stride of 16 (padding zeroed by ce_finish).
+    const int N = 5, Vl = 13, ld = 16, v0 = 26;
+    const std::vector<std::int32_t> t = {26, -1, 38, 3, 30};
+    for (float scale : {0.5f, 0.f}) {
+        auto l1 = randn(N * ld, 50, 3.f), l2 = l1;
+        std::vector<float> m1(N), m2(N), s1(2 * N), s2(2 * N), o1(N), o2(N);
+        k::ce_row_max(m1.data(), l1.data(), t.data(), N, Vl, ld);
+        kc::ce_row_max(m2.data(), l2.data(), t.data(), N, Vl, ld);
+        same_bits("ce_row_max", m2, m1);
+        k::ce_row_sums(s1.data(), l1.data(), t.data(), m1.data(), v0, N, Vl, ld, scale != 0.f);
+        kc::ce_row_sums(s2.data(), l2.data(), t.data(), m1.data(), v0, N, Vl, ld, scale != 0.f);
+        compare("ce_row_sums", s2, s1, 1e-6, 1e-5);
+        compare("ce_row_sums exps", l2, l1, 1e-7, 1e-5);
+        k::ce_finish(l1.data(), o1.data(), t.data(), m1.data(), s1.data(), v0, N, Vl, ld, scale,
+                     1e-3f);
+        kc::ce_finish(l2.data(), o2.data(), t.data(), m1.data(), s1.data(), v0, N, Vl, ld, scale,
+                      1e-3f);
+        compare("ce_finish loss", o2, o1, 1e-6, 1e-5);
+        compare("ce_finish dlogits", l2, l1, 1e-7, 1e-5);
+    }
+}
+
+void kv_store() {
+    const int M = 3, H = 4, Hkv = 2, D = 5, W = (H + 2 * Hkv) * D, block = 3, blocks = 6, n = 2;
+    const auto qkv = randn(M * W, 51);
+    const std::vector<std::int32_t> tables = {5, 1, 0, 4, 2, 3}, pos = {4, 0, 5};
+    auto k1 = pattern(blocks * Hkv * block * D), v1 = k1, k2 = k1, v2 = k1;
+    k::kv_store(k1.data(), v1.data(), qkv.data(), W, tables.data(), n, pos.data(), M, blocks, block,
+                H, Hkv, D);
+    kc::kv_store(k2.data(), v2.data(), qkv.data(), W, tables.data(), n, pos.data(), M, block, H,
+                 Hkv, D);
+    same_bits("kv_store k", k2, k1);
+    same_bits("kv_store v", v2, v1);
+}
+
+void positions() {
+    const int B = 3, T = 7, N = B * T, C = 9, P = 40;
+    const auto wpe = randn(T * C, 52), table = randn(P * C, 53), dout = randn(N * C, 54);
+    const std::vector<float> scale = {0.7071f};
+    const std::vector<std::int32_t> pos0 = {0, 13, 33};
+    auto a = pattern(N * C), b = a;
+    k::position_embedding_forward_bf16(a.data(), wpe.data(), N, T, C);
+    kc::position_embedding_forward_bf16(b.data(), wpe.data(), N, T, C);
+    same_bits("position bf16", b, a);
+    for (bool round : {false, true}) {
+        k::sinusoid_position_forward(a.data(), table.data(), scale.data(), pos0.data(), N, T, C,
+                                     round);
+        kc::sinusoid_position_forward(b.data(), table.data(), scale.data(), pos0.data(), N, T, C,
+                                      round);
+        compare("sinusoid forward", b, a, 1e-7, 1e-6);
+    }
+    std::vector<float> d1 = {0.25f}, d2 = d1;
+    k::sinusoid_position_backward(d1.data(), dout.data(), table.data(), pos0.data(), N, T, C);
+    kc::sinusoid_position_backward(d2.data(), dout.data(), table.data(), pos0.data(), N, T, C);
+    compare("sinusoid dscale", d2, d1, 1e-6, 1e-6);
+}
+
+void elementwise_and_sums() {
+    const int N = 37, C = 11, ld = 29;
+    const auto a = randn(N * ld, 55), b = randn(N * C, 56);
+    auto o1 = pattern(N * ld), o2 = o1;
+    k::mul_rows(o1.data() + 3, ld, a.data() + 7, ld, b.data(), C, N, C);
+    kc::mul_rows(o2.data() + 3, ld, a.data() + 7, ld, b.data(), C, N, C);
+    same_bits("mul_rows", o2, o1);
+    auto y1 = pattern(N * C), y2 = y1;
+    k::axpy(y1.data(), b.data(), -0.37f, N * C);
+    kc::axpy(y2.data(), b.data(), -0.37f, N * C);
+    compare("axpy", y2, y1, 1e-7, 1e-6);
+    k::fill(y1.data(), 1.5f, N * C);
+    kc::fill(y2.data(), 1.5f, N * C);
+    same_bits("fill", y2, y1);
+    compare_sum("sum_f64", kc::sum_f64(a.data(), a.size()), k::sum_f64(a.data(), a.size()), 1e-12);
+    compare_sum("abs_sum_rows", kc::abs_sum_rows(a.data() + 2, N, C, ld),
+                k::abs_sum_rows(a.data() + 2, N, C, ld), 1e-12);
+    const int B = 2, T = 9, H = 4, Hkv = 2, D = 8;
+    const auto qkv = randn(B * T * (H + 2 * Hkv) * D, 57);
+    compare_sum("attention_score_abs_sum",
+                kc::attention_score_abs_sum(qkv.data(), B, T, H, Hkv, D, 0.3f),
+                k::attention_score_abs_sum(qkv.data(), B, T, H, Hkv, D, 0.3f), 1e-6);
+}
+
+void vq_codebook() {
+    const int S = 37, dk = 12, N = 45, ld = 2 * dk;
+    const auto c_sum = randn(S * dk, 58);
+    auto c_count = randn(S, 59, 2.f);
+    c_count[3] = 0.f;
+    std::vector<float> cb1(S * dk), cb2(S * dk);
+    k::vq_codebook(cb1.data(), c_sum.data(), c_count.data(), S, dk);
+    kc::vq_codebook(cb2.data(), c_sum.data(), c_count.data(), S, dk);
+    same_bits("vq_codebook", cb2, cb1);
+    const auto qk = randn(N * ld, 60);
+    std::vector<std::int32_t> z1(N), z2(N);
+    std::vector<float> e1(N), e2(N);
+    k::vq_quantize(z1.data(), e1.data(), qk.data() + dk, ld, cb1.data(), N, S, dk);
+    kc::vq_quantize(z2.data(), e2.data(), qk.data() + dk, ld, cb1.data(), N, S, dk);
+    same_bits("vq_quantize codes", z2, z1);
+    compare("vq_quantize err", e2, e1, 1e-6, 1e-5);
+    auto g1 = pattern(N * ld), g2 = g1;
+    k::vq_commit_grad(g1.data() + dk, ld, qk.data() + dk, ld, cb1.data(), z1.data(), N, dk, 0.3f);
+    kc::vq_commit_grad(g2.data() + dk, ld, qk.data() + dk, ld, cb1.data(), z1.data(), N, dk, 0.3f);
+    compare("vq_commit_grad", g2, g1, 1e-7, 1e-6);
+    auto s1 = pattern(S * dk), s2 = s1, n1 = pattern(S), n2 = n1;
+    k::vq_codebook_stats(s1.data(), n1.data(), qk.data() + dk, ld, z1.data(), N, S, dk);
+    kc::vq_codebook_stats(s2.data(), n2.data(), qk.data() + dk, ld, z1.data(), N, S, dk);
+    same_bits("vq_codebook_stats sums", s2, s1);
+    same_bits("vq_codebook_stats counts", n2, n1);
+}
+
 int main() {
     meshlm::set_thread_count(2);
     gemms();
@@ -621,6 +733,11 @@ int main() {
     attention_paged();
     linear_decode();
     attention_act();
+    vocab_parallel_loss();
+    kv_store();
+    positions();
+    elementwise_and_sums();
+    vq_codebook();
     std::printf("%d failed\n", g_failures);
     return g_failures == 0 ? 0 : 1;
 }

@@ -513,7 +513,32 @@ OptionTable build_table() {
         .add("precision", &TrainConfig::precision,
              "the GEMMs' precision (bf16: bf16 operands, fp32 masters, sums and optimizer state; "
              "auto: bf16 where the CPU has native bf16 dot products)",
-             one_of({"fp32", "bf16", "auto"}));
+             one_of({"fp32", "bf16", "auto"}))
+        .add("device", &TrainConfig::device,
+             "where training runs: cpu; cuda (one GPU per rank; the model cannot run there yet, "
+             "so it is refused with the reason); auto: the CPU for now",
+             one_of({"auto", "cpu", "cuda"}))
+        .add("nan_policy", &TrainConfig::nan_policy,
+             "a step whose loss or gradient norm is not finite, or whose loss spikes, is not "
+             "applied; then halt (checkpoint the last good step, exit non-zero), skip (drop the "
+             "update, count it) or rollback (reload the last checkpoint, skip "
+             "rollback_skip_batches batches)",
+             one_of({"halt", "skip", "rollback"}))
+        .add("rollback_skip_batches", &TrainConfig::rollback_skip_batches,
+             "nan_policy rollback: batches skipped after the reloaded checkpoint", at_least(0))
+        .add("max_rollbacks", &TrainConfig::max_rollbacks,
+             "nan_policy rollback: one more bad step after this many rollbacks halts", at_least(0))
+        .add("spike_factor", &TrainConfig::spike_factor,
+             "a loss above spike_factor x the mean of the last spike_window steps is a spike "
+             "(logged, then nan_policy); 0 = off",
+             at_least(0))
+        .add("spike_window", &TrainConfig::spike_window,
+             "steps in the running mean of spike_factor; spikes are checked once it is full",
+             at_least(1))
+        .add("debug_inject_nan_step", &TrainConfig::debug_inject_nan_step,
+             "for tests only: the last rank's first gradient element becomes NaN at this step "
+             "(once); 0 = never",
+             at_least(0));
 
     Section<OptimConfig>(t, "optim", &Config::optim)
         .add("name", &OptimConfig::name, "optimizer", one_of({"adamw", "lion", "adafactor"}))
@@ -604,7 +629,12 @@ OptionTable build_table() {
              "model.safetensors is split into HF-style shards above this size", byte_size())
         .add("resume", &CheckpointConfig::resume,
              "auto: continue from RUN_DIR/checkpoints/latest when it exists",
-             one_of({"none", "auto"}));
+             one_of({"none", "auto"}))
+        .add("on_error", &CheckpointConfig::on_error,
+             "a checkpoint that cannot be written (full disk, I/O error): stop (exit non-zero) or "
+             "continue (warn, train on, retry at the next checkpoint); the previous checkpoint "
+             "stays intact either way",
+             one_of({"stop", "continue"}));
 
     t.cross_checks = {
         [](const Config& c) -> std::optional<std::string> {
@@ -699,6 +729,12 @@ OptionTable build_table() {
         [](const Config& c) -> std::optional<std::string> {
             if (c.data.synthetic || !c.data.path.empty()) return std::nullopt;
             return std::string("data.path must be set unless data.synthetic is true");
+        },
+        [](const Config& c) -> std::optional<std::string> {
+            if (c.train.nan_policy != "rollback" || c.checkpoint.interval > 0) return std::nullopt;
+            return std::string(
+                "train.nan_policy=rollback reloads the last periodic checkpoint: set "
+                "checkpoint.interval > 0 (or train.nan_policy to halt or skip)");
         },
     };
     return t;

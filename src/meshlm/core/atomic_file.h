@@ -1,9 +1,13 @@
 // A file that appears at its final path complete or not at all: written to "<path>.tmp.<pid>",
 // flushed to disk, then renamed. Destroyed without commit(), it removes the temporary.
+// MESHLM_FAULT_WRITE (write_fault.h) makes a chosen write fail, for tests.
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <string>
+
+#include "meshlm/core/write_fault.h"
 
 namespace meshlm {
 
@@ -21,6 +25,8 @@ class AtomicFile {
   private:
     std::string path_, tmp_;
     std::FILE* f_ = nullptr;
+    std::optional<WriteFault> fault_;  // the test hook's failure for this file, if any
+    std::size_t written_ = 0;
 };
 
 // Writes a whole text file atomically.

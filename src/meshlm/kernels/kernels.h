@@ -160,6 +160,46 @@ void linear_decode(float* y, const float* x, const float* W, const float* bias, 
 void linear_decode_bf16(float* y, const float* x, const std::uint16_t* W, const float* bias, int M,
                         int I, int O);
 
+// Transformer-VQ's codebook (cpu/vq_codebook.cpp): codebook = c_sum / max(c_count, 0.01) per
+// code; dk += scale (k - codebook[z]) over N rows of w (strides ldd, ldk); c_sum[z[n]] += k[n]
+// and c_count[z[n]] += 1 in row order (throws on a code outside [0, S)).
+void vq_codebook(float* codebook, const float* c_sum, const float* c_count, int S, int dk);
+void vq_commit_grad(float* dk, int ldd, const float* k, int ldk, const float* codebook,
+                    const std::int32_t* z, int N, int w, float scale);
+void vq_codebook_stats(float* c_sum, float* c_count, const float* k, int ldk, const std::int32_t* z,
+                       int N, int S, int dk);
+
+// Element-wise (cpu/elementwise.cpp): x = value; out = a * b over N rows of C at row strides
+// ldo, lda, ldb; y += alpha x.
+void fill(float* x, float value, std::size_t n);
+void mul_rows(float* out, int ldo, const float* a, int lda, const float* b, int ldb, int N, int C);
+void axpy(float* y, const float* x, float alpha, std::size_t n);
+
+// A decode pass's keys and values into a block pool (ops/attention_decode.h's kv_store; cpu/
+// kv_store.cpp): row m's heads go to offset pos[m] % block of block tables[m * n + pos[m] /
+// block]. Throws when a row's block index or block is outside the table or the pool.
+void kv_store(float* k_pool, float* v_pool, const float* qkv, int W, const std::int32_t* tables,
+              int n, const std::int32_t* pos, int M, int blocks, int block, int H, int Hkv, int D);
+
+// Positions the model adds to its embeddings (cpu/positions.cpp):
+//   position_embedding_forward_bf16: out[n] += round_bf16(wpe[n % T]) (a bf16 run's learned
+//     positions: each row rounded once)
+//   sinusoid_position_forward: out[n] += s * table[p(n)], s = *scale (rounded to bf16 when
+//     round_scale), p(n) = pos0[n / T] + n % T (pos0 null: n % T); table [P, C] covers every p
+//   sinusoid_position_backward: *dscale += sum_n dout[n] . table[p(n)], in row order in double
+//     (the same bits for any thread count)
+void position_embedding_forward_bf16(float* out, const float* wpe, int N, int T, int C);
+void sinusoid_position_forward(float* out, const float* table, const float* scale,
+                               const std::int32_t* pos0, int N, int T, int C, bool round_scale);
+void sinusoid_position_backward(float* dscale, const float* dout, const float* table,
+                                const std::int32_t* pos0, int N, int T, int C);
+
+// The sum of x[0, n) in double, in index order (the same bits for any thread count).
+double sum_f64(const float* x, std::size_t n);
+// The sum of |x| over `rows` rows of `width` floats at row stride ld (the coordinate check's
+// mean absolute value), in double.
+double abs_sum_rows(const float* x, int rows, int width, int ld);
+
 // The coordinate check's score statistic: the sum over b, h and every (i, j) pair (future ones
 // too: the seed measures before the causal mask) of |scale q_i . k_j|, q and k from qkv laid out
 // as attention_forward reads it.

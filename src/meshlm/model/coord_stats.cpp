@@ -1,6 +1,6 @@
 #include "meshlm/model/coord_stats.h"
 
-#include <cmath>
+#include "meshlm/kernels/ops/stats.h"
 
 namespace meshlm {
 
@@ -10,18 +10,9 @@ const char* coord_site_name(int site) {
     return names[site];
 }
 
-void CoordStats::add(std::size_t at, const float* x, std::size_t rows, std::size_t width,
-                     std::size_t ld) {
-    double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static)
-    for (std::size_t r = 0; r < rows; ++r) {
-        const float* row = x + r * ld;
-        double t = 0;
-        for (std::size_t c = 0; c < width; ++c) t += std::fabs(row[c]);
-        s += t;
-    }
-    sum[at] += s;
-    count[at] += static_cast<double>(rows * width);
+void CoordStats::add(std::size_t at, const Tensor& x) {
+    sum[at] += ops::abs_sum(x);
+    count[at] += static_cast<double>(x.numel());
 }
 
 std::string CoordStats::name(std::size_t at) const {

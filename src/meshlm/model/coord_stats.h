@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "meshlm/core/tensor.h"
+
 namespace meshlm {
 
 // Per-block sites, in the seed's names: attention input, q, k, v, q and k after rotary,
@@ -33,8 +35,8 @@ struct CoordStats {
         return static_cast<std::size_t>(layer) * kCoordSites + site;
     }
     std::size_t logits_slot() const { return sum.size() - 1; }
-    // Adds |x| over n elements (rows of `width` at stride ld when ld > width).
-    void add(std::size_t at, const float* x, std::size_t rows, std::size_t width, std::size_t ld);
+    // Adds sum |x| and the count of x, a [rows, width] view (a column block of wider rows).
+    void add(std::size_t at, const Tensor& x);
     // "h.<l>.<site>" / "logits", and the mean there (nullopt-free: 0 when nothing was counted).
     std::string name(std::size_t at) const;
     double mean(std::size_t at) const { return count[at] > 0 ? sum[at] / count[at] : 0.0; }

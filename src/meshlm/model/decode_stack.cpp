@@ -114,7 +114,8 @@ float* DecodeStack::head(int n) {
     const int C = cfg_.d_model;
     norm_.forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), w_.lnf_w, w_.lnf_b, n);
     linear(logits_.data(), ln_.data(), w_.head_w, w_.head_b, n, C, cfg_.vocab_size);
-    scale_logits(logits_.data(), static_cast<std::size_t>(n) * cfg_.vocab_size, cfg_.head_scale());
+    scale_logits(device_, logits_.data(), static_cast<std::size_t>(n) * cfg_.vocab_size,
+                 cfg_.head_scale());
     return logits_.data();
 }
 

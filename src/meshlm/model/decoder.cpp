@@ -42,14 +42,13 @@ Decoder::Decoder(const ModelConfig& cfg, int num_seqs, int max_seq, DecodePrecis
 
 Decoder::~Decoder() = default;
 
-void Decoder::store_kv(int layer, int seq, int pos, const float* qkv_row) {
+void Decoder::store_kv(int layer, const float* qkv, const std::int32_t* seq,
+                       const std::int32_t* pos, int M) {
     const Attention& attn = stack_.attention();
-    const int D = attn.D, K = attn.Kl, H = attn.Hl;
-    for (int h = 0; h < K; ++h) {
-        const std::size_t at = ((static_cast<std::size_t>(seq) * K + h) * max_seq_ + pos) * D;
-        std::memcpy(k_[layer].data() + at, qkv_row + (H + h) * D, D * sizeof(float));
-        std::memcpy(v_[layer].data() + at, qkv_row + (H + K + h) * D, D * sizeof(float));
-    }
+    const Device d = attn.device;
+    const Tensor k = view(k_[layer].data(), {S_, attn.Kl, max_seq_, attn.D}, d);
+    ops::kv_store(k, view(v_[layer].data(), k.shape, d), view(qkv, {M, attn.qkv_width()}, d),
+                  view(seq, {M, 1}, d), view(pos, {M}, d), attn.Hl);
 }
 
 std::size_t Decoder::state_bytes() const {
@@ -141,11 +140,14 @@ const float* Decoder::prefill(const float* params, const std::int32_t* tokens, i
         prompt_T_ = T;
     }
     prompt_->forward(params, tokens, nullptr, rows, T);
+    std::vector<std::int32_t> seq(T), pos(T);
+    for (int t = 0; t < T; ++t) pos[t] = t;
     for (int l = 0; l < cfg_.n_layer; ++l)
         for (int s = 0; s < S_; ++s) {
             const float* qkv =
                 prompt_->block_qkv(l) + static_cast<std::size_t>(rows == 1 ? 0 : s) * T * W;
-            for (int t = 0; t < T; ++t) store_kv(l, s, t, qkv + static_cast<std::size_t>(t) * W);
+            std::fill(seq.begin(), seq.end(), s);
+            store_kv(l, qkv, seq.data(), pos.data(), T);
         }
     // Only the last position of each row is the next-token distribution.
     for (int s = 0; s < S_; ++s) {
@@ -182,8 +184,7 @@ const float* Decoder::step(const float* params, const std::int32_t* tokens) {
     const Tensor slopes =
         attn.slopes.empty() ? Tensor{} : view(attn.slopes.data(), {attn.Hl}, attn.device);
     stack_.blocks(M, pos_rows_.data(), [&](int l, const float* qkv, float* y) {
-        for (int m = 0; m < M; ++m)
-            store_kv(l, active_[m], pos_, qkv + static_cast<std::size_t>(m) * W);
+        store_kv(l, qkv, active_.data(), pos_rows_.data(), M);
         const Device d = attn.device;
         const Tensor kcache = view(k_[l].data(), {S_, attn.Kl, max_seq_, attn.D}, d);
         ops::attention_decode(view(y, {M, attn.y_width()}, d), view(qkv, {M, W}, d), kcache,

@@ -55,7 +55,9 @@ class Decoder {
   private:
     const float* vq_prefill(const float* params, const std::int32_t* tokens, int T, int rows);
     const float* vq_step(const float* params);
-    void store_kv(int layer, int seq, int pos, const float* qkv_row);
+    // Rows m of qkv [M, W] into sequence seq[m]'s cache at position pos[m].
+    void store_kv(int layer, const float* qkv, const std::int32_t* seq, const std::int32_t* pos,
+                  int M);
 
     ModelConfig cfg_;
     int S_, max_seq_;

@@ -1,15 +1,15 @@
 #include "meshlm/model/embedding.h"
 
 #include <algorithm>
+#include <cstdint>
 
+#include "meshlm/core/error.h"
 #include "meshlm/core/param_layout.h"
-#include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/ops/bf16.h"
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/model/positions.h"
 
 namespace meshlm {
-namespace k = kernels;
 
 VocabShard vocab_shard(int V, int model, int rank) {
     const int rows = static_cast<int>(tp_block_rows(V, model));
@@ -33,11 +33,32 @@ Embedding::Embedding(const ModelConfig& cfg, ModelComm& comm)
     }
 }
 
-const float* Embedding::sinusoid_at(std::int64_t p, float* row) const {
-    if (p < static_cast<std::int64_t>(table.size() / C))
-        return table.data() + static_cast<std::size_t>(p) * C;
-    sinusoid(row, p, C, lam);
-    return row;
+// Each batch row's first position as an i32 view, and the table grown to cover every position
+// (past max_seq_len only when decoding or continuing carried VQ states).
+Tensor Embedding::positions(const std::int64_t* pos0, int N, int T) const {
+    const int B = N / T;
+    std::int64_t last = T - 1;
+    if (pos0) {
+        pos32_.resize(B);
+        for (int b = 0; b < B; ++b) {
+            MESHLM_CHECK(pos0[b] >= 0 && pos0[b] + T <= INT32_MAX, "position ", pos0[b],
+                         " outside [0, 2^31 - T)");
+            pos32_[b] = static_cast<std::int32_t>(pos0[b]);
+            last = std::max(last, pos0[b] + T - 1);
+        }
+    }
+    const auto rows = static_cast<std::int64_t>(table.size() / C);
+    if (last >= rows) {
+        const std::int64_t grown = std::max(last + 1, 2 * rows);
+        table.resize(static_cast<std::size_t>(grown) * C);
+        for (std::int64_t p = rows; p < grown; ++p)
+            sinusoid(table.data() + static_cast<std::size_t>(p) * C, p, C, lam);
+    }
+    return pos0 ? view(pos32_.data(), {B}, device) : Tensor{};
+}
+
+Tensor Embedding::table_view() const {
+    return view(table.data(), {static_cast<std::int64_t>(table.size() / C), C}, device);
 }
 
 void Embedding::forward(float* x, const std::int32_t* tokens, const float* wte, const float* wpe,
@@ -47,31 +68,11 @@ void Embedding::forward(float* x, const std::int32_t* tokens, const float* wte, 
     ops::embedding_forward(xv, tv, view(wte, {Vvalid, C}, device), Tensor{}, T, v0);
     mp->sum(x, NC);  // each row is one rank's wte row (zeros elsewhere): rounding it after is exact
     if (bf16) ops::round_bf16(xv, xv);
-    if (learned && !bf16) {
-        ops::position_embedding_forward(xv, view(wpe, {T, C}, device), T);
-    } else if (learned) {  // bf16: each position's row rounded once, added to its B rows
-#pragma omp parallel for schedule(static)
-        for (int t = 0; t < T; ++t) {
-            thread_local std::vector<float> row;
-            row.resize(C);
-            k::round_bf16(row.data(), wpe + static_cast<std::size_t>(t) * C, C);
-            for (int n = t; n < N; n += T) {
-                float* o = x + static_cast<std::size_t>(n) * C;
-                for (int c = 0; c < C; ++c) o[c] += row[c];
-            }
-        }
-    }
+    // bf16: each position's row rounded once, as the other weights' copies are
+    if (learned) ops::position_embedding_forward(xv, view(wpe, {T, C}, device), T, bf16);
     if (scaled_sin) {
-        float scale = *pe_scale;
-        if (bf16) k::round_bf16(&scale, &scale, 1);
-#pragma omp parallel for schedule(static)
-        for (int n = 0; n < N; ++n) {
-            thread_local std::vector<float> row;  // past the table only (decoding, long rows)
-            row.resize(C);
-            const float* s = sinusoid_at((pos0 ? pos0[n / T] : 0) + n % T, row.data());
-            float* o = x + static_cast<std::size_t>(n) * C;
-            for (int c = 0; c < C; ++c) o[c] += scale * s[c];
-        }
+        const Tensor p = positions(pos0, N, T);
+        ops::sinusoid_position_forward(xv, table_view(), view(pe_scale, {1}, device), p, T, bf16);
     }
 }
 
@@ -82,16 +83,8 @@ void Embedding::backward(float* dwte, float* dwpe, float* dpe_scale, const float
                             view(tokens, {N}, device), T, v0);
     if (learned) ops::position_embedding_backward(view(dwpe, {T, C}, device), dxv, T);
     if (scaled_sin) {
-        // In row order, in double: the same sum for any thread count.
-        thread_local std::vector<float> row;
-        row.resize(C);
-        double a = 0;
-        for (int n = 0; n < N; ++n) {
-            const float* s = sinusoid_at((pos0 ? pos0[n / T] : 0) + n % T, row.data());
-            const float* g = dx + static_cast<std::size_t>(n) * C;
-            for (int c = 0; c < C; ++c) a += static_cast<double>(g[c]) * s[c];
-        }
-        *dpe_scale += static_cast<float>(a);
+        const Tensor p = positions(pos0, N, T);
+        ops::sinusoid_position_backward(view(dpe_scale, {1}, device), dxv, table_view(), p, T);
     }
 }
 

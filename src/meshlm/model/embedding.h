@@ -29,7 +29,8 @@ struct Embedding {
     bool bf16 = false;
     Device device = Device::cpu;  // where its views live (the ops dispatch on it)
     float lam;
-    std::vector<float> table;  // scaled_sin: sinusoid(p) for p < max_seq_len
+    // scaled_sin: sinusoid(p) for p < max_seq_len at first, grown when a position needs it
+    mutable std::vector<float> table;
     ModelComm* mp;
 
     Embedding(const ModelConfig& cfg, ModelComm& comm);
@@ -40,8 +41,9 @@ struct Embedding {
                   const std::int64_t* pos0 = nullptr) const;
 
   private:
-    // sinusoid(p): the table's row, or computed into row (C floats) past its end.
-    const float* sinusoid_at(std::int64_t p, float* row) const;
+    mutable std::vector<std::int32_t> pos32_;  // pos0 as the ops' i32 view
+    Tensor positions(const std::int64_t* pos0, int N, int T) const;
+    Tensor table_view() const;
 };
 
 // This rank's rows of a vocabulary of V split over `model` ranks: [first, first + valid) of a

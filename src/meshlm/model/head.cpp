@@ -1,16 +1,14 @@
 #include "meshlm/model/head.h"
 
+#include "meshlm/kernels/ops/clip.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
-#include "meshlm/kernels/vocab_parallel.h"
+#include "meshlm/kernels/ops/vocab_parallel.h"
 #include "meshlm/model/embedding.h"
 #include "meshlm/model/linear.h"
 
 namespace meshlm {
-namespace k = kernels;
-
-void scale_logits(float* logits, std::size_t n, float s) {
-    if (s == 1.f) return;
-    for (std::size_t i = 0; i < n; ++i) logits[i] *= s;
+void scale_logits(Device d, float* logits, std::size_t n, float s) {
+    if (s != 1.f) ops::scale(flat(logits, n, d), s);
 }
 
 Head::Head(const ModelConfig& cfg, ModelComm& comm)
@@ -23,7 +21,7 @@ Head::Head(const ModelConfig& cfg, ModelComm& comm)
 
 void Head::logits(float* logits, const float* x, const float* W, const float* b, int N) const {
     linear::forward(device, logits, x, W, b, N, C, Vl, false, bf16);
-    scale_logits(logits, static_cast<std::size_t>(N) * Vl, scale);
+    scale_logits(device, logits, static_cast<std::size_t>(N) * Vl, scale);
 }
 
 void Head::loss(float* logits, float* losses, float* row_max, float* stats,
@@ -33,11 +31,14 @@ void Head::loss(float* logits, float* losses, float* row_max, float* stats,
     if (mp->size() == 1)
         return ops::softmax_cross_entropy(view(logits, {N, V}, device), view(losses, {N}, device),
                                           view(targets, {N}, device), grad_scale, z_loss);
-    k::ce_row_max(row_max, logits, targets, N, Vvalid, Vl);
+    const Device d = device;
+    const Tensor x = view(logits, {N, Vl}, d).columns(0, Vvalid), t = view(targets, {N}, d);
+    const Tensor mx = view(row_max, {N}, d), st = view(stats, {N, 2}, d);
+    ops::ce_row_max(mx, x, t);
     mp->max(row_max, N);
-    k::ce_row_sums(stats, logits, targets, row_max, v0, N, Vvalid, Vl, grad_scale != 0.f);
+    ops::ce_row_sums(st, x, t, mx, v0, grad_scale != 0.f);
     mp->sum(stats, 2 * static_cast<std::size_t>(N));
-    k::ce_finish(logits, losses, targets, row_max, stats, v0, N, Vvalid, Vl, grad_scale, z_loss);
+    ops::ce_finish(x, view(losses, {N}, d), t, mx, st, v0, grad_scale, z_loss);
 }
 
 void Head::backward(float* dx, float* dW, float* db, const float* dlogits, const float* x,

@@ -18,7 +18,7 @@
 namespace meshlm {
 
 // logits[0..n) *= s (nothing when s is 1): model.logit_scale, shared with the decoders.
-void scale_logits(float* logits, std::size_t n, float s);
+void scale_logits(Device d, float* logits, std::size_t n, float s);
 
 struct Head {
     int C, V, v0, Vvalid, Vl;  // Vl: this rank's logits columns (padded share)

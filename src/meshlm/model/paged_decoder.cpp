@@ -3,14 +3,12 @@
 // for the rows that ask for logits.
 #include "meshlm/model/paged_decoder.h"
 
-#include <cstring>
+#include <algorithm>
 
 #include "meshlm/core/error.h"
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/ops/attention_decode.h"
 
 namespace meshlm {
-namespace k = kernels;
-
 PagedDecoder::PagedDecoder(const ModelConfig& cfg, int num_blocks, int block_size, int max_rows,
                            DecodePrecision precision)
     : cfg_(cfg),
@@ -47,9 +45,12 @@ const float* PagedDecoder::forward(const DecodeRow* rows, int M) {
     MESHLM_CHECK(M >= 1 && M <= max_rows(), "a pass of ", M, " rows (at most ", max_rows(), ")");
     const int V = cfg_.vocab_size;
     const bool learned = stack_.weights().wpe != nullptr;
+    // A dense [M, n] block table for the ops (each row's blocks up to its position).
+    int n = 1;
+    for (int m = 0; m < M; ++m) n = std::max(n, rows[m].pos / block_size_ + 1);
     pos_.resize(M);
     lens_.resize(M);
-    tables_.resize(M);
+    tables_.assign(static_cast<std::size_t>(M) * n, 0);
     for (int m = 0; m < M; ++m) {
         const DecodeRow& r = rows[m];
         MESHLM_CHECK(r.token >= 0 && r.token < V, "token ", r.token, " outside [0, ", V, ")");
@@ -57,34 +58,34 @@ const float* PagedDecoder::forward(const DecodeRow* rows, int M) {
                      " outside the model's context of ", cfg_.max_seq_len);
         pos_[m] = r.pos;
         lens_[m] = r.pos + 1;
-        tables_[m] = r.blocks;
+        std::copy_n(r.blocks, r.pos / block_size_ + 1,
+                    tables_.data() + static_cast<std::size_t>(m) * n);
         stack_.embed(m, r.token, r.pos);
     }
     const Attention& attn = stack_.attention();
-    const int W = attn.qkv_width(), D = attn.D, Kh = attn.Kl, H = attn.Hl;
-    const std::size_t head_stride = static_cast<std::size_t>(block_size_) * D;
-    const float* slopes = attn.slopes.empty() ? nullptr : attn.slopes.data();
+    const Device d = attn.device;
+    const int W = attn.qkv_width();
+    const Tensor slopes = attn.slopes.empty() ? Tensor{} : view(attn.slopes.data(), {attn.Hl}, d);
+    const Tensor tables = view(tables_.data(), {M, n}, d), pos = view(pos_.data(), {M}, d);
+    const Tensor lens = view(lens_.data(), {M}, d);
     stack_.blocks(M, pos_.data(), [&](int l, const float* qkv, float* y) {
-        for (int m = 0; m < M; ++m) {
-            const float* row = qkv + static_cast<std::size_t>(m) * W;
-            const int p = pos_[m];
-            const std::size_t blk = tables_[m][p / block_size_];
-            for (int h = 0; h < Kh; ++h) {
-                const std::size_t at =
-                    (blk * Kh + h) * head_stride + static_cast<std::size_t>(p % block_size_) * D;
-                std::memcpy(k_[l].data() + at, row + (H + h) * D, D * sizeof(float));
-                std::memcpy(v_[l].data() + at, row + (H + Kh + h) * D, D * sizeof(float));
-            }
-        }
-        k::attention_paged(y, qkv, W, k_[l].data(), v_[l].data(), tables_.data(), lens_.data(), M,
-                           block_size_, H, Kh, D, slopes, attn.scale, &attn.act, attn.dist);
+        const Tensor q = view(qkv, {M, W}, d);
+        const Tensor kp = view(k_[l].data(), {num_blocks_, attn.Kl, block_size_, attn.D}, d);
+        const Tensor vp = view(v_[l].data(), kp.shape, d);
+        ops::kv_store(kp, vp, q, tables, pos, attn.Hl);
+        ops::attention_paged(view(y, {M, attn.y_width()}, d), q, kp, vp, tables, lens, slopes,
+                             {.H = attn.Hl,
+                              .Hkv = attn.Kl,
+                              .scale = attn.scale,
+                              .act = attn.act,
+                              .dist = attn.dist});
     });
     // Only the rows that want logits go through the final norm and the head, packed.
-    int n = 0;
+    int wanted = 0;
     for (int m = 0; m < M; ++m)
-        if (rows[m].logits) stack_.move_row(m, n++);
-    if (n == 0) return stack_.logits();
-    return stack_.head(n);
+        if (rows[m].logits) stack_.move_row(m, wanted++);
+    if (wanted == 0) return stack_.logits();
+    return stack_.head(wanted);
 }
 
 }  // namespace meshlm

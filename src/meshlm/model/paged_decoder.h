@@ -53,7 +53,7 @@ class PagedDecoder {
     DecodeStack stack_;
     std::vector<Buffer<float>> k_, v_;  // per layer: [num_blocks, K, block_size, D]
     std::vector<std::int32_t> pos_, lens_;
-    std::vector<const std::int32_t*> tables_;
+    std::vector<std::int32_t> tables_;  // this pass's [M, n] block table
 };
 
 }  // namespace meshlm

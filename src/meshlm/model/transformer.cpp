@@ -17,17 +17,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <utility>
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/device_buffer.h"
-#include "meshlm/kernels/kernels.h"
 #include "meshlm/kernels/ops/bf16.h"
 #include "meshlm/kernels/ops/bias_backward.h"
 #include "meshlm/kernels/ops/dropout.h"
+#include "meshlm/kernels/ops/elementwise.h"
 #include "meshlm/kernels/ops/linear.h"
 #include "meshlm/kernels/ops/residual.h"
+#include "meshlm/kernels/ops/stats.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/transformer_layout.h"
 
@@ -378,7 +378,8 @@ k::AttnDropout Transformer::attn_dropout(int layer) const {
 }
 
 void Transformer::record(int l, int site, const float* x, int rows, int width, int ld) {
-    if (recording_) coord_->add(coord_->slot(l, site), x, rows, width, ld);
+    if (recording_)
+        coord_->add(coord_->slot(l, site), view(x, {rows, ld}, device_).columns(0, width));
 }
 
 void Transformer::close_branch(float* out, const float* b1, const float* b2, const float* residual,
@@ -454,8 +455,8 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
     if (recording_) {
         // Scores over every (i, j) pair; softmax rows sum to 1, masked entries are 0.
         const double pairs = static_cast<double>(B) * attn_.Hl * T * T;
-        coord_->sum[coord_->slot(l, as)] +=
-            kernels::attention_score_abs_sum(a.qkv, B, T, attn_.Hl, attn_.Kl, attn_.D, attn_.scale);
+        coord_->sum[coord_->slot(l, as)] += ops::attention_score_abs_sum(
+            view(a.qkv, {N, W}, device_), B, T, attn_.Hl, attn_.Kl, attn_.D, attn_.scale);
         coord_->count[coord_->slot(l, as)] += pairs;
         // Softmax rows sum to 1; other nonlinearities' rows are not counted (no 'ap' record).
         if (attn_.act.act == k::AttnAct::softmax) {
@@ -660,7 +661,9 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     const ModelTensors& r = root_weights();
     norm_.forward(lnf_, lnf_mean_, lnf_rstd_, x, r.lnf_w, r.lnf_b, N);
     head_.logits(logits_, lnf_, r.head_w, r.head_b, N);
-    if (recording_) coord_->add(coord_->logits_slot(), logits_, N, head_.Vvalid, head_.Vl);
+    if (recording_)
+        coord_->add(coord_->logits_slot(),
+                    view(logits_, {N, head_.Vl}, device_).columns(0, head_.Vvalid));
 
     tokens_ = tokens;
     grad_ready_ = false;
@@ -679,14 +682,13 @@ void Transformer::backward(const float* params, float* grads) {
     MESHLM_CHECK(grad_ready_, "backward() needs a forward() with targets and grad_scale != 0");
     grad_ready_ = false;
     const int B = B_, T = T_, N = B * T, C = cfg_.d_model;
-    const std::size_t NC = static_cast<std::size_t>(N) * C;
     using Pass = ParamStream::Pass;
     views_.begin(params, grads, Pass::backward);
     const ModelTensors& g = views_.g;
 
     const ModelTensors& r = root_weights();
     head_.backward(dln_, g.head_w, g.head_b, logits_, lnf_, r.head_w, N);
-    std::memset(dres_, 0, NC * sizeof(float));
+    ops::fill(view(dres_, {N, C}, device_), 0.f);
     const float* x_last = cfg_.n_layer ? blocks_.back().out : embed_;
     norm_.backward(dres_, g.lnf_w, g.lnf_b, dln_, x_last, r.lnf_w, lnf_mean_, lnf_rstd_, N);
     views_.head_done();

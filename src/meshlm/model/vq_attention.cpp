@@ -3,7 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "meshlm/kernels/kernels.h"
+#include "meshlm/kernels/device_buffer.h"
+#include "meshlm/kernels/ops/activation.h"
+#include "meshlm/kernels/ops/clip.h"
+#include "meshlm/kernels/ops/elementwise.h"
+#include "meshlm/kernels/ops/gemm.h"
+#include "meshlm/kernels/ops/qk_norm.h"
+#include "meshlm/kernels/ops/stats.h"
 #include "meshlm/model/positions.h"
 
 namespace meshlm {
@@ -80,29 +86,34 @@ std::size_t VqAttention::scratch_floats(std::size_t N) const {
            pad16(static_cast<std::size_t>(L + 1) * dk) + 2 * pad16(dk);
 }
 
-void VqAttention::derive(Derived& d, const BlockTensors& w) const {
-    for (int s = 0; s < S; ++s) {
-        const float inv = 1.f / std::max(w.c_count[s], 0.01f);
-        for (int j = 0; j < dk; ++j)
-            d.codebook[static_cast<std::size_t>(s) * dk + j] =
-                w.c_sum[static_cast<std::size_t>(s) * dk + j] * inv;
-    }
-    k::gemm(false, true, L + 1, dk, C, scale, table.data(), C, w.vq_r_w, C, 0.f, d.rel, dk);
-    for (int j = 0; j < dk; ++j) d.u[j] = scale * w.vq_u[j], d.vb[j] = scale * w.vq_v[j];
-}
-
+// Views of the layer's rows: q | k [N, 2 dk] and value | gate [N, 2 dv] and their halves.
 namespace {
-// og[n, c] = o[n, c] * g[n, c], g the second half of act's rows.
-void gate(float* og, const float* o, const float* act, std::size_t N, int dv) {
-#pragma omp parallel for schedule(static)
-    for (std::size_t n = 0; n < N; ++n) {
-        const float* on = o + n * dv;
-        const float* gn = act + n * 2 * dv + dv;
-        float* y = og + n * dv;
-        for (int c = 0; c < dv; ++c) y[c] = on[c] * gn[c];
-    }
+struct Halves {
+    Tensor all, first, second;
+};
+Halves halves(const float* p, int N, int w, Device d) {
+    const Tensor t = view(p, {N, 2 * w}, d);
+    return {t, t.columns(0, w), t.columns(w, w)};
 }
 }  // namespace
+
+ops::VqTables VqAttention::tables(const Derived& d) const {
+    return {view(d.codebook, {S, dk}, device), view(d.rel, {L + 1, dk}, device),
+            view(d.u, {dk}, device), view(d.vb, {dk}, device)};
+}
+
+void VqAttention::derive(Derived& d, const BlockTensors& w) const {
+    const Device dev = device;
+    ops::vq_codebook(view(d.codebook, {S, dk}, dev), view(w.c_sum, {S, dk}, dev),
+                     view(w.c_count, {S}, dev));
+    ops::gemm(view(d.rel, {L + 1, dk}, dev), view(table.data(), {L + 1, C}, dev), false,
+              view(w.vq_r_w, {dk, C}, dev), true, scale, 0.f);
+    const Tensor u = view(d.u, {dk}, dev), vb = view(d.vb, {dk}, dev);
+    kernels::copy(u, view(w.vq_u, {dk}, dev));
+    kernels::copy(vb, view(w.vq_v, {dk}, dev));
+    ops::scale(u, scale);
+    ops::scale(vb, scale);
+}
 
 float VqAttention::forward(float* out, const Acts& a, const Derived& d, float* scratch,
                            const float* x, const std::uint16_t* x16, const BlockTensors& w, int B,
@@ -115,28 +126,34 @@ float VqAttention::forward(float* out, const Acts& a, const Derived& d, float* s
 
 float VqAttention::project_in(const Acts& a, const Derived& d, const float* x,
                               const std::uint16_t* x16, const BlockTensors& w, int N) const {
-    const std::size_t NN = static_cast<std::size_t>(N);
-    linear::forward(device, a.qk, x, w.vq_qk_w, nullptr, N, C, 2 * dk, false, bf16, x16);
-    linear::forward(device, a.vg, x, w.vq_vg_w, nullptr, N, C, 2 * dv, false, bf16, x16);
-    k::qk_norm_forward(a.qk, 2 * dk, a.rstd, N, 2, dk, eps);
-    k::scale(a.qk, scale, NN * 2 * dk);
-    k::activation_forward(k::Act::silu, a.act, a.vg, NN * 2 * dv);
-    k::vq_quantize(a.z, a.err, a.qk + dk, 2 * dk, d.codebook, N, S, dk);
-    double e = 0;
-    for (std::size_t n = 0; n < NN; ++n) e += a.err[n];
-    return static_cast<float>(e / static_cast<double>(N));
+    const Device dev = device;
+    linear::forward(dev, a.qk, x, w.vq_qk_w, nullptr, N, C, 2 * dk, false, bf16, x16);
+    linear::forward(dev, a.vg, x, w.vq_vg_w, nullptr, N, C, 2 * dv, false, bf16, x16);
+    const Halves qk = halves(a.qk, N, dk, dev);
+    ops::qk_norm_forward(qk.all, view(a.rstd, {N, 2}, dev), {.col0 = 0, .heads = 2, .head_dim = dk},
+                         eps);
+    ops::scale(flat(a.qk, static_cast<std::size_t>(N) * 2 * dk, dev), scale);
+    const std::size_t nv = static_cast<std::size_t>(N) * 2 * dv;
+    ops::activation_forward(k::Act::silu, flat(a.act, nv, dev), flat(a.vg, nv, dev));
+    const Tensor err = view(a.err, {N}, dev);
+    ops::vq_quantize(view(a.z, {N}, dev), err, qk.second, view(d.codebook, {S, dk}, dev));
+    return static_cast<float>(ops::sum(err) / static_cast<double>(N));
 }
 
 void VqAttention::core(const Acts& a, const Derived& d, int B, int T, k::VqAttnState* state) const {
-    k::vq_attention_forward(a.o, a.lse, a.qk, 2 * dk, a.z, a.act, 2 * dv, d.codebook, d.rel, d.u,
-                            d.vb, B, T, shape(), state);
+    const int N = B * T;
+    const Device dev = device;
+    ops::vq_attention_forward(view(a.o, {N, dv}, dev), view(a.lse, {N}, dev),
+                              halves(a.qk, N, dk, dev).first, view(a.z, {N}, dev),
+                              halves(a.act, N, dv, dev).first, tables(d), B, T, shape(), state);
 }
 
 void VqAttention::project_out(float* out, const Acts& a, float* scratch, const BlockTensors& w,
                               int N, bool accumulate) const {
     float* og = scratch;
-    gate(og, a.o, a.act, static_cast<std::size_t>(N), dv);
-    linear::forward(device, out, og, w.proj_w, nullptr, N, dv, C, accumulate, bf16);
+    const Device dev = device;
+    ops::mul(view(og, {N, dv}, dev), view(a.o, {N, dv}, dev), halves(a.act, N, dv, dev).second);
+    linear::forward(dev, out, og, w.proj_w, nullptr, N, dv, C, accumulate, bf16);
 }
 
 void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const Acts& a,
@@ -146,6 +163,7 @@ void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const 
                            const k::VqAttnState* state) const {
     const int N = B * T;
     const std::size_t NN = static_cast<std::size_t>(N);
+    const Device dev = device;
     float* dO = scratch;
     float* dog = dO + pad16(NN * dv);
     float* dact = dog + pad16(NN * dv);
@@ -154,22 +172,29 @@ void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const 
     float* drel = xhat + pad16(NN * 2 * dk);
     float* du = drel + pad16(static_cast<std::size_t>(L + 1) * dk);
     float* dvb = du + pad16(dk);
+    const Tensor o = view(a.o, {N, dv}, dev), dOv = view(dO, {N, dv}, dev);
+    const Tensor dogv = view(dog, {N, dv}, dev);
+    const Halves act = halves(a.act, N, dv, dev), dactv = halves(dact, N, dv, dev);
+    const Halves qk = halves(a.qk, N, dk, dev), dqkv = halves(dqk, N, dk, dev);
+    const Tensor duv = view(du, {dk}, dev), dvbv = view(dvb, {dk}, dev);
+    const Tensor drelv = view(drel, {L + 1, dk}, dev), z = view(a.z, {N}, dev);
 
     // out = og Wo^T: dog = dout Wo, dWo += dout^T og (og rebuilt in dO's space first).
-    gate(dO, a.o, a.act, NN, dv);
-    linear::backward(device, dog, g.proj_w, nullptr, dout, dO, w.proj_w, N, dv, C, false, bf16);
-#pragma omp parallel for schedule(static)
-    for (std::size_t n = 0; n < NN; ++n)
-        for (int c = 0; c < dv; ++c) {
-            const std::size_t i = n * dv + c;
-            dO[i] = dog[i] * a.act[n * 2 * dv + dv + c];  // d o = dog * g
-            dact[n * 2 * dv + dv + c] = dog[i] * a.o[i];  // d g = dog * o
-        }
-    std::fill_n(du, dk, 0.f);
-    std::fill_n(dvb, dk, 0.f);
-    std::fill_n(drel, static_cast<std::size_t>(L + 1) * dk, 0.f);
-    k::vq_attention_backward(dqk, dqk + dk, dact, du, dvb, drel, dO, a.o, a.lse, a.qk, 2 * dk, a.z,
-                             a.act, 2 * dv, d.codebook, d.rel, d.u, d.vb, B, T, shape(), state);
+    ops::mul(dOv, o, act.second);
+    linear::backward(dev, dog, g.proj_w, nullptr, dout, dO, w.proj_w, N, dv, C, false, bf16);
+    ops::mul(dOv, dogv, act.second);  // d o = dog * g
+    ops::mul(dactv.second, dogv, o);  // d g = dog * o
+    ops::fill(duv, 0.f);
+    ops::fill(dvbv, 0.f);
+    ops::fill(drelv, 0.f);
+    ops::vq_attention_backward({.dq = dqkv.first,
+                                .dk = dqkv.second,
+                                .dv = dactv.first,
+                                .du = duv,
+                                .dvb = dvbv,
+                                .drel = drelv},
+                               dOv, o, view(a.lse, {N}, dev), qk.first, z, act.first, tables(d), B,
+                               T, shape(), state);
     const bool lead = !mp || mp->rank() == 0;
     if (mp && mp->size() > 1) {
         // Each rank's value columns gave a part of the score gradients: sum what they reach.
@@ -179,36 +204,30 @@ void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const 
         mp->sum(dvb, dk);
     }
     // Commitment: d/dk of c_beta |k - c_z|^2 per token, at the loss's per-token scale.
-    const float cs = 2.f * c_beta * loss_scale;
-#pragma omp parallel for schedule(static)
-    for (std::size_t n = 0; n < NN; ++n) {
-        float* gk = dqk + n * 2 * dk + dk;
-        const float* kn = a.qk + n * 2 * dk + dk;
-        const float* c = d.codebook + static_cast<std::size_t>(a.z[n]) * dk;
-        for (int j = 0; j < dk; ++j) gk[j] += cs * (kn[j] - c[j]);
-    }
+    const Tensor codebook = view(d.codebook, {S, dk}, dev);
+    ops::vq_commit_grad(dqkv.second, qk.second, codebook, z, 2.f * c_beta * loss_scale);
     // Through the silu and the scaled RMSNorm (xhat = qk / scale, dxhat = scale dqk).
-    k::activation_backward(k::Act::silu, dact, a.vg, dact, NN * 2 * dv);
-    const float inv = 1.f / scale;
-#pragma omp parallel for schedule(static)
-    for (std::size_t i = 0; i < NN * 2 * dk; ++i) xhat[i] = a.qk[i] * inv, dqk[i] *= scale;
-    k::qk_norm_backward(dqk, 2 * dk, xhat, 2 * dk, a.rstd, N, 2, dk);
+    const std::size_t nv = NN * 2 * dv, nk = NN * 2 * dk;
+    ops::activation_backward(k::Act::silu, flat(dact, nv, dev), flat(a.vg, nv, dev),
+                             flat(dact, nv, dev));
+    const Tensor xhatv = flat(xhat, nk, dev);
+    kernels::copy(xhatv, flat(a.qk, nk, dev));
+    ops::scale(xhatv, 1.f / scale);
+    ops::scale(flat(dqk, nk, dev), scale);
+    ops::qk_norm_backward(dqkv.all, view(xhat, {N, 2 * dk}, dev), view(a.rstd, {N, 2}, dev),
+                          {.col0 = 0, .heads = 2, .head_dim = dk});
     // The replicated q | k path's input gradient is added once, by rank 0, into the sum.
-    linear::backward(device, dx, g.vq_vg_w, nullptr, dact, x, w.vq_vg_w, N, C, 2 * dv, accumulate,
+    linear::backward(dev, dx, g.vq_vg_w, nullptr, dact, x, w.vq_vg_w, N, C, 2 * dv, accumulate,
                      bf16, x16);
-    linear::backward(device, lead ? dx : nullptr, g.vq_qk_w, nullptr, dqk, x, w.vq_qk_w, N, C,
-                     2 * dk, true, bf16, x16);
+    linear::backward(dev, lead ? dx : nullptr, g.vq_qk_w, nullptr, dqk, x, w.vq_qk_w, N, C, 2 * dk,
+                     true, bf16, x16);
     // rel = scale table Wr^T: dWr += scale drel^T table.
-    k::gemm(true, false, dk, C, L + 1, scale, drel, dk, table.data(), C, 1.f, g.vq_r_w, C);
-    for (int j = 0; j < dk; ++j) g.vq_u[j] += scale * du[j], g.vq_v[j] += scale * dvb[j];
+    ops::gemm(view(g.vq_r_w, {dk, C}, dev), drelv, true, view(table.data(), {L + 1, C}, dev), false,
+              scale, 1.f);
+    ops::axpy(view(g.vq_u, {dk}, dev), duv, scale);
+    ops::axpy(view(g.vq_v, {dk}, dev), dvbv, scale);
     // The codebook's statistics of this batch (in row order: deterministic).
-    for (std::size_t n = 0; n < NN; ++n) {
-        const int s = a.z[n];
-        const float* kn = a.qk + n * 2 * dk + dk;
-        float* cs_row = g.c_sum + static_cast<std::size_t>(s) * dk;
-        for (int j = 0; j < dk; ++j) cs_row[j] += kn[j];
-        g.c_count[s] += 1.f;
-    }
+    ops::vq_codebook_stats(view(g.c_sum, {S, dk}, dev), view(g.c_count, {S}, dev), qk.second, z);
 }
 
 }  // namespace meshlm

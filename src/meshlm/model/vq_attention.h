@@ -20,6 +20,7 @@
 
 #include "meshlm/core/model_comm.h"
 #include "meshlm/kernels/ops/op_params.h"
+#include "meshlm/kernels/ops/vq_attention.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/model/tensors.h"
@@ -57,6 +58,7 @@ struct VqAttention {
 
     explicit VqAttention(const ModelConfig& cfg, int model = 1);
     kernels::VqAttnShape shape() const { return {L, S, dk, dv, reduction}; }
+    ops::VqTables tables(const Derived& d) const;
     // Acts over N rows, in two parts: the attention core's output (o, lse), which recomputing
     // would rerun the linear-time pass for, and the rest (projections, codes), which
     // project_in() rebuilds. acts_at(one base) lays both out together.

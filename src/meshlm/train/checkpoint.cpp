@@ -133,6 +133,10 @@ std::string publish_checkpoint(const std::string& run_dir, const std::string& tm
                         {"run_id", state.run_id},
                         {"files", files}};
     if (!layout.is_null()) j["layout"] = layout;
+    if (state.batch_offset != 0) {  // rollbacks skipped synthetic batches
+        j["rng"]["batch_offset"] = state.batch_offset;
+        j["rng"]["batches"] = "Philox(seed, step + batch_offset)";
+    }
     write_file_atomic(tmp + "/trainer.json", j.dump(2) + "\n");
     fsync_dir(tmp);
 
@@ -149,7 +153,16 @@ std::string publish_checkpoint(const std::string& run_dir, const std::string& tm
     fs::rename(tmp, final_dir);
     fsync_dir(root);
     fault_point("checkpoint_latest");
-    write_file_atomic(root + "/latest", name + "\n");
+    try {
+        write_file_atomic(root + "/latest", name + "\n");
+    } catch (...) {
+        // `latest` still names the previous checkpoint: the new one goes (the old one of this
+        // step comes back), so that no directory stays that `latest` does not account for.
+        std::error_code ec;
+        fs::remove_all(final_dir, ec);
+        if (!old.empty()) fs::rename(old, final_dir, ec);
+        throw;
+    }
     fsync_dir(root);
     if (!old.empty()) fs::remove_all(old);
 
@@ -173,20 +186,29 @@ std::string write_checkpoint(const std::string& run_dir, const TrainerState& sta
                              const float* v, long optim_step, const CheckpointConfig& cfg,
                              const std::vector<StateTensor>& stat_tensors, const float* stats) {
     const std::string tmp = stage_checkpoint(run_dir, state.step);
-    std::vector<SafetensorsTensor> weights;
-    for (const auto& s : layout.slices())
-        weights.push_back({s.name, DType::f32, s.shape, params + s.offset});
-    const auto model_files = write_safetensors_sharded(
-        tmp, "model", weights, {{"format", "meshlm"}, {"step", std::to_string(state.step)}},
-        parse_byte_size(cfg.max_shard_size, "checkpoint.max_shard_size"));
-    fault_point("checkpoint_files");
-    write_optimizer(tmp + "/optimizer.safetensors", layout, m, v, optim_step, stat_tensors, stats);
-    nlohmann::json files = nlohmann::json::object();
-    std::vector<std::string> names = model_files;
-    names.push_back("optimizer.safetensors");
-    for (const auto& f : names) files[f] = file_record(tmp + "/" + f);
-    return publish_checkpoint(run_dir, tmp, state, files, kSingleFileCheckpointVersion, nullptr,
-                              cfg);
+    try {
+        std::vector<SafetensorsTensor> weights;
+        for (const auto& s : layout.slices())
+            weights.push_back({s.name, DType::f32, s.shape, params + s.offset});
+        const auto model_files = write_safetensors_sharded(
+            tmp, "model", weights, {{"format", "meshlm"}, {"step", std::to_string(state.step)}},
+            parse_byte_size(cfg.max_shard_size, "checkpoint.max_shard_size"));
+        fault_point("checkpoint_files");
+        write_optimizer(tmp + "/optimizer.safetensors", layout, m, v, optim_step, stat_tensors,
+                        stats);
+        nlohmann::json files = nlohmann::json::object();
+        std::vector<std::string> names = model_files;
+        names.push_back("optimizer.safetensors");
+        for (const auto& f : names) files[f] = file_record(tmp + "/" + f);
+        return publish_checkpoint(run_dir, tmp, state, files, kSingleFileCheckpointVersion, nullptr,
+                                  cfg);
+    } catch (...) {
+        // A failed write (a full disk, an I/O error) leaves no partial files behind; the
+        // previous checkpoint and `latest` were never touched.
+        std::error_code ec;
+        fs::remove_all(tmp, ec);
+        throw;
+    }
 }
 
 std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
@@ -265,6 +287,7 @@ TrainerState read_checkpoint(const std::string& dir) {
         st.tokens_seen = j.at("tokens_seen");
         st.loader = j.at("loader");
         st.seed = j.at("rng").at("seed");
+        st.batch_offset = j.at("rng").value("batch_offset", 0L);
         if (!j.at("best_val_loss").is_null()) st.best_val = j.at("best_val_loss").get<double>();
         st.config_yaml = j.at("config");
         st.run_id = j.value("run_id", std::string());

@@ -39,10 +39,13 @@ inline constexpr int kShardedCheckpointVersion = 2;
 
 // Everything besides tensors that an exact resume needs.
 struct TrainerState {
-    long step = 0;                   // optimizer steps done
-    std::uint64_t tokens_seen = 0;   // training tokens consumed (all micro-batches)
-    nlohmann::json loader;           // DataLoader::state(); null with synthetic data
-    std::uint64_t seed = 0;          // train.seed: batches of step s draw Philox(seed, s)
+    long step = 0;                  // optimizer steps done
+    std::uint64_t tokens_seen = 0;  // training tokens consumed (all micro-batches)
+    nlohmann::json loader;          // DataLoader::state(); null with synthetic data
+    std::uint64_t seed = 0;         // train.seed: batches of step s draw Philox(seed, s)
+    // Synthetic data after rollbacks (train.nan_policy): batches of step s draw
+    // Philox(seed, s + batch_offset). 0 = none (and not written to trainer.json).
+    long batch_offset = 0;
     std::optional<double> best_val;  // best validation loss so far (checkpoint.only_better)
     std::string config_yaml;         // the run's resolved config
     // The run that wrote the checkpoint (run_owner.h); rotation deletes only checkpoints of the

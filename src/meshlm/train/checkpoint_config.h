@@ -12,6 +12,10 @@ struct CheckpointConfig {
     bool only_better = false;  // write only when the validation loss improved on the best so far
     std::string max_shard_size = "2GB";  // model.safetensors is split into shards above this
     std::string resume = "none";         // none | auto (continue from RUN_DIR/checkpoints/latest)
+    // A checkpoint that cannot be written (full disk, I/O error): stop (exit non-zero) or
+    // continue (warn, train on, try again at the next checkpoint). Either way the previous
+    // checkpoint and `latest` stay intact and the partial files are removed.
+    std::string on_error = "stop";
 };
 
 }  // namespace meshlm

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/ops/clip.h"
@@ -372,11 +373,37 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     st.loss = scored ? static_cast<float>(loss / static_cast<double>(scored)) : 0.f;
     if (!overlap && !streamed_) reduce_gradients();
     fold_moving_averages();
+    if (inject_nan_step_ > 0 && optim_.steps_taken() + 1 == inject_nan_step_) {
+        inject_nan_step_ = 0;
+        (plan_.stage >= 2 ? grad_shard_.data() : grads_.data())[0] =
+            std::numeric_limits<float>::quiet_NaN();
+    }
     st.grad_norm = clip_gradients();
     if (model_cfg_.vq()) st.vq = model_->vq_stats();
     st.lr = lr_at(optim_cfg_, optim_.steps_taken(), total_steps_);
+    if (step_check_ && !step_check_(st)) {
+        st.applied = false;
+        if (coord_on_) coord_on_ = false, model_->set_coord_stats(nullptr);
+        return st;
+    }
     update(st.lr);
     return st;
+}
+
+Learner::Held Learner::held_params() const {
+    if (plan_.stage >= 3) {
+        const auto [begin, count] = chunk_span();
+        return {param_shard_.data(), begin, begin + count};
+    }
+    return {params_.data(), 0, layout_.total()};
+}
+
+Learner::Held Learner::held_grads() const {
+    if (plan_.stage >= 2) {
+        const auto [begin, count] = chunk_span();
+        return {grad_shard_.data(), begin, begin + count};
+    }
+    return {grads_.data(), 0, layout_.total()};
 }
 
 void Learner::fold_moving_averages() {

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -51,6 +52,8 @@ struct StepStats {
     float grad_norm;  // global norm before clipping
     // model.attention vq: the last micro-batch's quantization on this rank (Transformer::vq_stats)
     std::optional<Transformer::VqStats> vq;
+    // false: the step check (Learner::set_step_check) refused the update, nothing changed
+    bool applied = true;
 };
 
 class Learner {
@@ -174,6 +177,28 @@ class Learner {
         drop_seed_ = seed, drop_row0_ = row0;
     }
 
+    // Called by every train_step once the step's loss and global gradient norm are known, just
+    // before the optimizer update (every rank calls it at the same point, so it may run
+    // collectives). false drops the update: parameters, optimizer state and step count stay as
+    // they were, and the step's StepStats has applied = false (train/nan_policy.h).
+    void set_step_check(std::function<bool(const StepStats&)> check) {
+        step_check_ = std::move(check);
+    }
+    // A dropped update counted as a step (train.nan_policy=skip): the optimizer's step count
+    // advances (schedule, dropout keys, checkpoints stay in step), nothing else changes.
+    void count_skipped_step() { optim_.set_steps_taken(optim_.steps_taken() + 1); }
+    // Test hook (train.debug_inject_nan_step): at optimizer step `step` (1-based; 0 = never) the
+    // first gradient element this rank holds becomes NaN just before the gradient norm, once.
+    void inject_nan_at(long step) { inject_nan_step_ = step; }
+    // What this rank holds of the parameters and of the last step's gradients: [begin, end) of
+    // layout(), at data (for naming the first non-finite tensor).
+    struct Held {
+        const float* data;
+        std::size_t begin, end;
+    };
+    Held held_params() const;
+    Held held_grads() const;
+
   private:
     // [begin, begin + count) of this rank's chunk without the padding past layout().total().
     std::pair<std::size_t, std::size_t> chunk_span() const;
@@ -225,6 +250,8 @@ class Learner {
     // Stages 0-1: the gradient all-reduce starts block by block during backward.
     GradReducer reducer_;
     std::vector<std::pair<std::size_t, std::size_t>> block_ranges_;  // [lo, hi) per block
+    std::function<bool(const StepStats&)> step_check_;
+    long inject_nan_step_ = 0;
     bool coord_on_ = false;
     CoordStats coord_;
     std::vector<double> update_sums_;

@@ -23,7 +23,9 @@ std::string metrics_json(const StepMetrics& m) {
     auto field = [&](const char* key, auto& v, bool exact) {
         if (!v) return;
         char buf[32];
-        if (exact)
+        if (!std::isfinite(static_cast<double>(*v)))  // a bad step (train.nan_policy): JSON null
+            s += std::string(", \"") + key + "\": null";
+        else if (exact)
             s += std::string(", \"") + key + "\": " + exact_float(*v);
         else {
             std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(*v));
@@ -38,6 +40,9 @@ std::string metrics_json(const StepMetrics& m) {
     field("val_loss", m.val_loss, true);
     if (m.comm_bytes) s += ", \"comm_bytes\": " + std::to_string(*m.comm_bytes);
     if (m.seq_len) s += ", \"seq_len\": " + std::to_string(*m.seq_len);
+    if (m.fault) s += ", \"fault\": \"" + *m.fault + "\"";
+    if (m.skipped_steps) s += ", \"skipped_steps\": " + std::to_string(*m.skipped_steps);
+    if (m.rolled_back_to) s += ", \"rolled_back_to\": " + std::to_string(*m.rolled_back_to);
     for (const auto& [key, values] :
          {std::pair{"coord", &m.coord}, {"update", &m.update}, {"vq", &m.vq}}) {
         if (values->empty()) continue;

@@ -25,6 +25,10 @@ struct StepMetrics {
     std::vector<std::pair<std::string, double>> coord, update;
     // model.attention vq: commitment error, codebook usage and entropy, as a "vq" object.
     std::vector<std::pair<std::string, double>> vq;
+    // train.nan_policy: why the step's update was refused ("non_finite", "spike"), the steps
+    // skipped so far (skip), the step of the checkpoint the run went back to (rollback).
+    std::optional<std::string> fault;
+    std::optional<long> skipped_steps, rolled_back_to;
 };
 
 // Formats a float so that reading it back gives the same bits.

@@ -26,9 +26,19 @@ struct TrainConfig {
     // The GEMMs' precision: fp32 | bf16 (bf16 operands, fp32 masters, sums, gradients and
     // optimizer state; model/linear.h) | auto (bf16 where the CPU has native bf16 dot products).
     std::string precision = "auto";
+    // Where training runs: auto | cpu | cuda (kernels::resolve_run_device).
+    std::string device = "auto";
     // Coordinate check during training: every this many steps, metrics.jsonl gets the mean
     // |activation| at every site and mean |update| / lr of every tensor (0 = never).
     int coord_interval = 0;
+    // A step with a non-finite loss or gradient norm, or a loss spike, is not applied; then
+    // halt | skip | rollback (train/nan_policy.h, docs/reliability.md).
+    std::string nan_policy = "halt";
+    int rollback_skip_batches = 200;  // rollback: batches skipped after the reloaded checkpoint
+    int max_rollbacks = 3;            // rollback: more than this many in one process halts
+    double spike_factor = 0;          // a loss above this x the running mean is a spike; 0 = off
+    int spike_window = 50;            // steps in the running mean (spikes are checked once full)
+    int debug_inject_nan_step = 0;    // tests only: a NaN gradient at this step (0 = never)
 };
 
 struct LogConfig {

@@ -24,9 +24,11 @@
 #include "meshlm/data/prepare.h"
 #include "meshlm/data/synthetic.h"
 #include "meshlm/io/weights.h"
+#include "meshlm/kernels/device.h"
 #include "meshlm/kernels/ops/bf16.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/machine.h"
+#include "meshlm/kernels/ops/run_device.h"
 #include "meshlm/model/flops.h"
 #include "meshlm/parallel/fault.h"
 #include "meshlm/parallel/local_comm.h"
@@ -34,12 +36,14 @@
 #include "meshlm/parallel/threads.h"
 #include "meshlm/train/all_ranks.h"
 #include "meshlm/train/checkpoint.h"
+#include "meshlm/train/checkpoint_failure.h"
 #include "meshlm/train/chunked_losses.h"
 #include "meshlm/train/evaluate.h"
 #include "meshlm/train/final_weights.h"
 #include "meshlm/train/init_from.h"
 #include "meshlm/train/learner.h"
 #include "meshlm/train/metrics.h"
+#include "meshlm/train/nan_policy.h"
 #include "meshlm/train/progress.h"
 #include "meshlm/train/run_owner.h"
 #include "meshlm/train/seq_warmup.h"
@@ -152,6 +156,7 @@ int available_cpus() {
 
 TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const TrainConfig& tc = job.train;
+    kernels::resolve_run_device(tc.device, "train.device");  // before anything is written
     // B is the micro-batch of one data-parallel rank; a step trains on B * accum * W rows.
     const int B = tc.batch_size, T = tc.seq_len, accum = tc.grad_accum;
     LocalComm local;
@@ -401,34 +406,158 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     if (job.data.synthetic && W > 1)
         all_tokens.resize(per_micro * W), all_targets.resize(per_micro * W);
 
-    auto save_checkpoint = [&](long step) {
+    // Synthetic batches skipped by rollbacks (train.nan_policy): step s draws Philox(seed, s +
+    // batch_offset). The step of the newest checkpoint this process knows to exist.
+    long batch_offset = resume ? resume->batch_offset : 0;
+    long last_saved = resume ? start_step : -1;
+    const std::uint64_t ckpt_bytes = checkpoint_bytes_estimate(
+        learner.full_layout().total(), optimizer_slots(job.optim.name).count(),
+        learner.optimizer().stat_floats());
+    // Writes the checkpoint of `step`; false when it failed and checkpoint.on_error=continue
+    // (`must`: the run stops after it anyway, so a failure always throws).
+    auto save_checkpoint = [&](long step, bool must) {
         TrainerState st;
         st.step = step;
         st.tokens_seen = tokens_seen;
         if (train_data) st.loader = train_data->state();
         st.seed = tc.seed;
+        st.batch_offset = batch_offset;
         st.best_val = best_val;
         st.config_yaml = job.resolved_yaml;
         st.run_id = run_id;
         const auto t0 = Clock::now();
-        if (world.size() > 1) {
-            // Every rank writes its own shard (collective); nothing is gathered.
-            result.last_checkpoint = write_sharded_checkpoint(
-                mesh, learner, job.model, job.parallel.zero_stage, job.run_dir, st, job.checkpoint);
-        } else {
-            // One process: the single-file format (a ZeRO stage >= 1 on one rank still keeps
-            // its moments apart from optimizer(); gather_optimizer() gives them whole).
-            const float* params = learner.full_params();
-            auto whole = learner.gather_optimizer();
-            result.last_checkpoint =
-                write_checkpoint(job.run_dir, st, learner.full_layout(), params,
-                                 whole ? *whole : learner.optimizer(), job.checkpoint);
-        }
+        const int every = job.checkpoint.interval;
+        CheckpointAttempt attempt{job.run_dir,
+                                  step,
+                                  ckpt_bytes,
+                                  job.checkpoint.on_error,
+                                  must,
+                                  every > 0 && step < tc.steps
+                                      ? std::min<long>((step / every + 1) * every, tc.steps)
+                                      : 0};
+        const auto dir = write_checkpoint_or_report(
+            [&] {
+                // Several ranks: each writes its own shard (collective); nothing is gathered.
+                if (world.size() > 1)
+                    return write_sharded_checkpoint(mesh, learner, job.model,
+                                                    job.parallel.zero_stage, job.run_dir, st,
+                                                    job.checkpoint);
+                // One process: the single-file format (a ZeRO stage >= 1 on one rank still
+                // keeps its moments apart from optimizer(); gather_optimizer() gives them whole).
+                const float* params = learner.full_params();
+                auto whole = learner.gather_optimizer();
+                return write_checkpoint(job.run_dir, st, learner.full_layout(), params,
+                                        whole ? *whole : learner.optimizer(), job.checkpoint);
+            },
+            attempt, out);
+        if (!dir) return false;
+        result.last_checkpoint = *dir;
+        last_saved = step;
         char line[64];
         std::snprintf(line, sizeof line, " (%.2f s)",
                       std::chrono::duration<double>(Clock::now() - t0).count());
         out << "step " << std::setw(6) << step << "/" << tc.steps << " | checkpoint "
             << result.last_checkpoint << line << "\n";
+        return true;
+    };
+
+    // Bad steps (train.nan_policy, nan_policy.h): the guard sees each step's loss and gradient
+    // norm before its update; a refused update leaves `bad` saying why.
+    const NanPolicy nan_policy = parse_nan_policy(tc.nan_policy);
+    StepGuard guard(tc, world);
+    StepFault bad = StepFault::none;
+    learner.set_step_check([&](const StepStats& s) {
+        bad = guard.check(s.loss, s.grad_norm);
+        return bad == StepFault::none;
+    });
+    if (tc.debug_inject_nan_step > 0 && world.rank() == world.size() - 1)
+        learner.inject_nan_at(tc.debug_inject_nan_step);
+    long skipped_steps = 0;
+    int rollbacks = 0;
+    // Stops the run after a bad step at `done`, with a checkpoint of the step before it.
+    auto halt_run = [&](long done, const std::string& what, const std::string& why) {
+        const long good = done - 1;
+        std::string saved;
+        if (good % n_update != 0) {
+            saved = "no checkpoint of step " + std::to_string(good) +
+                    " (model.vq.update_len: checkpoints are written at batch ends)";
+        } else {
+            try {
+                if (last_saved != good) save_checkpoint(good, true);
+                saved = "the weights and optimizer state of step " + std::to_string(good) +
+                        " are in " + job.run_dir + "/checkpoints/step_" + std::to_string(good) +
+                        " (--resume " + job.run_dir + " continues from them)";
+            } catch (const std::exception& e) {
+                saved = e.what();
+            }
+        }
+        out.flush();  // the console lines before the error
+        MESHLM_INVALID(
+            "training halted (train.nan_policy=", nan_policy_name(nan_policy), why, "): ", what,
+            ". The update of step ", done, " was not applied; ", saved,
+            ". To train past such steps set train.nan_policy=skip or rollback; if the loss "
+            "diverges, lower optim.lr (now ",
+            job.optim.lr, ")",
+            job.optim.grad_clip > 0 ? "" : " or set optim.grad_clip (clipping is off)");
+    };
+    // Reloads checkpoint `dir` and skips the next train.rollback_skip_batches batches; returns
+    // the checkpoint's step.
+    auto roll_back = [&](const std::string& dir) {
+        const TrainerState s = read_checkpoint(dir);
+        load_learner_checkpoint(dir, s, job.model, learner, mesh);
+        tokens_seen = s.tokens_seen;
+        best_val = s.best_val;
+        batch_offset = s.batch_offset;
+        if (job.data.synthetic)
+            batch_offset += static_cast<long>(tc.rollback_skip_batches) * n_update;
+        if (train_data) {
+            train_data->restore(s.loader);
+            for (long b = 0; b < tc.rollback_skip_batches; ++b) {
+                const StepShape sh = step_shape(tc, s.step + b * n_update);
+                for (int m = 0; m < accum; ++m)
+                    train_data->next_batch(sh.rows * W, sh.len, tokens.data(), targets.data(),
+                                           dp_rank, W);
+            }
+        }
+        guard.clear();
+        last_saved = s.step;
+        return s.step;
+    };
+    // A step at `done` whose update was refused: say why, then halt (throws), skip (returns
+    // nullopt) or roll back (returns the step of the checkpoint reloaded).
+    auto on_bad_step = [&](long done, const StepStats& st) -> std::optional<long> {
+        const std::string site =
+            bad == StepFault::non_finite ? first_nonfinite_site(world, learner, st.loss) : "";
+        const std::string what = describe_step_fault(bad, done, st, guard, site);
+        StepMetrics m;
+        m.step = done, m.loss = st.loss, m.grad_norm = st.grad_norm, m.fault = step_fault_name(bad);
+        if (nan_policy == NanPolicy::halt) {
+            if (metrics) metrics->write(m);
+            halt_run(done, what, "");
+        }
+        if (nan_policy == NanPolicy::skip) {
+            learner.count_skipped_step();
+            ++skipped_steps;
+            out << what << ": update skipped (train.nan_policy=skip; " << skipped_steps
+                << " skipped so far)\n";
+            return std::nullopt;  // the step's log line and metrics say the rest
+        }
+        const std::optional<std::string> dir = latest_checkpoint(job.run_dir);
+        if (rollbacks >= tc.max_rollbacks || !dir) {
+            if (metrics) metrics->write(m);
+            halt_run(done, what,
+                     dir ? " after " + std::to_string(rollbacks) + " rollbacks, train.max_rollbacks"
+                         : std::string(", with no checkpoint yet to roll back to"));
+        }
+        const long to = roll_back(*dir);
+        ++rollbacks;
+        m.rolled_back_to = to;
+        if (metrics) metrics->write(m);
+        out << what << ": rolled back to " << *dir << " (step " << to << "), skipping the next "
+            << tc.rollback_skip_batches << " batches (train.nan_policy=rollback; rollback "
+            << rollbacks << " of at most " << tc.max_rollbacks << ")\n";
+        out.flush();
+        return to;
     };
 
     StopSignals stop;
@@ -440,7 +569,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         // Staged sequence-length warmup: shorter rows, more of them, same tokens per step.
         const StepShape shape = step_shape(tc, step);
         const int Ts = shape.len, Bs = shape.rows;
-        Philox rng(tc.seed, 0xDA7A0000ull + static_cast<std::uint64_t>(step));
+        Philox rng(tc.seed, 0xDA7A0000ull + static_cast<std::uint64_t>(step + batch_offset));
         const int chunk = static_cast<int>(step % n_update);
         std::int32_t* batch_tok = n_update > 1 ? batch_tokens.data() : tokens.data();
         std::int32_t* batch_tgt = n_update > 1 ? batch_targets.data() : targets.data();
@@ -473,16 +602,20 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         StepStats st =
             learner.train_step(tokens.data(), targets.data(), accum, Bs, n_update > 1 ? U : Ts);
         const std::uint64_t step_bytes = mesh.bytes_sent();
-        if (!std::isfinite(st.loss))
-            MESHLM_INVALID("training diverged at step ", step + 1, " (loss ", st.loss,
-                           "); lower optim.lr or enable optim.grad_clip");
+        if (!st.applied) {
+            if (const auto back = on_bad_step(step + 1, st)) {
+                step = *back - 1;  // rolled back: the loop goes on after the checkpoint's step
+                interval_start = Clock::now(), interval_tokens = 0;
+                continue;
+            }
+        }
         interval_tokens += static_cast<long>(per_micro / n_update) * accum * W;
         tokens_seen += per_micro / n_update * accum * W;
         result.final_loss = st.loss;
 
         const long done = step + 1;
         const bool last = done == tc.steps;
-        const bool log_now = done % job.log.interval == 0 || last;
+        const bool log_now = done % job.log.interval == 0 || last || !st.applied;
         const bool eval_now =
             !job.data.synthetic &&
             ((job.log.eval_interval > 0 && done % job.log.eval_interval == 0) || last);
@@ -490,6 +623,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             job.checkpoint.interval > 0 && (done % job.checkpoint.interval == 0 || last);
         StepMetrics m;
         m.step = done;
+        if (!st.applied) m.fault = step_fault_name(bad);
+        if (skipped_steps > 0) m.skipped_steps = skipped_steps;
         if (coord_now) coord_check_metrics(learner, world, m);
         if (log_now) {
             if (tc.seq_warmup_steps > 0) m.seq_len = Ts;
@@ -526,6 +661,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                               100 * st.vq->usage, st.vq->entropy);
                 out << line;
             }
+            if (skipped_steps > 0) out << " | skipped " << skipped_steps;
             if (world.size() > 1)
                 out << " | sent " << human_bytes(static_cast<double>(step_bytes)) << "/rank";
             // Elapsed since this process started training; the ETA from its mean step time.
@@ -567,7 +703,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                     : stop.signal() == SIGINT ? "SIGINT"
                                               : "SIGTERM")
                 << ": stopping after step " << done << "\n";
-            save_checkpoint(done);
+            save_checkpoint(done, true);
             result.interrupted = true;
             out << "resume with: " << resume_command(world.size(), job.run_dir) << "\n";
             out.flush();
@@ -588,7 +724,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                         << " | no checkpoint: validation loss " << *val_now
                         << " did not improve on " << *best_val << "\n";
             }
-            if (write) save_checkpoint(done);
+            if (write) save_checkpoint(done, false);
         }
         if (log_now || eval_now || ckpt_due) {
             out.flush();

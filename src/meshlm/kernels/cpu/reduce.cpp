@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "meshlm/kernels/kernels.h"
@@ -45,6 +46,24 @@ void scale(float* x, float s, std::size_t n) {
 void clamp(float* x, float limit, std::size_t n) {
 #pragma omp parallel for simd schedule(static)
     for (std::size_t i = 0; i < n; ++i) x[i] = std::min(std::max(x[i], -limit), limit);
+}
+
+double sum_f64(const float* x, std::size_t n) {
+    double s = 0;
+    for (std::size_t i = 0; i < n; ++i) s += x[i];
+    return s;
+}
+
+double abs_sum_rows(const float* x, int rows, int width, int ld) {
+    double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+    for (int r = 0; r < rows; ++r) {
+        const float* row = x + static_cast<std::size_t>(r) * ld;
+        double t = 0;
+        for (int c = 0; c < width; ++c) t += std::fabs(row[c]);
+        s += t;
+    }
+    return s;
 }
 
 }  // namespace meshlm::kernels

@@ -3,6 +3,7 @@
 // for NaN), and widening by a 16-bit shift.
 #include <cstdint>
 
+#include "meshlm/kernels/cuda/bf16.cuh"
 #include "meshlm/kernels/cuda/check.h"
 #include "meshlm/kernels/cuda/cuda_kernels.h"
 #include "meshlm/kernels/cuda/reduce.cuh"
@@ -12,15 +13,6 @@ namespace meshlm::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ inline std::uint16_t bits_bf16(float x) {
-    const std::uint32_t u = __float_as_uint(x);
-    return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
-__device__ inline float widen(std::uint16_t h) {
-    return __uint_as_float(static_cast<std::uint32_t>(h) << 16);
-}
 
 #define MESHLM_GRID_STRIDE(i, n)                                                      \
     for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < (n); \

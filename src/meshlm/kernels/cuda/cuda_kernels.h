@@ -62,6 +62,35 @@ void glu_backward(Act act, float* dh, const float* h, const float* dout, int N, 
 // --- Loss, optimizer (cross_entropy.cu, adamw.cu) ---
 void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
                            float dlogits_scale, float z_loss);
+// Host-read sums (stats.cu): sum of x in double; sum |x| over rows of width at stride ld; sum
+// of |scale q_i . k_j| over b, h and every (i, j) pair.
+double sum_f64(const float* x, std::size_t n);
+double abs_sum_rows(const float* x, int rows, int width, int ld);
+double attention_score_abs_sum(const float* qkv, int B, int T, int H, int Hkv, int D, float scale);
+// kernels.h's Transformer-VQ codebook pieces and nearest-code search (vq_codebook.cu). The VQ
+// attention itself has no CUDA kernel yet (ops/vq_attention.cpp refuses it by name).
+void vq_quantize(std::int32_t* z, float* err, const float* k, int ldk, const float* codebook, int N,
+                 int S, int dk);
+void vq_codebook(float* codebook, const float* c_sum, const float* c_count, int S, int dk);
+void vq_commit_grad(float* dk, int ldd, const float* k, int ldk, const float* codebook,
+                    const std::int32_t* z, int N, int w, float scale);
+void vq_codebook_stats(float* c_sum, float* c_count, const float* k, int ldk, const std::int32_t* z,
+                       int N, int S, int dk);
+// kernels.h's element-wise fill, mul_rows and axpy (elementwise.cu).
+void fill(float* x, float value, std::size_t n);
+void mul_rows(float* out, int ldo, const float* a, int lda, const float* b, int ldb, int N, int C);
+void axpy(float* y, const float* x, float alpha, std::size_t n);
+// kernels.h's kv_store (kv_store.cu); indices are the caller's to keep in range.
+void kv_store(float* k_pool, float* v_pool, const float* qkv, int W, const int32_t* tables, int n,
+              const int32_t* pos, int M, int block, int H, int Hkv, int D);
+// vocab_parallel.h's phases of a cross-entropy over a vocabulary shard (vocab_parallel.cu).
+void ce_row_max(float* row_max, const float* logits, const int32_t* targets, int N, int Vl,
+                int ldv);
+void ce_row_sums(float* stats, float* logits, const int32_t* targets, const float* row_max, int v0,
+                 int N, int Vl, int ldv, bool store);
+void ce_finish(float* logits, float* losses, const int32_t* targets, const float* row_max,
+               const float* stats, int v0, int N, int Vl, int ldv, float dlogits_scale,
+               float z_loss);
 void adamw(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float beta1,
            float beta2, float eps, float weight_decay, long step, float grad_scale);
 
@@ -79,6 +108,13 @@ void embedding_backward_vocab_range(float* dwte, const float* dout, const int32_
 // out[n] += wpe[n % T]; dwpe[n % T] += dout[n], in n order.
 void position_embedding_forward(float* out, const float* wpe, int N, int T, int C);
 void position_embedding_backward(float* dwpe, const float* dout, int N, int T, int C);
+// kernels.h's positions (positions.cu): rounded learned rows, scaled sinusoids and the scale's
+// gradient.
+void position_embedding_forward_bf16(float* out, const float* wpe, int N, int T, int C);
+void sinusoid_position_forward(float* out, const float* table, const float* scale,
+                               const int32_t* pos0, int N, int T, int C, bool round_scale);
+void sinusoid_position_backward(float* dscale, const float* dout, const float* table,
+                                const int32_t* pos0, int N, int T, int C);
 
 // --- Causal attention (attention_forward.cu, attention_backward.cu) ---
 // kernels.h's contract (qkv layout, GQA, ALiBi, scale 0 = 1/sqrt(D), lse saved, dqkv

@@ -119,4 +119,33 @@ void attention_paged(const Tensor& out, const Tensor& q, const Tensor& k_pool, c
                                            h.Hkv, s.D, alibi.f32(), h.scale, act_of(h)));
 }
 
+void kv_store(const Tensor& k_pool, const Tensor& v_pool, const Tensor& qkv, const Tensor& tables,
+              const Tensor& pos, int H) {
+    constexpr const char* op = "kv_store";
+    const Device d = common_device(
+        op,
+        {{"k_pool", k_pool}, {"v_pool", v_pool}, {"qkv", qkv}, {"tables", tables}, {"pos", pos}});
+    expect_f32(op, {{"k_pool", k_pool}, {"v_pool", v_pool}, {"qkv", qkv}});
+    expect_dtype(op, {"tables", tables}, DType::i32);
+    expect_dtype(op, {"pos", pos}, DType::i32);
+    const auto [M, W] = expect_rows(op, {"qkv", qkv});
+    const Shape& ks = expect_ndim(op, {"k_pool", k_pool}, 4);
+    expect_shape(op, {"v_pool", v_pool}, ks);
+    const Shape& ts = expect_ndim(op, {"tables", tables}, 2);
+    if (ts[0] != M) expect_shape(op, {"tables", tables}, Shape{M, ts[1]});
+    expect_shape(op, {"pos", pos}, Shape{M});
+    const int blocks = as_int(op, "blocks", ks[0]), Hkv = as_int(op, "Hkv", ks[1]);
+    const int block = as_int(op, "block", ks[2]), D = as_int(op, "D", ks[3]);
+    if (static_cast<std::int64_t>(H + 2 * Hkv) * D > W)
+        throw Error(detail::concat(op, ": ", H, " query and 2 x ", Hkv, " key/value heads of ", D,
+                                   " do not fit qkv's rows of ", W));
+    const int n = as_int(op, "blocks per row", ts[1]);
+    kernels::require_device(d, op);
+    if (d == Device::cpu)
+        return kernels::kv_store(k_pool.f32(), v_pool.f32(), qkv.f32(), W, i32(tables), n, i32(pos),
+                                 M, blocks, block, H, Hkv, D);
+    MESHLM_ON_CUDA(op, kernels::cuda::kv_store(k_pool.f32(), v_pool.f32(), qkv.f32(), W,
+                                               i32(tables), n, i32(pos), M, block, H, Hkv, D));
+}
+
 }  // namespace meshlm::ops

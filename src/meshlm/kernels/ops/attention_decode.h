@@ -10,6 +10,13 @@
 //   paged:  k_pool, v_pool [num_blocks, Hkv, block, D]; tables i32 [M, blocks per row]: row m's
 //           position j is at offset j % block of block tables[m, j / block]; lens i32 [M] >= 1
 // H a multiple of Hkv, D <= 256.
+//
+// kv_store writes each row's key and value heads into a cache before it attends: row m of qkv
+// [M, W] holds key head h at columns (H + h) D and value head h at (H + Hkv + h) D; they go to
+// position pos[m] % block of block tables[m, pos[m] / block] of k_pool / v_pool [blocks, Hkv,
+// block, D] (a dense KV cache [S, Hkv, Tmax, D] is the pool with block = Tmax and tables [M, 1]
+// the sequence of each row). tables i32 [M, n], pos i32 [M]; an entry out of range throws on
+// the CPU.
 #pragma once
 
 #include "meshlm/core/tensor.h"
@@ -31,5 +38,8 @@ void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache,
 void attention_paged(const Tensor& out, const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                      const Tensor& tables, const Tensor& lens, const Tensor& alibi_slopes,
                      const DecodeHeads& heads);
+
+void kv_store(const Tensor& k_pool, const Tensor& v_pool, const Tensor& qkv, const Tensor& tables,
+              const Tensor& pos, int H);
 
 }  // namespace meshlm::ops

@@ -85,13 +85,18 @@ void embedding_backward(const Tensor& dwte, const Tensor& dwpe, const Tensor& do
     });
 }
 
-void position_embedding_forward(const Tensor& out, const Tensor& wpe, int T) {
+void position_embedding_forward(const Tensor& out, const Tensor& wpe, int T, bool round_bf16) {
     constexpr const char* op = "position_embedding_forward";
     const Device d = common_device(op, {{"out", out}, {"wpe", wpe}});
     const auto [N, C] = check_positions(op, {"out", out}, {"wpe", wpe}, T);
     kernels::require_device(d, op);
-    if (d == Device::cpu) return kernels::position_embedding_forward(out.f32(), wpe.f32(), N, T, C);
-    MESHLM_ON_CUDA(op, kernels::cuda::position_embedding_forward(out.f32(), wpe.f32(), N, T, C));
+    if (d == Device::cpu)
+        return round_bf16 ? kernels::position_embedding_forward_bf16(out.f32(), wpe.f32(), N, T, C)
+                          : kernels::position_embedding_forward(out.f32(), wpe.f32(), N, T, C);
+    MESHLM_ON_CUDA(
+        op, round_bf16
+                ? kernels::cuda::position_embedding_forward_bf16(out.f32(), wpe.f32(), N, T, C)
+                : kernels::cuda::position_embedding_forward(out.f32(), wpe.f32(), N, T, C));
 }
 
 void position_embedding_backward(const Tensor& dwpe, const Tensor& dout, int T) {
@@ -102,6 +107,61 @@ void position_embedding_backward(const Tensor& dwpe, const Tensor& dout, int T) 
     if (d == Device::cpu)
         return kernels::position_embedding_backward(dwpe.f32(), dout.f32(), N, T, C);
     MESHLM_ON_CUDA(op, kernels::cuda::position_embedding_backward(dwpe.f32(), dout.f32(), N, T, C));
+}
+
+namespace {
+
+// rows [N, C], table [P, C], scale [1], pos0 i32 [N / T] when present; N a multiple of T.
+Rows check_sinusoid(const char* op, const Arg& rows, const Tensor& table, const Arg& scale,
+                    const Tensor& pos0, int T) {
+    expect_f32(op, {rows, {"table", table}, scale});
+    const Rows r = expect_rows(op, rows);
+    const auto [P, Cp] = expect_rows(op, {"table", table});
+    if (Cp != r.C) expect_shape(op, {"table", table}, Shape{P, r.C});
+    expect_shape(op, scale, Shape{1});
+    if (T < 1 || r.N % T != 0)
+        throw Error(detail::concat(op, ": T = ", T, " must divide the ", r.N, " rows"));
+    if (present(pos0)) {
+        expect_dtype(op, {"pos0", pos0}, DType::i32);
+        expect_shape(op, {"pos0", pos0}, Shape{r.N / T});
+    } else if (T > P) {
+        throw Error(detail::concat(op, ": T = ", T, " positions but the table has ", P, " rows"));
+    }
+    return r;
+}
+
+const std::int32_t* i32(const Tensor& t) {
+    return static_cast<const std::int32_t*>(t.data);
+}
+
+}  // namespace
+
+void sinusoid_position_forward(const Tensor& out, const Tensor& table, const Tensor& scale,
+                               const Tensor& pos0, int T, bool round_scale) {
+    constexpr const char* op = "sinusoid_position_forward";
+    const Device d =
+        common_device(op, {{"out", out}, {"table", table}, {"scale", scale}}, {{"pos0", pos0}});
+    const auto [N, C] = check_sinusoid(op, {"out", out}, table, {"scale", scale}, pos0, T);
+    kernels::require_device(d, op);
+    if (d == Device::cpu)
+        return kernels::sinusoid_position_forward(out.f32(), table.f32(), scale.f32(), i32(pos0), N,
+                                                  T, C, round_scale);
+    MESHLM_ON_CUDA(op, kernels::cuda::sinusoid_position_forward(out.f32(), table.f32(), scale.f32(),
+                                                                i32(pos0), N, T, C, round_scale));
+}
+
+void sinusoid_position_backward(const Tensor& dscale, const Tensor& dout, const Tensor& table,
+                                const Tensor& pos0, int T) {
+    constexpr const char* op = "sinusoid_position_backward";
+    const Device d =
+        common_device(op, {{"dout", dout}, {"table", table}, {"dscale", dscale}}, {{"pos0", pos0}});
+    const auto [N, C] = check_sinusoid(op, {"dout", dout}, table, {"dscale", dscale}, pos0, T);
+    kernels::require_device(d, op);
+    if (d == Device::cpu)
+        return kernels::sinusoid_position_backward(dscale.f32(), dout.f32(), table.f32(), i32(pos0),
+                                                   N, T, C);
+    MESHLM_ON_CUDA(op, kernels::cuda::sinusoid_position_backward(dscale.f32(), dout.f32(),
+                                                                 table.f32(), i32(pos0), N, T, C));
 }
 
 }  // namespace meshlm::ops
