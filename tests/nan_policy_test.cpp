@@ -21,11 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ModelConfig tiny_model() {
-    ModelConfig m;
-    m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 300, m.max_seq_len = 16;
-    return m;
-}
+using test::tiny_model;
 
 // Synthetic tokens, fp32, one thread, a checkpoint every `interval` steps (10 kept).
 std::string flags(const std::string& dir, int steps, int interval) {

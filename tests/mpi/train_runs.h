@@ -13,9 +13,6 @@
 
 namespace meshlm::test {
 
-// The model of the train tests: 2 layers, width 32, 2 heads (MLP width 128), vocabulary 300,
-// context 16 -- heads, MLP and vocabulary all split over 2 model ranks.
-ModelConfig tiny_model();
 // Flags training tiny_model() on synthetic tokens (drawn per global batch) for `steps` steps,
 // `batch` rows per data-parallel rank, `accum` micro-batches, a checkpoint every
 // `checkpoint_interval` steps (0: none), into `dir`, one thread, logging every step.
