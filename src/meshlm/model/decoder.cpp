@@ -181,8 +181,7 @@ const float* Decoder::step(const float* params, const std::int32_t* tokens) {
     for (int m = 0; m < M; ++m) stack_.embed(m, tokens[active_[m]], pos_);
     const Attention& attn = stack_.attention();
     const int W = attn.qkv_width();
-    const Tensor slopes =
-        attn.slopes.empty() ? Tensor{} : view(attn.slopes.data(), {attn.Hl}, attn.device);
+    const Tensor slopes = attn.slopes_view();
     stack_.blocks(M, pos_rows_.data(), [&](int l, const float* qkv, float* y) {
         store_kv(l, qkv, active_.data(), pos_rows_.data(), M);
         const Device d = attn.device;
