@@ -103,7 +103,8 @@ EOF
 fi
 # 3, 4 and meshlm's row of 6: meshlm training on the GPU.
 fpt=$(sed -n 's/.*"flops_per_token": *\([0-9.e+]*\).*/\1/p' "$log" | head -1)
-bash scripts/gpu_model_check.sh "$bundle" "${OUT:-.}/gpu_runs" "$log" "$fpt" >>"$report"
-rm -rf "${OUT:-.}/gpu_runs"
+runs=$(mktemp -d)
+bash scripts/gpu_model_check.sh "$bundle" "$runs" "$log" "$fpt" >>"$report"
+rm -rf "$runs"
 cat "$report"
 [ "$ops_rc" -eq 0 ]

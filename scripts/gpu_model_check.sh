@@ -10,10 +10,13 @@
 #    final model.safetensors compared byte for byte.
 # 6. GPT-2 124M, bf16, batch 16 x T 1024, 10 steps: tokens/s (median of steps 4-10), MFU
 #    against the GPU's dense bf16 peak, peak GPU memory (nvidia-smi, sampled every 100 ms).
+#
+# GPU_CHECK_DEVICE=cpu runs the "GPU" side on the CPU: a dry run of this script on any machine.
 set -uo pipefail
 bundle=$1 work=$2 log=$3 fpt=${4:-}
+dev=${GPU_CHECK_DEVICE:-cuda}
 m="$bundle/bin/meshlm"
-corpus="$PWD/$bundle/fortunes"
+corpus="$(cd "$bundle" && pwd)/fortunes"
 mkdir -p "$work"
 
 # train NAME ARGS...: a run in $work/NAME; its output in $work/NAME.out and the log.
@@ -59,10 +62,10 @@ echo "50 steps of \`meshlm train\`, train.device=cuda against train.device=cpu, 
 echo
 echo "| run | steps | GPU loss first / last | CPU loss first / last | max abs loss diff |"
 echo "|---|---|---|---|---|"
-train default_gpu "${default_args[@]}" --config.train.device=cuda
+train default_gpu "${default_args[@]}" --config.train.device="$dev"
 train default_cpu "${default_args[@]}" --config.train.device=cpu
 compare "default run (0.84M GPT-2, fortunes)" default_gpu default_cpu
-train gpt2_gpu "${gpt2_args[@]}" --config.train.device=cuda
+train gpt2_gpu "${gpt2_args[@]}" --config.train.device="$dev"
 train gpt2_cpu "${gpt2_args[@]}" --config.train.device=cpu
 compare "GPT-2 small (124M, synthetic, 2 x 256)" gpt2_gpu gpt2_cpu
 grep -h "^device:" "$work/default_gpu.out" | head -1 | sed 's/^/GPU run: /'
@@ -71,16 +74,19 @@ echo
 echo "## 4. Exact resume on the GPU"
 echo
 resume_args=("${default_args[@]}" --config.train.steps=40 --config.checkpoint.interval=20
-  --config.train.device=cuda)
+  --config.train.device="$dev")
 train whole "${resume_args[@]}"
 train resumed --resume "$work/whole/checkpoints/step_20" --config.log.dir="$work/resumed" \
-  --config.train.device=cuda
-same_losses=$(diff <(losses whole | tail -20) <(losses resumed) >/dev/null && echo yes || echo no)
-if cmp -s "$work/whole/model.safetensors" "$work/resumed/model.safetensors"; then
-  same_weights=yes
-else
-  same_weights=no
+  --config.train.device="$dev"
+# Both runs must have finished: 40 losses, 20 after the resume, and both weight files.
+same_losses=no
+if [ "$(losses whole | wc -l)" -eq 40 ] && [ "$(losses resumed | wc -l)" -eq 20 ] &&
+  diff <(losses whole | tail -20) <(losses resumed) >/dev/null; then
+  same_losses=yes
 fi
+same_weights=no
+[ -s "$work/whole/model.safetensors" ] &&
+  cmp -s "$work/whole/model.safetensors" "$work/resumed/model.safetensors" && same_weights=yes
 echo "40 steps uninterrupted against 20 + 20 resumed from step_20: losses of steps 21-40" \
   "identical: $same_losses; final model.safetensors byte-identical: $same_weights"
 echo
@@ -93,7 +99,7 @@ nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 >"$wor
 smi=$!
 train gpt2_bf16 --config configs/gpt2-small.yaml --config.data.synthetic=true \
   --config.train.batch_size=16 --config.train.seq_len=1024 --config.train.precision=bf16 \
-  --config.train.steps=10 --config.log.interval=1 --config.train.device=cuda
+  --config.train.steps=10 --config.log.interval=1 --config.train.device="$dev"
 kill "$smi" 2>/dev/null
 wait "$smi" 2>/dev/null
 GPU="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" FPT="$fpt" python3 - \

@@ -663,12 +663,14 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                                  model_flops_utilization(tps, flops_per_token, peak, world.size()));
             if (world.size() > 1) m.comm_bytes = step_bytes;
             char line[320];
-            std::snprintf(
-                line, sizeof line,
-                "step %6ld/%ld | loss %.4f | lr %.3e | grad_norm %.3f | %s tok/s | mfu %.1f%%",
-                done, static_cast<long>(tc.steps), st.loss, st.lr, st.grad_norm,
-                human_count(tps).c_str(), 100 * m.mfu.value_or(0.0));
+            std::snprintf(line, sizeof line,
+                          "step %6ld/%ld | loss %.4f | lr %.3e | grad_norm %.3f | %s tok/s", done,
+                          static_cast<long>(tc.steps), st.loss, st.lr, st.grad_norm,
+                          human_count(tps).c_str());
             out << line;
+            // No MFU without a peak (a GPU without train.peak_gflops).
+            if (m.mfu) std::snprintf(line, sizeof line, " | mfu %.1f%%", 100 * *m.mfu);
+            out << (m.mfu ? line : " | mfu n/a");
             if (st.vq) {
                 m.vq = {{"commit", st.vq->commit},
                         {"usage", st.vq->usage},
