@@ -99,8 +99,8 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
         ->capture_default_str()
         ->check(at_least(0));
     cmd->add_option("--device", a->device,
-                    "where the model runs: cpu, cuda (refused with the reason: the model cannot "
-                    "run on a GPU yet) or auto (the CPU for now)")
+                    "where the model runs: cpu, cuda (refused with the reason: decoding runs on "
+                    "the host yet; training runs on a GPU) or auto (the CPU for now)")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, prompt, &overrides] {
