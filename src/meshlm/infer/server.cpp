@@ -68,6 +68,7 @@ struct CompletionRequest {
     std::vector<std::string> prompt_texts;  // for echo
     int n = 1, max_tokens = 16, logprobs = -1;
     bool echo = false, stream = false, include_usage = false;
+    bool chat = false;  // /v1/chat/completions: chat.completion objects, deltas when streaming
     SeqSpec base;
 };
 
@@ -237,7 +238,42 @@ struct Server::Impl {
         } else {
             bad("prompt", "'prompt' must be a string, a list of strings or token ids");
         }
+        parse_options(body, r);
+        return r;
+    }
 
+    // The chat request: the prompt is the chat template over `messages` (the body parsed again
+    // with its keys in order: a template's tojson writes them as the client sent them).
+    CompletionRequest parse_chat(const httplib::Request& req, const json& body) {
+        CompletionRequest r;
+        r.chat = true;
+        if (body.contains("model") && !body["model"].is_null() && !body["model"].is_string())
+            bad("model", "'model' must be a string");
+        if (!body.contains("messages")) bad("messages", "'messages' is required");
+        for (const char* key : {"echo", "suffix", "best_of", "prompt"})
+            if (body.contains(key) && !body[key].is_null())
+                bad(key, std::string("'") + key + "' is not a chat completion parameter");
+        const ChatSetup& chat = opt.chat;
+        const ChatTemplate& tmpl = chat.tmpl ? *chat.tmpl : fallback_template();
+        const std::string prompt =
+            render_chat_prompt(jinja::Json::parse(req.body)["messages"], tmpl);
+        std::vector<std::int32_t> ids = tok.encode(prompt);
+        if (ids.empty()) ids = {tok.eot_id()};
+        r.prompts.push_back(std::move(ids));
+        r.prompt_texts.push_back(prompt);
+        parse_options(body, r);
+        r.base.stop_ids = chat.stop_ids;
+        for (const std::string& s : chat.stop_strings) r.base.stop.push_back(s);
+        return r;
+    }
+
+    static const ChatTemplate& fallback_template() {
+        static const ChatTemplate t = ChatTemplate::fallback();
+        return t;
+    }
+
+    // What completions and chat completions share: n, max_tokens, sampling, stop, logprobs.
+    void parse_options(const json& body, CompletionRequest& r) {
         const int ctx = engine.context();
         r.n = static_cast<int>(integer(body, "n", 1, 1, opt.max_n));
         if (body.contains("best_of") && !body["best_of"].is_null() &&
@@ -247,10 +283,22 @@ struct Server::Impl {
             bad("n", std::to_string(r.prompts.size()) +
                          " prompts x n = " + std::to_string(r.prompts.size() * r.n) +
                          " completions exceed " + std::to_string(opt.max_choices) + " per request");
-        r.max_tokens = static_cast<int>(integer(body, "max_tokens", 16, 0, ctx));
-        r.echo = boolean(body, "echo", false);
+        if (r.chat) {
+            // OpenAI's chat default: as many tokens as the context has room for.
+            const int room = ctx - static_cast<int>(r.prompts[0].size());
+            const char* key =
+                body.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+            r.max_tokens = static_cast<int>(integer(body, key, std::max(room, 1), 1, ctx));
+            const bool lp = boolean(body, "logprobs", false);
+            const long long top = integer(body, "top_logprobs", 0, 0, opt.max_logprobs);
+            if (top > 0 && !lp) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+            r.logprobs = lp ? static_cast<int>(top) : -1;
+        } else {
+            r.max_tokens = static_cast<int>(integer(body, "max_tokens", 16, 0, ctx));
+            r.echo = boolean(body, "echo", false);
+            r.logprobs = static_cast<int>(integer(body, "logprobs", -1, 0, opt.max_logprobs));
+        }
         r.stream = boolean(body, "stream", false);
-        r.logprobs = static_cast<int>(integer(body, "logprobs", -1, 0, opt.max_logprobs));
         if (r.max_tokens == 0 && !r.echo)
             bad("max_tokens", "'max_tokens' must be at least 1 (0 only with echo)");
         if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
@@ -316,7 +364,6 @@ struct Server::Impl {
         r.base.max_tokens = r.max_tokens;
         r.base.logprobs = r.logprobs;
         r.base.prompt_logprobs = r.echo && r.logprobs >= 0;
-        return r;
     }
 
     json logprobs_json(const ChoiceResult& c, const CompletionRequest& r, std::size_t prompt_idx,
@@ -367,20 +414,63 @@ struct Server::Impl {
                 {"total_tokens", prompt + completion}};
     }
 
-    std::string new_id() {
+    std::string new_id(bool chat) {
         std::lock_guard<std::mutex> lock(seed_mu);
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "cmpl-%016llx", static_cast<unsigned long long>(seed_rng()));
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%s-%016llx", chat ? "chatcmpl" : "cmpl",
+                      static_cast<unsigned long long>(seed_rng()));
         return buf;
     }
 
-    void completions(const httplib::Request& req, httplib::Response& res) {
+    // OpenAI's chat logprobs: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}.
+    json chat_logprobs_json(const ChoiceResult& c, std::size_t from) const {
+        auto entry = [&](std::int32_t id, float lp) {
+            const std::string s = tok.decode({id});
+            return json{{"token", token_text(id)},
+                        {"logprob", lp},
+                        {"bytes", std::vector<int>(s.begin(), s.end())}};
+        };
+        json content = json::array();
+        for (std::size_t i = from; i < c.tokens.size(); ++i) {
+            json e = entry(c.tokens[i].id, c.tokens[i].logprob);
+            json top = json::array();
+            for (const auto& [id, lp] : c.tokens[i].top) top.push_back(entry(id, lp));
+            e["top_logprobs"] = std::move(top);
+            content.push_back(std::move(e));
+        }
+        return {{"content", content}};
+    }
+
+    // One choice of a whole (not streamed) answer.
+    json choice_json(const ChoiceResult& c, const CompletionRequest& r, std::size_t i) const {
+        const std::size_t p = i / r.n;
+        std::size_t offset = 0;
+        if (r.chat)
+            return {{"index", i},
+                    {"message", {{"role", "assistant"}, {"content", c.text}}},
+                    {"logprobs", r.logprobs >= 0 ? chat_logprobs_json(c, 0) : json(nullptr)},
+                    {"finish_reason", c.finish_reason}};
+        return {{"index", i},
+                {"text", (r.echo ? r.prompt_texts[p] : "") + c.text},
+                {"logprobs",
+                 r.logprobs >= 0 ? logprobs_json(c, r, p, 0, r.echo, offset) : json(nullptr)},
+                {"finish_reason", c.finish_reason}};
+    }
+
+    void completions(const httplib::Request& req, httplib::Response& res, bool chat) {
         CompletionRequest r;
         try {
-            r = parse_completion(parse_body(req));
+            const json body = parse_body(req);
+            r = chat ? parse_chat(req, body) : parse_completion(body);
         } catch (const ApiError& e) {
             return send_error(req, res, e);
         }
+        respond(req, res, std::move(r));
+    }
+
+    // Submits the request's sequences and writes the answer: one JSON object, or server-sent
+    // events as the text arrives.
+    void respond(const httplib::Request& req, httplib::Response& res, CompletionRequest r) {
         const int N = static_cast<int>(r.prompts.size()) * r.n;
         auto job = std::make_shared<Job>(N);
         std::vector<SeqSpec> specs;
@@ -412,7 +502,9 @@ struct Server::Impl {
                 return send_error(req, res, e);
             }
         }
-        const std::string id = new_id();
+        const std::string id = new_id(r.chat);
+        const char* object = r.chat ? "chat.completion" : "text_completion";
+        const char* chunk_object = r.chat ? "chat.completion.chunk" : "text_completion";
         const long created_at = static_cast<long>(std::time(nullptr));
         const std::string model = opt.model_name;
         auto rq = std::make_shared<CompletionRequest>(std::move(r));
@@ -436,8 +528,8 @@ struct Server::Impl {
             // response written in pieces this way breaks its own client.)
             res.set_chunked_content_provider(
                 "application/json; charset=utf-8",
-                [this, job, rq, id, created_at, model, latency](std::size_t,
-                                                                httplib::DataSink& sink) {
+                [this, job, rq, id, object, created_at, model, latency](std::size_t,
+                                                                        httplib::DataSink& sink) {
                     std::unique_lock<std::mutex> lock(job->mu);
                     if (!job->cv.wait_for(lock, std::chrono::seconds(1),
                                           [&] { return job->done(); })) {
@@ -449,25 +541,11 @@ struct Server::Impl {
                         return true;
                     }
                     json choices = json::array();
-                    const int n = rq->n;
-                    for (std::size_t i = 0; i < job->choices.size(); ++i) {
-                        const ChoiceResult& c = job->choices[i];
-                        const std::size_t p = i / n;
-                        json ch = {{"index", i},
-                                   {"text", (rq->echo ? rq->prompt_texts[p] : "") + c.text},
-                                   {"finish_reason", c.finish_reason}};
-                        std::size_t offset = 0;
-                        ch["logprobs"] = rq->logprobs >= 0
-                                             ? logprobs_json(c, *rq, p, 0, rq->echo, offset)
-                                             : json(nullptr);
-                        choices.push_back(std::move(ch));
-                    }
-                    json out = {{"id", id},
-                                {"object", "text_completion"},
-                                {"created", created_at},
-                                {"model", model},
-                                {"choices", choices},
-                                {"usage", usage_json(*job, *rq)}};
+                    for (std::size_t i = 0; i < job->choices.size(); ++i)
+                        choices.push_back(choice_json(job->choices[i], *rq, i));
+                    json out = {
+                        {"id", id},       {"object", object},   {"created", created_at},
+                        {"model", model}, {"choices", choices}, {"usage", usage_json(*job, *rq)}};
                     lock.unlock();
                     const std::string s = dump(out);
                     latency();
@@ -489,7 +567,7 @@ struct Server::Impl {
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
             "text/event-stream",
-            [this, job, rq, id, created_at, model, cursors, sent_done, latency](
+            [this, job, rq, id, chunk_object, created_at, model, cursors, sent_done, latency](
                 std::size_t, httplib::DataSink& sink) {
                 std::string out;
                 bool all_done;
@@ -520,17 +598,26 @@ struct Server::Impl {
                             continue;
                         if (rq->echo && !c.prompt_done) continue;
                         json ch = {{"index", i}};
-                        ch["text"] = (echo_now ? rq->prompt_texts[p] : "") + c.text.substr(k.text);
-                        ch["logprobs"] = rq->logprobs >= 0 ? logprobs_json(c, *rq, p, k.tokens,
-                                                                           echo_now, k.offset)
-                                                           : json(nullptr);
+                        if (rq->chat) {
+                            json delta = {{"content", c.text.substr(k.text)}};
+                            if (!k.started) delta["role"] = "assistant";
+                            ch["delta"] = std::move(delta);
+                            ch["logprobs"] =
+                                rq->logprobs >= 0 ? chat_logprobs_json(c, k.tokens) : json(nullptr);
+                        } else {
+                            ch["text"] =
+                                (echo_now ? rq->prompt_texts[p] : "") + c.text.substr(k.text);
+                            ch["logprobs"] = rq->logprobs >= 0 ? logprobs_json(c, *rq, p, k.tokens,
+                                                                               echo_now, k.offset)
+                                                               : json(nullptr);
+                        }
                         ch["finish_reason"] = fin ? json(c.finish_reason) : json(nullptr);
                         k.text = c.text.size();
                         k.tokens = c.tokens.size();
                         k.started = true;
                         k.finished = fin;
                         json ev = {{"id", id},
-                                   {"object", "text_completion"},
+                                   {"object", chunk_object},
                                    {"created", created_at},
                                    {"model", model},
                                    {"choices", json::array({ch})}};
@@ -538,7 +625,7 @@ struct Server::Impl {
                     }
                     if (all_done && rq->include_usage) {
                         json ev = {{"id", id},
-                                   {"object", "text_completion"},
+                                   {"object", chunk_object},
                                    {"created", created_at},
                                    {"model", model},
                                    {"choices", json::array()},
@@ -614,7 +701,11 @@ struct Server::Impl {
 
         http.Post("/v1/completions",
                   guarded([this](const httplib::Request& req, httplib::Response& res) {
-                      completions(req, res);
+                      completions(req, res, false);
+                  }));
+        http.Post("/v1/chat/completions",
+                  guarded([this](const httplib::Request& req, httplib::Response& res) {
+                      completions(req, res, true);
                   }));
         http.Get("/v1/models", guarded([this](const httplib::Request& req, httplib::Response& res) {
                      json m = {{"id", opt.model_name},
