@@ -23,6 +23,16 @@ TEST_F(ServeCli, OpenAIPythonClientCompletesStreamsAndReadsLogprobs) {
     EXPECT_NE(r.output.find("passed, 0 failed"), std::string::npos) << r.output;
 }
 
+TEST_F(ServeCli, OpenAIPythonClientChatsThroughTheDefaultTemplate) {
+    const std::string py = python();
+    ASSERT_FALSE(py.empty()) << "no .venv with the openai package: run scripts/test.sh";
+    ServeProcess srv(run(), "--api-key sekret", *dir_ + "/openai_chat.log");
+    auto r = test::run_command("timeout 120 " + py + " " + test::source_dir() +
+                               "/tests/serve/openai_chat_check.py " + srv.url() + "/v1 sekret");
+    EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << srv.log();
+    EXPECT_NE(r.output.find("passed, 0 failed"), std::string::npos) << r.output;
+}
+
 TEST_F(ServeCli, SigtermFinishesInFlightRequestsAndExitsZero) {
     // The suite's tiny model writes 60 tokens between two polls of /metrics, so this test serves
     // a wider, untrained one whose requests stay in flight for about a second (~7 ms a token on
