@@ -365,35 +365,9 @@ Value call_method(const Value& obj, const std::string& name, const Args& a, cons
     type_error("'" + type_name(obj) + "' object has no method '" + name + "'");
 }
 
-Value apply_filter(const std::string& name, const Value& v, const Args& a, const Kwargs& kw) {
-    if (name == "default" || name == "d") {
-        const Value* b = arg(a, kw, 1, "boolean");
-        const bool use = v.is_undefined() || (b && truthy(*b) && !truthy(v));
-        return use ? (a.empty() ? Value(Json("")) : a[0]) : v;
-    }
-    if (name == "safe") return v;
-    if (name == "string") return Json(to_str(v));
-    if (name == "trim") {
-        const Value* c = arg(a, kw, 0, "chars");
-        const std::string* chars = c && !c->is_none() ? &need_str(*c, "trim") : nullptr;
-        return Json(py_strip(to_str(v), true, true, chars));
-    }
-    if (name == "lower" || name == "upper" || name == "title" || name == "capitalize")
-        return string_method(to_str(v), name, {}, {});
-    if (name == "tojson") {
-        if (v.is_undefined()) undefined_error(v);
-        const Value* ind = arg(a, kw, 0, "indent");
-        const Value* sk = kwarg(kw, "sort_keys");
-        return Json(to_json(
-            v.data, ind && !ind->is_none() ? static_cast<int>(need_int(*ind, "indent")) : -1,
-            sk && truthy(*sk)));
-    }
-    if (name == "length" || name == "count") {
-        if (v.is_string()) return Json(code_point_count(v.str()));
-        if (v.is_undefined()) return Json(0);
-        if (v.is_list() || v.is_dict()) return Json(v.data.size());
-        type_error("object of type '" + type_name(v) + "' has no len()");
-    }
+namespace {
+// The filters over lists and dicts (apply_filter passes on what it does not know).
+Value collection_filter(const std::string& name, const Value& v, const Args& a, const Kwargs& kw) {
     if (name == "list") return list_of(iterate(v));
     if (name == "first" || name == "last") {
         std::vector<Value> items = iterate(v);
@@ -453,6 +427,57 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a, const
                 out.push_back(x.data);
         return out;
     }
+    if (name == "sum" || name == "min" || name == "max") {
+        std::vector<Value> items = iterate(v);
+        if (name == "sum") {
+            double s = 0;
+            bool ints = true;
+            for (const Value& x : items) {
+                if (!x.is_number()) type_error("sum needs numbers");
+                ints = ints && x.is_int();
+                s += x.data.get<double>();
+            }
+            return ints ? Json(static_cast<long long>(s)) : Json(s);
+        }
+        if (items.empty()) return Value::undefined(name);
+        Value best = items[0];
+        for (const Value& x : items)
+            if (name == "min" ? x.data < best.data : best.data < x.data) best = x;
+        return best;
+    }
+    type_error("unsupported filter '" + name + "'");
+}
+}  // namespace
+
+Value apply_filter(const std::string& name, const Value& v, const Args& a, const Kwargs& kw) {
+    if (name == "default" || name == "d") {
+        const Value* b = arg(a, kw, 1, "boolean");
+        const bool use = v.is_undefined() || (b && truthy(*b) && !truthy(v));
+        return use ? (a.empty() ? Value(Json("")) : a[0]) : v;
+    }
+    if (name == "safe") return v;
+    if (name == "string") return Json(to_str(v));
+    if (name == "trim") {
+        const Value* c = arg(a, kw, 0, "chars");
+        const std::string* chars = c && !c->is_none() ? &need_str(*c, "trim") : nullptr;
+        return Json(py_strip(to_str(v), true, true, chars));
+    }
+    if (name == "lower" || name == "upper" || name == "title" || name == "capitalize")
+        return string_method(to_str(v), name, {}, {});
+    if (name == "tojson") {
+        if (v.is_undefined()) undefined_error(v);
+        const Value* ind = arg(a, kw, 0, "indent");
+        const Value* sk = kwarg(kw, "sort_keys");
+        return Json(to_json(
+            v.data, ind && !ind->is_none() ? static_cast<int>(need_int(*ind, "indent")) : -1,
+            sk && truthy(*sk)));
+    }
+    if (name == "length" || name == "count") {
+        if (v.is_string()) return Json(code_point_count(v.str()));
+        if (v.is_undefined()) return Json(0);
+        if (v.is_list() || v.is_dict()) return Json(v.data.size());
+        type_error("object of type '" + type_name(v) + "' has no len()");
+    }
     if (name == "replace") {
         if (a.size() < 2) type_error("replace needs two arguments");
         const Value* c = arg(a, kw, 2, "count");
@@ -497,25 +522,7 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a, const
         return Json(out);
     }
     if (name == "wordcount") return Json(py_split(to_str(v), nullptr, -1).size());
-    if (name == "sum" || name == "min" || name == "max") {
-        std::vector<Value> items = iterate(v);
-        if (name == "sum") {
-            double s = 0;
-            bool ints = true;
-            for (const Value& x : items) {
-                if (!x.is_number()) type_error("sum needs numbers");
-                ints = ints && x.is_int();
-                s += x.data.get<double>();
-            }
-            return ints ? Json(static_cast<long long>(s)) : Json(s);
-        }
-        if (items.empty()) return Value::undefined(name);
-        Value best = items[0];
-        for (const Value& x : items)
-            if (name == "min" ? x.data < best.data : best.data < x.data) best = x;
-        return best;
-    }
-    type_error("unsupported filter '" + name + "'");
+    return collection_filter(name, v, a, kw);
 }
 
 }  // namespace meshlm::jinja
