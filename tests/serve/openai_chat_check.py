@@ -50,6 +50,9 @@ check("n and seed", len(r.choices) == 2 and
 lp = r.choices[0].logprobs.content
 check("logprobs", 1 <= len(lp) <= 6, lp)
 check("top_logprobs", all(t.logprob <= 0 and 1 <= len(t.top_logprobs) <= 2 for t in lp), lp)
+entries = lp + [x for t in lp for x in t.top_logprobs]
+check("logprob bytes", all(t.bytes is not None and t.bytes and all(0 <= b <= 255 for b in t.bytes)
+                           for t in entries), lp)
 
 for name, bad, param in [("no messages", [], "messages"),
                          ("bad role", [{"role": "wizard", "content": "x"}], "messages"),

@@ -35,7 +35,7 @@ struct ServerOptions {
     int max_stop = 8;  // stop strings per request
     int max_logprobs = 20;
     int threads = 0;  // connection threads (0: from the engine's limits)
-    ChatSetup chat;   // /v1/chat/completions (no template: the fallback, no stop tokens)
+    ChatSetup chat;   // /v1/chat/completions (no template: load_chat_setup's fallback)
 };
 
 // The 400-family error of a request: HTTP status, message, and the field it is about.
