@@ -8,7 +8,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -22,7 +21,6 @@
 #include "meshlm/infer/server.h"
 #include "meshlm/kernels/ops/run_device.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/checkpoint.h"
 #include "meshlm/train/trainer.h"
 
 namespace meshlm {
@@ -37,12 +35,6 @@ struct ServeArgs {
     double drain_timeout = 30;
     bool model_name_given = false;
 };
-
-std::string parent_dir(std::string p) {
-    while (p.size() > 1 && p.back() == '/') p.pop_back();
-    const std::size_t s = p.rfind('/');
-    return s == std::string::npos ? "." : s == 0 ? "/" : p.substr(0, s);
-}
 
 std::string base_name(std::string p) {
     while (p.size() > 1 && p.back() == '/') p.pop_back();
@@ -120,11 +112,7 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
         std::signal(SIGPIPE, SIG_IGN);
         // The chat template: a tokenizer_config.json in the run (or checkpoint's run) directory or
         // beside the tokenizer file, else the default ChatML template (chat_request.h).
-        std::vector<std::string> dirs = {run.path};
-        if (std::filesystem::exists(run.path + "/trainer.json"))  // a checkpoint: its run too
-            dirs.push_back(checkpoint_run_dir(run.path));
-        if (run.tokenizer_spec != "byte") dirs.push_back(parent_dir(run.tokenizer_spec));
-        a->server.chat = load_chat_setup(dirs, *run.tokenizer);
+        a->server.chat = load_chat_setup(chat_config_dirs(run), *run.tokenizer);
         Metrics metrics;
         Engine engine(cfg, params.data(), *run.tokenizer, a->engine, &metrics);
         Server server(engine, *run.tokenizer, a->server, metrics);
