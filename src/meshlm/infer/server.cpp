@@ -679,6 +679,11 @@ struct Server::Impl {
                   guarded([this](const httplib::Request& req, httplib::Response& res) {
                       completions(req, res, true);
                   }));
+        side_routes();
+    }
+
+    // /v1/models, /health, /metrics, the tokenizer endpoints and the playground page.
+    void side_routes() {
         http.Get("/v1/models", guarded([this](const httplib::Request& req, httplib::Response& res) {
                      json m = {{"id", opt.model_name},
                                {"object", "model"},
