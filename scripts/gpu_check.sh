@@ -10,9 +10,10 @@
 # Sections (issue "one model, two backends"):
 #   1. every CUDA op against its CPU result (cuda_ops_test: max |err| and its share of the op's
 #      per-dtype tolerance);
-#   2, 5. the reference fixture and sample / serve: reported as not run (CPU-only so far);
 #   3-4. 50 training steps on the GPU against the CPU, exact resume on the GPU
 #      (scripts/gpu_model_check.sh);
+#   2, 5. the PyTorch reference fixture on the GPU, decoding on the GPU against the CPU, sample
+#      and a serve request with --device cuda (scripts/gpu_decode_check.sh);
 #   6. GPT-2 124M, bf16, T = 1024: PyTorch eager and torch.compile (tokens/s, MFU against the
 #      GPU's dense bf16 peak, peak GPU memory), and meshlm's train.device=cuda beside them.
 set -uo pipefail
@@ -66,12 +67,6 @@ echo "$ops_out" >>"$log"
   echo "cuda_ops_test: $(echo "$ops_out" | grep -E '^\[  (PASSED|FAILED|SKIPPED) ' | tr '\n' ' ')(exit $ops_rc)"
   echo "$ops_out" | grep -E '^\[  FAILED  \] [A-Za-z]' | sed 's/^/    /'
   echo
-  echo "## 2 and 5. Not run"
-  echo
-  echo "The PyTorch reference fixture runs through the test binaries, which are CPU-only, and"
-  echo "\`sample\` / \`serve\` decode on the host (their KV caches are host memory): both refuse"
-  echo "--device cuda by name."
-  echo
 } >>"$report"
 
 # 6. The peers. FLOPs per token as in bench/pytorch_gpt2_train.py (6N + 12 L T C); the dense
@@ -105,6 +100,8 @@ fi
 fpt=$(sed -n 's/.*"flops_per_token": *\([0-9.e+]*\).*/\1/p' "$log" | head -1)
 runs=$(mktemp -d)
 bash scripts/gpu_model_check.sh "$bundle" "$runs" "$log" "$fpt" >>"$report"
+# 2 and 5: the reference fixture and decoding on the GPU (sample / serve use the runs of 3-6).
+bash scripts/gpu_decode_check.sh "$bundle" "$runs" "$log" >>"$report"
 rm -rf "$runs"
 cat "$report"
 [ "$ops_rc" -eq 0 ]

@@ -18,6 +18,7 @@
 #include "meshlm/data/loader.h"
 #include "meshlm/data/prepare.h"
 #include "meshlm/infer/task_eval.h"
+#include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/ops/run_device.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/chunked_losses.h"
@@ -53,6 +54,7 @@ int run_tasks(const EvalArgs& a, const RunDir& run) {
     if (max_length > cfg.max_seq_len)
         MESHLM_INVALID("--max-length ", max_length, " exceeds the model's context ",
                        cfg.max_seq_len);
+    eo.device = run_device(run, a.device);
     Engine engine(cfg, params.data(), *run.tokenizer, eo);
     const bool tty = isatty(STDERR_FILENO);
     nlohmann::json out = {{"checkpoint", a.checkpoint}, {"max_length", max_length}};
@@ -140,12 +142,14 @@ CommandRunner add_eval_command(CLI::App& app, const std::vector<std::string>& ov
         ->check(at_least(0));
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
     cmd->add_option("--device", a->device,
-                    "where the model runs: cpu, cuda (refused with the reason: decoding runs on "
-                    "the host yet; training runs on a GPU) or auto (the CPU for now)")
+                    "where the model runs: cpu, cuda (one GPU; Transformer-VQ and T5-bias models "
+                    "are refused by name) or auto (cuda when built in, a GPU is visible and the "
+                    "model runs there; else the CPU)")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, &overrides] {
-        kernels::resolve_run_device(a->device, "--device", kernels::kNoGpuDecoding);
+        // A CPU build or a machine without a GPU is refused before the run is read.
+        kernels::resolve_run_device(a->device, "--device", "");
         // The data to score and the default batch shape; the model is the run's.
         require_used_overrides(overrides, "meshlm eval",
                                {"data.", "train.batch_size", "train.seq_len"});
@@ -184,13 +188,20 @@ CommandRunner add_eval_command(CLI::App& app, const std::vector<std::string>& ov
         // Transformer-VQ with model.vq.update_len: activations for a chunk, the rest of the row
         // carried in the attention state (as it trained).
         const int U = cfg.model.chunk_len(T);
-        Transformer model(cfg.model, B, U);
-        Buffer<float> params(model.layout().total());
+        const Device device = run_device(run, a->device);
+        Transformer model(for_inference(cfg.model), B, U, nullptr, Recompute::none, Precision::fp32,
+                          device);
+        const std::size_t n = model.layout().total();
+        Buffer<float> params(n);
         load_run_weights(run, model.layout(), params.data());
+        kernels::FloatArray on_device(device, device == Device::cpu ? 0 : n);
+        if (device != Device::cpu)
+            kernels::copy(flat(on_device.data(), n, device), flat(params.data(), n, Device::cpu));
+        const float* weights = device == Device::cpu ? params.data() : on_device.data();
         std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
         BatchLosses losses = [&](const std::int32_t* tk, const std::int32_t* tg, int rows, int t) {
             if (rows == 0) return static_cast<const float*>(nullptr);
-            model.forward(params.data(), tk, tg, rows, t);
+            model.forward(weights, tk, tg, rows, t);
             return model.losses();
         };
         if (U < T) losses = ChunkedLosses(model, U, losses);

@@ -155,12 +155,14 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
         ->capture_default_str()
         ->check(at_least(0));
     cmd->add_option("--device", a->device,
-                    "where the model runs: cpu, cuda (refused with the reason: decoding runs on "
-                    "the host yet; training runs on a GPU) or auto (the CPU for now)")
+                    "where the model runs: cpu, cuda (one GPU; Transformer-VQ and T5-bias models "
+                    "are refused by name) or auto (cuda when built in, a GPU is visible and the "
+                    "model runs there; else the CPU)")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, prompt, &overrides] {
-        kernels::resolve_run_device(a->device, "--device", kernels::kNoGpuDecoding);
+        // A CPU build or a machine without a GPU is refused before the run is read.
+        kernels::resolve_run_device(a->device, "--device", "");
         if (a->opt.top_p <= 0.f) MESHLM_INVALID("--top-p must be in (0, 1]");
         require_used_overrides(overrides, "meshlm sample", {"data.tokenizer"});
         if (a->opt.typical_p <= 0.f) MESHLM_INVALID("--typical-p must be in (0, 1]");
@@ -173,7 +175,8 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
         set_thread_count(a->threads > 0 ? a->threads : available_cpus());
         const ModelConfig& cfg = run.config.model;
         Decoder decoder(cfg, a->num_samples, 0,
-                        a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32);
+                        a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32,
+                        run_device(run, a->device));
         Buffer<float> params(transformer_layout(cfg).total());
         load_run_weights(run, transformer_layout(cfg), params.data());
         if (a->chat) return chat_loop(*a, run, decoder, params.data());

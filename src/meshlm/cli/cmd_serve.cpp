@@ -19,6 +19,7 @@
 #include "meshlm/core/signal_thread.h"
 #include "meshlm/core/threads.h"
 #include "meshlm/infer/server.h"
+#include "meshlm/kernels/device.h"
 #include "meshlm/kernels/ops/run_device.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/trainer.h"
@@ -91,12 +92,14 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
         ->capture_default_str()
         ->check(at_least(0));
     cmd->add_option("--device", a->device,
-                    "where the model runs: cpu, cuda (refused with the reason: decoding runs on "
-                    "the host yet; training runs on a GPU) or auto (the CPU for now)")
+                    "where the model runs: cpu, cuda (one GPU; Transformer-VQ and T5-bias models "
+                    "are refused by name) or auto (cuda when built in, a GPU is visible and the "
+                    "model runs there; else the CPU)")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, name, &overrides] {
-        kernels::resolve_run_device(a->device, "--device", kernels::kNoGpuDecoding);
+        // A CPU build or a machine without a GPU is refused before the run is read.
+        kernels::resolve_run_device(a->device, "--device", "");
         require_used_overrides(overrides, "meshlm serve", {"data.tokenizer"});
         if (a->server.api_key.empty())
             if (const char* k = std::getenv("MESHLM_API_KEY")) a->server.api_key = k;
@@ -108,6 +111,7 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
         load_run_weights(run, transformer_layout(cfg), params.data());
         a->engine.precision =
             a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32;
+        a->engine.device = run_device(run, a->device);
 
         std::signal(SIGPIPE, SIG_IGN);
         // The chat template: a tokenizer_config.json in the run (or checkpoint's run) directory or
@@ -120,9 +124,10 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
         const EngineOptions& eo = engine.options();
         const double kv_mib = static_cast<double>(eo.num_blocks) * eo.block_size * cfg.n_layer * 2 *
                               cfg.d_model * sizeof(float) / (1 << 20);
-        std::cerr << "meshlm serve: model " << a->server.model_name << ", context "
-                  << cfg.max_seq_len << ", batch of " << eo.max_running << " sequences, KV pool "
-                  << eo.num_blocks << " blocks x " << eo.block_size
+        std::cerr << "meshlm serve: model " << a->server.model_name << " on "
+                  << kernels::device_name(eo.device) << ", context " << cfg.max_seq_len
+                  << ", batch of " << eo.max_running << " sequences, KV pool " << eo.num_blocks
+                  << " blocks x " << eo.block_size
                   << " positions (<= " << static_cast<long>(kv_mib + 0.5) << " MiB), chat template "
                   << a->server.chat.source << "\n"
                   << "listening on http://" << a->server.host << ":" << port << std::endl;

@@ -7,6 +7,8 @@
 #include "meshlm/core/error.h"
 #include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
+#include "meshlm/kernels/ops/run_device.h"
+#include "meshlm/model/transformer.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/trainer.h"
 
@@ -67,6 +69,11 @@ std::vector<std::string> chat_config_dirs(const RunDir& run) {
         dirs.push_back(parent.empty() ? "." : parent.string());
     }
     return dirs;
+}
+
+Device run_device(const RunDir& run, const std::string& name) {
+    const std::string gap = model_device_gap(for_inference(run.config.model), Device::cuda);
+    return kernels::resolve_run_device(name, "--device", gap);
 }
 
 }  // namespace meshlm

@@ -33,5 +33,8 @@ void load_run_weights(const RunDir& run, const ParamLayout& layout, float* param
 // order: the run (or checkpoint) directory, a checkpoint's run directory, the directory of the
 // tokenizer file.
 std::vector<std::string> chat_config_dirs(const RunDir& run);
+// Where sample / eval / serve compute with the run's model: --device `name` (auto | cpu | cuda,
+// kernels::resolve_run_device), refused by name where the model cannot decode on a GPU.
+Device run_device(const RunDir& run, const std::string& name);
 
 }  // namespace meshlm

@@ -65,7 +65,7 @@ Engine::Engine(const ModelConfig& cfg, const float* params, const Tokenizer& tok
                opt.num_blocks > 0
                    ? opt.num_blocks
                    : opt.max_running * ((cfg.max_seq_len + opt.block_size - 1) / opt.block_size),
-               opt.block_size, std::max(opt.max_rows, opt.max_running), opt.precision) {
+               opt.block_size, std::max(opt.max_rows, opt.max_running), opt.precision, opt.device) {
     MESHLM_CHECK(opt.max_running >= 1 && opt.max_waiting >= 0 && opt.max_rows >= 1,
                  "engine limits must be positive");
     opt_.num_blocks = decoder_.num_blocks();

@@ -43,8 +43,9 @@ struct EngineOptions {
     int block_size = 16;    // positions per KV block
     int num_blocks = 0;     // KV pool size (0: enough for max_running full contexts)
     DecodePrecision precision = DecodePrecision::fp32;
-    int threads = 0;  // compute threads of the engine thread (0: the creating thread's
-                      // thread_count(); OpenMP settings are per thread)
+    Device device = Device::cpu;  // where the pool and the passes live (cuda: GPU 0 of the process)
+    int threads = 0;              // compute threads of the engine thread (0: the creating thread's
+                                  // thread_count(); OpenMP settings are per thread)
 };
 
 // What one sequence (one completion choice) asks for.

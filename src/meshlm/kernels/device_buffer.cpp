@@ -77,4 +77,16 @@ void copy(const Tensor& dst, const Tensor& src) {
     MESHLM_ON_CUDA("copy", cuda::copy_bytes(dst.data, src.data, bytes));
 }
 
+const std::int32_t* DeviceIds::put(const std::int32_t* ids, std::size_t n) {
+    if (device_ == Device::cpu || n == 0) return ids;
+    if (n > capacity_) {
+        buf_ = DeviceBuffer(device_, DType::i32, {static_cast<std::int64_t>(n)});
+        capacity_ = n;
+    }
+    const auto len = static_cast<std::int64_t>(n);
+    const auto* at = static_cast<const std::int32_t*>(buf_.data());
+    copy(view(at, {len}, device_), view(ids, {len}, Device::cpu));
+    return at;
+}
+
 }  // namespace meshlm::kernels

@@ -59,6 +59,19 @@ class FloatArray {
     std::size_t n_ = 0;
 };
 
+// Host ids handed to the ops on a device: on the CPU the host array itself, elsewhere a copy in a
+// buffer that grows to the largest count staged (the decoders' rows, positions, block tables).
+class DeviceIds {
+  public:
+    explicit DeviceIds(Device device = Device::cpu) : device_(device) {}
+    const std::int32_t* put(const std::int32_t* ids, std::size_t n);
+
+  private:
+    Device device_;
+    DeviceBuffer buf_;
+    std::size_t capacity_ = 0;
+};
+
 // dst = src byte for byte, between any two devices. The views must have the same dtype and
 // number of elements (shapes may differ: a reshape on the way). A copy to the host returns once
 // the data is there.

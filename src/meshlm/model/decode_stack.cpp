@@ -3,41 +3,54 @@
 #include <cstring>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/device.h"
 #include "meshlm/kernels/ops/activation.h"
 #include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/linear_decode.h"
 #include "meshlm/kernels/ops/residual.h"
 #include "meshlm/model/head.h"
+#include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
 
 namespace meshlm {
 
-DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision precision)
-    : cfg_(cfg),
+DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision precision,
+                         Device device)
+    : cfg_(for_inference(cfg)),
       layout_(transformer_layout(cfg)),
       binder_(layout_),
       norm_(cfg),
       attn_(cfg, 1, 0),
       mlp_(cfg, 1),
       max_rows_(max_rows),
-      precision_(precision) {
+      precision_(precision),
+      device_(device),
+      tokens_(device),
+      pos_(device) {
     MESHLM_CHECK(max_rows >= 1, "a decoder needs at least one row, got ", max_rows);
+    if (const std::string gap = model_device_gap(cfg_, device); !gap.empty())
+        throw InvalidInput(detail::concat("this model cannot decode on ",
+                                          kernels::device_name(device), ": ", gap,
+                                          "; decode it on the CPU"));
+    attn_.place(device);
+    norm_.device = mlp_.device = device;
     const std::size_t R = max_rows, C = cfg.d_model, V = cfg.vocab_size;
     w_.blocks.resize(cfg.n_layer);
-    logits_ = Buffer<float>(R * V);
+    auto rows = [&](std::size_t width) { return kernels::FloatArray(device, R * width); };
+    logits_ = rows(V);
+    if (device != Device::cpu) host_logits_ = Buffer<float>(R * V);
     // A Transformer-VQ model decodes through the Transformer itself: only logits_ is used.
     if (cfg.vq()) return;
-    x_ = Buffer<float>(R * C);
-    ln_ = Buffer<float>(R * C);
-    qkv_ = Buffer<float>(R * attn_.qkv_width());
-    y_ = Buffer<float>(R * attn_.y_width());
-    proj_ = Buffer<float>(R * C);
-    h_ = Buffer<float>(R * mlp_.h_width());
-    a_ = Buffer<float>(R * mlp_.Fl);
-    mlp_out_ = Buffer<float>(R * C);
-    mean_ = Buffer<float>(R);
-    rstd_ = Buffer<float>(R);
-    if (precision_ == DecodePrecision::bf16) params16_ = Buffer<std::uint16_t>(layout_.total());
+    x_ = rows(C), ln_ = rows(C), proj_ = rows(C), mlp_out_ = rows(C);
+    qkv_ = rows(attn_.qkv_width());
+    y_ = rows(attn_.y_width());
+    h_ = rows(mlp_.h_width());
+    a_ = rows(mlp_.Fl);
+    mean_ = rows(1), rstd_ = rows(1);
+    if (precision_ == DecodePrecision::bf16)
+        params16_ = kernels::DeviceBuffer(device, DType::bf16,
+                                          {static_cast<std::int64_t>(layout_.total())});
     if (cfg.position == "t5_bias") {
         t5_ = std::make_unique<T5Bias>(cfg, attn_.Hl, cfg.t5_max_distance + 1);
         attn_.dist = &t5_->view();
@@ -49,33 +62,37 @@ void DecodeStack::set_params(const float* params) {
     binder_.bind_all(const_cast<float*>(params), w_);
     if (t5_) t5_->expand(w_.t5_bias);
     if (precision_ == DecodePrecision::bf16)
-        ops::to_bf16(flat(params16_.data(), layout_.total(), device_),
-                     flat(params, layout_.total(), device_));
+        ops::to_bf16(params16_.view(), flat(params, layout_.total(), device_));
 }
 
 void DecodeStack::linear(float* y, const float* x, const float* W, const float* bias, int M, int I,
                          int O) {
     const Device d = device_;
-    const Tensor w = precision_ == DecodePrecision::bf16
-                         ? view(params16_.data() + (W - params_), {O, I}, d)
-                         : view(W, {O, I}, d);
+    const Tensor w =
+        precision_ == DecodePrecision::bf16
+            ? view(static_cast<const std::uint16_t*>(params16_.data()) + (W - params_), {O, I}, d)
+            : view(W, {O, I}, d);
     ops::linear_decode(view(y, {M, O}, d), view(x, {M, I}, d), w,
                        bias ? view(bias, {O}, d) : Tensor{});
 }
 
-void DecodeStack::embed(int m, std::int32_t token, int pos) {
+void DecodeStack::embed(int M, const std::int32_t* tokens, const std::int32_t* pos) {
     const int C = cfg_.d_model;
-    float* x = x_.data() + static_cast<std::size_t>(m) * C;
-    std::memcpy(x, w_.wte + static_cast<std::size_t>(token) * C, C * sizeof(float));
-    if (w_.wpe) {
-        const float* p = w_.wpe + static_cast<std::size_t>(pos) * C;
-        for (int c = 0; c < C; ++c) x[c] += p[c];
-    }
+    const Device d = device_;
+    ops::embedding_forward(view(x_.data(), {M, C}, d), view(tokens_.put(tokens, M), {M}, d),
+                           view(w_.wte, {cfg_.vocab_size, C}, d), Tensor{}, 1);
+    if (!w_.wpe) return;
+    // Rows sit at their own positions: one position row each (T = 1).
+    for (int m = 0; m < M; ++m)
+        ops::position_embedding_forward(
+            view(x_.data() + static_cast<std::size_t>(m) * C, {1, C}, d),
+            view(w_.wpe + static_cast<std::size_t>(pos[m]) * C, {1, C}, d), 1);
 }
 
 void DecodeStack::move_row(int from, int to) {
     const std::size_t C = cfg_.d_model;
-    if (from != to) std::memcpy(x_.data() + to * C, x_.data() + from * C, C * sizeof(float));
+    const auto row = [&](int m) { return view(x_.data() + m * C, {1, cfg_.d_model}, device_); };
+    if (from != to) kernels::copy(row(to), row(from));
 }
 
 void DecodeStack::blocks(int M, const std::int32_t* pos, const Attend& attend) {
@@ -87,11 +104,12 @@ void DecodeStack::blocks(int M, const std::int32_t* pos, const Attend& attend) {
     const Tensor x = view(x_.data(), {M, C}, d), proj = view(proj_.data(), {M, C}, d);
     const Tensor out = view(mlp_out_.data(), {M, C}, d);
     const Tensor h = view(h_.data(), {M, mlp_.h_width()}, d), a = view(a_.data(), {M, mlp_.Fl}, d);
+    const std::int32_t* at = pos_.put(pos, M);  // the positions where rotate() reads them
     for (int l = 0; l < cfg_.n_layer; ++l) {
         const BlockTensors& b = w_.blocks[l];
         norm_.forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), b.ln1_w, b.ln1_b, M);
         linear(qkv_.data(), ln_.data(), b.qkv_w, b.qkv_b, M, C, W);
-        attn_.rotate(qkv_.data(), pos, M, 1);
+        attn_.rotate(qkv_.data(), at, M, 1);
         attend(l, qkv_.data(), y_.data());
         linear(proj_.data(), y_.data(), b.proj_w, b.proj_b, M, attn_.y_width(), C);
         if (!parallel) {
@@ -117,6 +135,14 @@ float* DecodeStack::head(int n) {
     scale_logits(device_, logits_.data(), static_cast<std::size_t>(n) * cfg_.vocab_size,
                  cfg_.head_scale());
     return logits_.data();
+}
+
+float* DecodeStack::host_logits(int n) {
+    if (device_ == Device::cpu) return logits_.data();
+    const std::int64_t len = static_cast<std::int64_t>(n) * cfg_.vocab_size;
+    kernels::copy(view(host_logits_.data(), {len}, Device::cpu),
+                  view(logits_.data(), {len}, device_));
+    return host_logits_.data();
 }
 
 }  // namespace meshlm

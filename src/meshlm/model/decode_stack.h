@@ -8,6 +8,9 @@
 // then logits = head(norm_f(x)) for the rows the caller packs first. Every product is a decode
 // kernel (linear_decode), whose rows are computed independently of the other rows, the batch
 // size and the thread count.
+//
+// The stack lives on one device: its rows, the parameters it is given and its bf16 copy are
+// that device's memory; callers hand it host ids (tokens, positions), which it stages there.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +19,7 @@
 
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/param_layout.h"
+#include "meshlm/kernels/device_buffer.h"
 #include "meshlm/model/attention.h"
 #include "meshlm/model/mlp.h"
 #include "meshlm/model/model_config.h"
@@ -35,27 +39,32 @@ class DecodeStack {
     // store k and v in the cache and write the attention output y [M, attention().y_width()].
     using Attend = std::function<void(int layer, const float* qkv, float* y)>;
 
-    DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision precision);
+    DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision precision,
+                Device device = Device::cpu);
 
     const Attention& attention() const { return attn_; }
     const ModelTensors& weights() const { return w_; }
     const float* params() const { return params_; }
     int max_rows() const { return max_rows_; }
+    Device device() const { return device_; }
     DecodePrecision precision() const { return precision_; }
 
-    // Binds the flat parameters (transformer_layout) for later passes; bf16 makes its copy, T5's
-    // bias its table per distance.
+    // Binds the flat parameters (transformer_layout, on device()) for later passes; bf16 makes
+    // its copy, T5's bias its table per distance.
     void set_params(const float* params);
-    // Row m of the residual stream: the token's embedding (plus its learned position).
-    void embed(int m, std::int32_t token, int pos);
+    // Rows 0..M-1 of the residual stream: the embeddings of tokens[m] (plus their learned
+    // positions pos[m]); host arrays.
+    void embed(int M, const std::int32_t* tokens, const std::int32_t* pos);
     // Moves row from to row to (packing the rows that want logits first).
     void move_row(int from, int to);
-    // Every block over rows 0..M-1, at positions pos[0..M-1].
+    // Every block over rows 0..M-1, at positions pos[0..M-1] (a host array).
     void blocks(int M, const std::int32_t* pos, const Attend& attend);
-    // logits [n, V] of rows 0..n-1; returns logits().
+    // logits [n, V] of rows 0..n-1 on device(); returns logits().
     float* head(int n);
     float* logits() { return logits_.data(); }
     const float* logits() const { return logits_.data(); }
+    // Rows 0..n-1 of logits() in host memory (the rows themselves on the CPU, a copy elsewhere).
+    float* host_logits(int n);
 
   private:
     void linear(float* y, const float* x, const float* W, const float* bias, int M, int I, int O);
@@ -71,11 +80,13 @@ class DecodeStack {
     std::unique_ptr<T5Bias> t5_;
     int max_rows_;
     DecodePrecision precision_;
-    Device device_ = Device::cpu;  // where the weights and rows live (the ops dispatch on it)
+    Device device_;  // where the weights and rows live (the ops dispatch on it)
     ModelTensors w_;
     const float* params_ = nullptr;   // the buffer w_ points into
-    Buffer<std::uint16_t> params16_;  // bf16 copy of params (bf16 precision only)
-    Buffer<float> x_, ln_, qkv_, y_, proj_, h_, a_, mlp_out_, mean_, rstd_, logits_;
+    kernels::DeviceBuffer params16_;  // bf16 copy of params (bf16 precision only)
+    kernels::FloatArray x_, ln_, qkv_, y_, proj_, h_, a_, mlp_out_, mean_, rstd_, logits_;
+    Buffer<float> host_logits_;        // off the CPU: the logits read back
+    kernels::DeviceIds tokens_, pos_;  // the pass's ids on device_
 };
 
 }  // namespace meshlm

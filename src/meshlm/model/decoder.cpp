@@ -13,13 +13,17 @@
 namespace meshlm {
 namespace k = kernels;
 
-Decoder::Decoder(const ModelConfig& cfg, int num_seqs, int max_seq, DecodePrecision precision)
-    : cfg_(cfg),
+Decoder::Decoder(const ModelConfig& cfg, int num_seqs, int max_seq, DecodePrecision precision,
+                 Device device)
+    : cfg_(for_inference(cfg)),
       S_(num_seqs),
       max_seq_(max_seq > 0 ? max_seq
                : cfg.vq()  ? std::numeric_limits<int>::max()
                            : cfg.max_seq_len),
-      stack_(cfg, std::max(num_seqs, 1), precision) {
+      stack_(cfg_, std::max(num_seqs, 1), precision, device),
+      seq_ids_(device),
+      pos_ids_(device),
+      active_ids_(device) {
     MESHLM_CHECK(S_ >= 1, "need at least one sequence, got ", S_);
     if (cfg.vq()) {
         if (cfg.position == "learned")
@@ -33,8 +37,8 @@ Decoder::Decoder(const ModelConfig& cfg, int num_seqs, int max_seq, DecodePrecis
     const std::size_t S = S_;
     const std::size_t kv = static_cast<std::size_t>(stack_.attention().Kl) * stack_.attention().D;
     for (int l = 0; l < cfg.n_layer; ++l) {
-        k_.emplace_back(S * max_seq_ * kv);
-        v_.emplace_back(S * max_seq_ * kv);
+        k_.emplace_back(device, S * max_seq_ * kv);
+        v_.emplace_back(device, S * max_seq_ * kv);
     }
     active_.reserve(S);
     pos_rows_.reserve(S);
@@ -48,7 +52,8 @@ void Decoder::store_kv(int layer, const float* qkv, const std::int32_t* seq,
     const Device d = attn.device;
     const Tensor k = view(k_[layer].data(), {S_, attn.Kl, max_seq_, attn.D}, d);
     ops::kv_store(k, view(v_[layer].data(), k.shape, d), view(qkv, {M, attn.qkv_width()}, d),
-                  view(seq, {M, 1}, d), view(pos, {M}, d), attn.Hl);
+                  view(seq_ids_.put(seq, M), {M, 1}, d), view(pos_ids_.put(pos, M), {M}, d),
+                  attn.Hl);
 }
 
 std::size_t Decoder::state_bytes() const {
@@ -63,7 +68,7 @@ std::size_t Decoder::state_bytes() const {
 
 const float* Decoder::vq_prefill(const float* params, const std::int32_t* tokens, int T, int rows) {
     const int V = cfg_.vocab_size, L = cfg_.n_layer;
-    params_ = params;
+    params_ = run_params_ = params;  // (on the CPU: VQ decodes nowhere else yet)
     // Pieces of at most max_seq_len tokens: the activations never grow with the prompt.
     const int piece = std::min(T, cfg_.max_seq_len);
     if (!prompt_ || piece > prompt_T_ || std::max(rows, S_) > prompt_rows_) {
@@ -95,7 +100,7 @@ const float* Decoder::vq_prefill(const float* params, const std::int32_t* tokens
                     V * sizeof(float));
     }
     pos_ = T;
-    return stack_.logits();
+    return logits_ = stack_.logits();
 }
 
 // One token for each active sequence: the prompt model on (M, 1) rows, carrying their states.
@@ -117,7 +122,7 @@ const float* Decoder::vq_step(const float* params) {
         std::memcpy(stack_.logits() + static_cast<std::size_t>(active_[m]) * V,
                     prompt_->logits() + static_cast<std::size_t>(m) * V, V * sizeof(float));
     ++pos_;
-    return stack_.logits();
+    return logits_ = stack_.logits();
 }
 
 const float* Decoder::prefill(const float* params, const std::int32_t* tokens, int T, int rows) {
@@ -129,17 +134,25 @@ const float* Decoder::prefill(const float* params, const std::int32_t* tokens, i
     for (int n = 0; n < N; ++n)
         MESHLM_CHECK(tokens[n] >= 0 && tokens[n] < V, "token ", tokens[n], " outside [0, ", V, ")");
     if (cfg_.vq()) return vq_prefill(params, tokens, T, rows);
-    params_ = params;
-    stack_.set_params(params);
+    params_ = run_params_ = params;
+    const Device d = device();
+    if (d != Device::cpu) {  // the weights as they are now, in the device's memory
+        const std::size_t n = transformer_layout(cfg_).total();
+        if (dparams_.size() != n) dparams_ = kernels::FloatArray(d, n);
+        kernels::copy(flat(dparams_.data(), n, d), flat(params, n, Device::cpu));
+        run_params_ = dparams_.data();
+    }
+    stack_.set_params(run_params_);
 
     // The prompt runs through the transformer itself; its blocks keep the rotated q | k | v.
     if (!prompt_ || T > prompt_T_ ||
         static_cast<long>(N) > static_cast<long>(prompt_rows_) * prompt_T_) {
-        prompt_ = std::make_unique<Transformer>(cfg_, rows, T);
+        prompt_ = std::make_unique<Transformer>(cfg_, rows, T, nullptr, Recompute::none,
+                                                Precision::fp32, d);
         prompt_rows_ = rows;
         prompt_T_ = T;
     }
-    prompt_->forward(params, tokens, nullptr, rows, T);
+    prompt_->forward(run_params_, tokens, nullptr, rows, T);
     // Each sequence's T positions, from its prompt row (row 0 for all when rows == 1).
     std::vector<std::int32_t> seq(T), pos(T);
     for (int t = 0; t < T; ++t) pos[t] = t;
@@ -150,18 +163,18 @@ const float* Decoder::prefill(const float* params, const std::int32_t* tokens, i
             store_kv(l, prompt_->block_qkv(l) + row, seq.data(), pos.data(), T);
     }
     // Only the last position of each row is the next-token distribution.
+    const auto row = [&](const float* at, std::size_t r) { return view(at + r * V, {1, V}, d); };
     for (int s = 0; s < S_; ++s) {
-        const int r = rows == 1 ? 0 : s;
-        std::memcpy(stack_.logits() + static_cast<std::size_t>(s) * V,
-                    prompt_->logits() + (static_cast<std::size_t>(r) * T + T - 1) * V,
-                    V * sizeof(float));
+        const std::size_t r = rows == 1 ? 0 : s;
+        kernels::copy(row(stack_.logits(), s), row(prompt_->logits(), r * T + T - 1));
     }
     pos_ = T;
-    return stack_.logits();
+    return logits_ = stack_.host_logits(S_);
 }
 
 const float* Decoder::step(const float* params, const std::int32_t* tokens) {
     MESHLM_CHECK(params == params_, "step() must use the parameters given to prefill()");
+    params = run_params_;
     MESHLM_CHECK(pos_ < max_seq_, "the cache is full (", max_seq_, " positions)");
     const int V = cfg_.vocab_size;
     active_.clear();
@@ -171,31 +184,34 @@ const float* Decoder::step(const float* params, const std::int32_t* tokens) {
             active_.push_back(s);
         }
     const int M = static_cast<int>(active_.size());
-    if (M == 0) return stack_.logits();
+    if (M == 0) return logits_;
     if (cfg_.vq()) {
         vq_tokens_.resize(M);
         for (int m = 0; m < M; ++m) vq_tokens_[m] = tokens[active_[m]];
         return vq_step(params);
     }
     pos_rows_.assign(M, pos_);
-    for (int m = 0; m < M; ++m) stack_.embed(m, tokens[active_[m]], pos_);
+    step_tokens_.resize(M);
+    for (int m = 0; m < M; ++m) step_tokens_[m] = tokens[active_[m]];
+    stack_.embed(M, step_tokens_.data(), pos_rows_.data());
     const Attention& attn = stack_.attention();
     const int W = attn.qkv_width();
     const Tensor slopes = attn.slopes_view();
+    const Device d = attn.device;
+    const Tensor seqs = view(active_ids_.put(active_.data(), M), {M}, d);
     stack_.blocks(M, pos_rows_.data(), [&](int l, const float* qkv, float* y) {
         store_kv(l, qkv, active_.data(), pos_rows_.data(), M);
-        const Device d = attn.device;
         const Tensor kcache = view(k_[l].data(), {S_, attn.Kl, max_seq_, attn.D}, d);
         ops::attention_decode(view(y, {M, attn.y_width()}, d), view(qkv, {M, W}, d), kcache,
-                              view(v_[l].data(), kcache.shape, d), view(active_.data(), {M}, d),
-                              pos_ + 1, slopes,
+                              view(v_[l].data(), kcache.shape, d), seqs, pos_ + 1, slopes,
                               {.H = attn.Hl,
                                .Hkv = attn.Kl,
                                .scale = attn.scale,
                                .act = attn.act,
                                .dist = attn.dist});
     });
-    float* logits = stack_.head(M);
+    stack_.head(M);
+    float* logits = stack_.host_logits(M);
     // Rows were computed packed (row m for sequence active_[m] >= m): move them into place,
     // last first so no row is overwritten before it moves.
     for (int m = M - 1; m >= 0; --m)
@@ -203,7 +219,7 @@ const float* Decoder::step(const float* params, const std::int32_t* tokens) {
             std::memcpy(logits + static_cast<std::size_t>(active_[m]) * V,
                         logits + static_cast<std::size_t>(m) * V, V * sizeof(float));
     ++pos_;
-    return stack_.logits();
+    return logits_ = logits;
 }
 
 }  // namespace meshlm

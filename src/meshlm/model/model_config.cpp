@@ -137,4 +137,9 @@ bool ModelConfig::same_shapes(const ModelConfig& o) const {
     return true;
 }
 
+ModelConfig for_inference(ModelConfig cfg) {
+    cfg.dropout_embd = cfg.dropout_attn = cfg.dropout_resid = 0.f;
+    return cfg;
+}
+
 }  // namespace meshlm

@@ -117,4 +117,8 @@ struct ModelConfig {
 // divide, an odd rotary width, unknown names).
 void check_model_config(const ModelConfig& cfg);
 
+// The config decoding and scoring run: dropout acts only in training forwards, so it is off
+// (and asks nothing of the device).
+ModelConfig for_inference(ModelConfig cfg);
+
 }  // namespace meshlm

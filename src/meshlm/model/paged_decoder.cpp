@@ -7,14 +7,18 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/ops/attention_decode.h"
+#include "meshlm/model/transformer_layout.h"
 
 namespace meshlm {
 PagedDecoder::PagedDecoder(const ModelConfig& cfg, int num_blocks, int block_size, int max_rows,
-                           DecodePrecision precision)
-    : cfg_(cfg),
+                           DecodePrecision precision, Device device)
+    : cfg_(for_inference(cfg)),
       num_blocks_(num_blocks),
       block_size_(block_size),
-      stack_(cfg, max_rows >= 1 ? max_rows : 1, precision) {
+      stack_(cfg_, max_rows >= 1 ? max_rows : 1, precision, device),
+      tables_ids_(device),
+      pos_ids_(device),
+      lens_ids_(device) {
     MESHLM_CHECK(num_blocks >= 1 && block_size >= 1 && max_rows >= 1,
                  "a paged cache needs blocks, a block size and rows");
     if (cfg.vq())
@@ -25,8 +29,8 @@ PagedDecoder::PagedDecoder(const ModelConfig& cfg, int num_blocks, int block_siz
     const std::size_t per_layer =
         static_cast<std::size_t>(num_blocks) * attn.Kl * block_size * attn.D;
     for (int l = 0; l < cfg.n_layer; ++l) {
-        k_.emplace_back(per_layer);
-        v_.emplace_back(per_layer);
+        k_.emplace_back(device, per_layer);
+        v_.emplace_back(device, per_layer);
     }
 }
 
@@ -37,7 +41,12 @@ std::size_t PagedDecoder::block_bytes() const {
 }
 
 void PagedDecoder::set_params(const float* params) {
-    stack_.set_params(params);
+    const Device d = device();
+    if (d == Device::cpu) return stack_.set_params(params);
+    const std::size_t n = transformer_layout(cfg_).total();
+    if (dparams_.size() != n) dparams_ = kernels::FloatArray(d, n);
+    kernels::copy(flat(dparams_.data(), n, d), flat(params, n, Device::cpu));
+    stack_.set_params(dparams_.data());
 }
 
 const float* PagedDecoder::forward(const DecodeRow* rows, int M) {
@@ -48,6 +57,7 @@ const float* PagedDecoder::forward(const DecodeRow* rows, int M) {
     // A dense [M, n] block table for the ops (each row's blocks up to its position).
     int n = 1;
     for (int m = 0; m < M; ++m) n = std::max(n, rows[m].pos / block_size_ + 1);
+    tokens_.resize(M);
     pos_.resize(M);
     lens_.resize(M);
     tables_.assign(static_cast<std::size_t>(M) * n, 0);
@@ -56,18 +66,20 @@ const float* PagedDecoder::forward(const DecodeRow* rows, int M) {
         MESHLM_CHECK(r.token >= 0 && r.token < V, "token ", r.token, " outside [0, ", V, ")");
         MESHLM_CHECK(r.pos >= 0 && (!learned || r.pos < cfg_.max_seq_len), "position ", r.pos,
                      " outside the model's context of ", cfg_.max_seq_len);
+        tokens_[m] = r.token;
         pos_[m] = r.pos;
         lens_[m] = r.pos + 1;
         std::copy_n(r.blocks, r.pos / block_size_ + 1,
                     tables_.data() + static_cast<std::size_t>(m) * n);
-        stack_.embed(m, r.token, r.pos);
     }
+    stack_.embed(M, tokens_.data(), pos_.data());
     const Attention& attn = stack_.attention();
     const Device d = attn.device;
     const int W = attn.qkv_width();
     const Tensor slopes = attn.slopes_view();
-    const Tensor tables = view(tables_.data(), {M, n}, d), pos = view(pos_.data(), {M}, d);
-    const Tensor lens = view(lens_.data(), {M}, d);
+    const Tensor tables = view(tables_ids_.put(tables_.data(), tables_.size()), {M, n}, d);
+    const Tensor pos = view(pos_ids_.put(pos_.data(), M), {M}, d);
+    const Tensor lens = view(lens_ids_.put(lens_.data(), M), {M}, d);
     stack_.blocks(M, pos_.data(), [&](int l, const float* qkv, float* y) {
         const Tensor q = view(qkv, {M, W}, d);
         const Tensor kp = view(k_[l].data(), {num_blocks_, attn.Kl, block_size_, attn.D}, d);
@@ -84,8 +96,9 @@ const float* PagedDecoder::forward(const DecodeRow* rows, int M) {
     int wanted = 0;
     for (int m = 0; m < M; ++m)
         if (rows[m].logits) stack_.move_row(m, wanted++);
-    if (wanted == 0) return stack_.logits();
-    return stack_.head(wanted);
+    if (wanted == 0) return stack_.host_logits(0);
+    stack_.head(wanted);
+    return stack_.host_logits(wanted);
 }
 
 }  // namespace meshlm

@@ -7,10 +7,6 @@
 
 namespace meshlm::kernels {
 
-// Why sample, eval and serve stay on the CPU: their decoders' state is host memory.
-inline constexpr const char* kNoGpuDecoding =
-    "decoding (the KV caches, sampling and scoring) runs on the host yet";
-
 // From `name`, named `what` in errors: cpu; cuda, when this build has CUDA, this machine a GPU
 // and `gap` (why the command's model cannot run on a GPU, "" when it can) is empty, else an
 // error saying which of them is missing; auto, which is cuda where cuda would be accepted and
