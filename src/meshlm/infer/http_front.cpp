@@ -1,0 +1,72 @@
+#include "meshlm/infer/http_front.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace meshlm {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+std::chrono::milliseconds millis(double seconds) {
+    return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+// The accept loop's queue: parking a socket takes microseconds, so it runs on that thread.
+class InlineQueue : public httplib::TaskQueue {
+  public:
+    void enqueue(std::function<void()> fn) override { fn(); }
+    void shutdown() override {}
+};
+}  // namespace
+
+HttpFront::HttpFront(HttpLimits limits)
+    : limits_(limits),
+      pool_(limits.min_workers, limits.max_workers, std::chrono::seconds(5)),
+      parker_([this](std::shared_ptr<HttpConnection> c) { pool_.submit([this, c] { serve(c); }); },
+              limits.max_connections) {
+    new_task_queue = [] { return new InlineQueue; };
+    // What the Keep-Alive header of each answer tells the client.
+    set_keep_alive_timeout(static_cast<time_t>(limits.idle_timeout_s));
+    set_keep_alive_max_count(static_cast<std::size_t>(limits.keep_alive_max));
+}
+
+HttpFront::~HttpFront() {
+    finish();
+}
+
+void HttpFront::finish() {
+    stopping_ = true;
+    parker_.stop();
+    pool_.shutdown();
+}
+
+bool HttpFront::process_and_close_socket(socket_t sock) {
+    // Small answers and server-sent events go out at once, not after Nagle's delay.
+    int yes = 1;
+    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    park(std::make_shared<HttpConnection>(sock, millis(limits_.write_timeout_s), &stopping_));
+    return true;
+}
+
+void HttpFront::park(std::shared_ptr<HttpConnection> c) {
+    if (stopping_ || !is_running()) return;  // c closes as it goes
+    parker_.park(std::move(c), Clock::now() + millis(limits_.idle_timeout_s));
+}
+
+// One request of a connection whose bytes have arrived; then back to the parker.
+void HttpFront::serve(const std::shared_ptr<HttpConnection>& c) {
+    if (stopping_) return;
+    c->stream.set_read_deadline(Clock::now() + millis(limits_.request_timeout_s));
+    const bool last = ++c->requests >= limits_.keep_alive_max;
+    bool closed = false;
+    if (!process_request(c->stream, last, closed, nullptr) || closed || last) return;
+    // A pipelined request is already in the stream's buffer: the socket will not wake for it.
+    if (c->stream.has_buffered())
+        pool_.submit([this, c] { serve(c); });
+    else
+        park(c);
+}
+
+}  // namespace meshlm
