@@ -62,11 +62,15 @@ bool DeadlineStream::is_readable() const {
 
 ssize_t DeadlineStream::read(char* ptr, size_t size) {
     if (!has_buffered()) {
-        if (!wait_readable()) return -1;
-        ssize_t n;
-        do n = ::recv(fd_, buf_.data(), buf_.size(), 0);
-        while (n < 0 && errno == EINTR);
-        if (n <= 0) return n;
+        ssize_t n = -1;
+        if (wait_readable()) {
+            do n = ::recv(fd_, buf_.data(), buf_.size(), 0);
+            while (n < 0 && errno == EINTR);
+        }
+        if (n <= 0) {
+            read_failed_ = true;
+            return n;
+        }
         begin_ = 0;
         end_ = static_cast<std::size_t>(n);
     }

@@ -20,6 +20,9 @@ class DeadlineStream : public httplib::Stream {
                    const std::atomic<bool>* stopping);
 
     void set_read_deadline(Clock::time_point t) { deadline_ = t; }
+    // A read failed (deadline passed, server stopping, client closed or reset): what is left of
+    // the request is unknown and the connection must close.
+    bool read_failed() const { return read_failed_; }
     // Bytes already read from the socket and not yet consumed (a pipelined request).
     bool has_buffered() const { return begin_ < end_; }
 
@@ -40,6 +43,7 @@ class DeadlineStream : public httplib::Stream {
     const std::atomic<bool>* stopping_;
     std::vector<char> buf_;
     std::size_t begin_ = 0, end_ = 0;
+    bool read_failed_ = false;
 };
 
 }  // namespace meshlm

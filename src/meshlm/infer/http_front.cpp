@@ -13,6 +13,11 @@ std::chrono::milliseconds millis(double seconds) {
     return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
+// Set on a worker while it answers a request whose connection must close after the answer
+// (a body refused unread). Thread-local: httplib hands the request, not the connection, to
+// its handlers, and a request is answered on one thread.
+thread_local bool t_close_after_answer = false;
+
 // The accept loop's queue: parking a socket takes microseconds, so it runs on that thread.
 class InlineQueue : public httplib::TaskQueue {
   public:
@@ -30,6 +35,17 @@ HttpFront::HttpFront(HttpLimits limits)
     // What the Keep-Alive header of each answer tells the client.
     set_keep_alive_timeout(static_cast<time_t>(limits.idle_timeout_s));
     set_keep_alive_max_count(static_cast<std::size_t>(limits.keep_alive_max));
+    // httplib 0.11 reads (and drops) a body over the payload limit before its 413: a client
+    // announcing gigabytes would hold a worker until the read deadline. Routing comes before
+    // the body is read, so the Content-Length is checked here and the body never read.
+    set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        if (req.get_header_value<std::uint64_t>("Content-Length") <= payload_max_length_)
+            return HandlerResponse::Unhandled;
+        res.status = 413;
+        res.set_header("Connection", "close");
+        t_close_after_answer = true;
+        return HandlerResponse::Handled;
+    });
 }
 
 HttpFront::~HttpFront() {
@@ -61,7 +77,11 @@ void HttpFront::serve(const std::shared_ptr<HttpConnection>& c) {
     c->stream.set_read_deadline(Clock::now() + millis(limits_.request_timeout_s));
     const bool last = ++c->requests >= limits_.keep_alive_max;
     bool closed = false;
-    if (!process_request(c->stream, last, closed, nullptr) || closed || last) return;
+    t_close_after_answer = false;
+    const bool ok = process_request(c->stream, last, closed, nullptr);
+    // A request cut short (timed out, malformed, its body left unread) ends the connection:
+    // the bytes that follow are not the start of a request.
+    if (!ok || closed || last || c->stream.read_failed() || t_close_after_answer) return;
     // A pipelined request is already in the stream's buffer: the socket will not wake for it.
     if (c->stream.has_buffered())
         pool_.submit([this, c] { serve(c); });
