@@ -225,6 +225,28 @@ TEST_F(ServeHostile, IdleServerHoldsFewThreadsAndAThousandIdleConnectionsDoNotDe
     EXPECT_EQ(complete(srv.port(), "Document 3").second, text);
 }
 
+// Past --max-connections, new connections are closed as they arrive; the ones open keep
+// working, and once they go the server takes new ones again.
+TEST_F(ServeHostile, ConnectionsPastTheLimitAreClosedAsTheyArrive) {
+    ServeProcess srv(run(), "--max-connections 20", log("limit"));
+    ASSERT_GT(srv.port(), 0);
+    std::vector<int> fds;
+    for (int i = 0; i < 30; ++i) fds.push_back(connect_to(srv.port()));
+    int refused = 0;
+    for (int i = 0; i < 30; ++i) refused += closed_by_server(fds[i], i < 20 ? 200 : 2000);
+    EXPECT_EQ(refused, 10);
+    const std::string health = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    send(fds[0], health.data(), health.size(), MSG_NOSIGNAL);
+    char buf[256] = {};
+    pollfd p{fds[0], POLLIN, 0};
+    ASSERT_GT(poll(&p, 1, 5000), 0);
+    EXPECT_GT(recv(fds[0], buf, sizeof buf - 1, 0), 0);
+    EXPECT_EQ(std::string(buf).rfind("HTTP/1.1 200", 0), 0u) << buf;
+    for (int fd : fds) close(fd);
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(complete(srv.port(), "Document 2").first, 200);
+}
+
 // Slowloris: headers, or a body, a byte every 200 ms are cut at --read-timeout from their first
 // byte, while a real request beside them is answered at once.
 TEST_F(ServeHostile, SlowHeadersAndSlowBodiesAreCutAtTheReadTimeoutWithoutBlockingOthers) {
@@ -302,11 +324,16 @@ TEST_F(ServeHostile, InvalidUtf8IsA400NamingItAndByteTokensComeBackAsValidJson) 
     auto info = c.Get("/tokenizer_info");
     ASSERT_TRUE(info);
     const int V = json::parse(info->body)["vocab_size"];
-    for (int id = 0; id < std::min(V, 300); ++id) {
-        auto res = c.Post("/detokenize", json{{"tokens", {id, id}}}.dump(), "application/json");
-        ASSERT_TRUE(res) << id;
-        ASSERT_EQ(res->status, 200) << id << ": " << res->body;
-        EXPECT_NO_THROW(json::parse(res->body)) << id;  // (nlohmann checks UTF-8)
+    // Every byte token at once, then some alone (each request costs a delayed ACK here).
+    json all = json::array();
+    for (int id = 0; id < std::min(V, 300); ++id) all.push_back(id);
+    std::vector<json> lists = {all};
+    for (int id = 128; id < std::min(V, 300); id += 13) lists.push_back({id, id});
+    for (const json& ids : lists) {
+        auto res = c.Post("/detokenize", json{{"tokens", ids}}.dump(), "application/json");
+        ASSERT_TRUE(res) << ids;
+        ASSERT_EQ(res->status, 200) << ids << ": " << res->body;
+        EXPECT_NO_THROW(json::parse(res->body)) << ids;  // (nlohmann checks UTF-8)
     }
     auto echo = c.Post("/v1/completions",
                        json{{"prompt", {255, 254, 200}}, {"max_tokens", 2}, {"echo", true}}.dump(),

@@ -101,7 +101,7 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
         ->capture_default_str()
         ->check(in_range(0.1, 3600));
     cmd->add_option("--max-connections", a->server.max_connections,
-                    "connections waiting for a request (more are closed at once)")
+                    "open connections (more are closed as they arrive)")
         ->capture_default_str()
         ->check(in_range(1, 1 << 20));
     cmd->add_option("--http-threads", a->server.threads,

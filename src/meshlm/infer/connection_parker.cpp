@@ -19,6 +19,7 @@ constexpr int kTickMs = 100;
 HttpConnection::~HttpConnection() {
     ::shutdown(fd, SHUT_RDWR);
     ::close(fd);
+    --*open;
 }
 
 ConnectionParker::ConnectionParker(Wake wake, std::size_t max_parked)

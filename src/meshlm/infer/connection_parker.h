@@ -16,11 +16,13 @@
 
 namespace meshlm {
 
-// One accepted socket; closed when its last owner lets go.
+// One accepted socket; closed when its last owner lets go. `open` counts the live ones.
 struct HttpConnection {
     HttpConnection(int fd, std::chrono::milliseconds write_timeout,
-                   const std::atomic<bool>* stopping)
-        : fd(fd), stream(fd, write_timeout, stopping) {}
+                   const std::atomic<bool>* stopping, std::atomic<std::size_t>* open)
+        : fd(fd), stream(fd, write_timeout, stopping), open(open) {
+        ++*open;
+    }
     ~HttpConnection();
     HttpConnection(const HttpConnection&) = delete;
     HttpConnection& operator=(const HttpConnection&) = delete;
@@ -28,6 +30,7 @@ struct HttpConnection {
     int fd;
     DeadlineStream stream;
     int requests = 0;  // answered on this connection
+    std::atomic<std::size_t>* open;
 };
 
 class ConnectionParker {

@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +19,23 @@ std::chrono::milliseconds millis(double seconds) {
 // its handlers, and a request is answered on one thread.
 thread_local bool t_close_after_answer = false;
 
+// After the answer to a request whose body was left unread: the client may still be sending
+// it, and a close with unread bytes resets the connection, often before the client has read
+// the answer. So the write side is shut and what arrives is dropped until the client closes,
+// for at most 2 s (nginx's lingering close).
+void linger(int fd) {
+    ::shutdown(fd, SHUT_WR);
+    char buf[16 * 1024];
+    const auto until = Clock::now() + std::chrono::seconds(2);
+    for (;;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+        pollfd p{fd, POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
+        if (::recv(fd, buf, sizeof buf, 0) <= 0) return;
+    }
+}
+
 // The accept loop's queue: parking a socket takes microseconds, so it runs on that thread.
 class InlineQueue : public httplib::TaskQueue {
   public:
@@ -32,6 +50,10 @@ HttpFront::HttpFront(HttpLimits limits)
       parker_([this](std::shared_ptr<HttpConnection> c) { pool_.submit([this, c] { serve(c); }); },
               limits.max_connections) {
     new_task_queue = [] { return new InlineQueue; };
+    // httplib's accept loop sets them as SO_RCVTIMEO / SO_SNDTIMEO: a send() to a client that
+    // stopped reading blocks no longer than the write timeout.
+    set_read_timeout(static_cast<time_t>(limits.request_timeout_s) + 1);
+    set_write_timeout(static_cast<time_t>(limits.write_timeout_s));
     // What the Keep-Alive header of each answer tells the client.
     set_keep_alive_timeout(static_cast<time_t>(limits.idle_timeout_s));
     set_keep_alive_max_count(static_cast<std::size_t>(limits.keep_alive_max));
@@ -59,10 +81,15 @@ void HttpFront::finish() {
 }
 
 bool HttpFront::process_and_close_socket(socket_t sock) {
+    if (open_ >= limits_.max_connections) {  // (those waiting in the pool's queue count too)
+        ::close(sock);
+        return true;
+    }
     // Small answers and server-sent events go out at once, not after Nagle's delay.
     int yes = 1;
     ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
-    park(std::make_shared<HttpConnection>(sock, millis(limits_.write_timeout_s), &stopping_));
+    park(std::make_shared<HttpConnection>(sock, millis(limits_.write_timeout_s), &stopping_,
+                                          &open_));
     return true;
 }
 
@@ -81,7 +108,8 @@ void HttpFront::serve(const std::shared_ptr<HttpConnection>& c) {
     const bool ok = process_request(c->stream, last, closed, nullptr);
     // A request cut short (timed out, malformed, its body left unread) ends the connection:
     // the bytes that follow are not the start of a request.
-    if (!ok || closed || last || c->stream.read_failed() || t_close_after_answer) return;
+    if (t_close_after_answer) return linger(c->fd);
+    if (!ok || closed || last || c->stream.read_failed()) return;
     // A pipelined request is already in the stream's buffer: the socket will not wake for it.
     if (c->stream.has_buffered())
         pool_.submit([this, c] { serve(c); });

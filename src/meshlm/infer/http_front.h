@@ -25,7 +25,7 @@ struct HttpLimits {
     double request_timeout_s = 10;       // a request's head and body must arrive within it
     double idle_timeout_s = 5;           // a connection waits this long for its next request
     double write_timeout_s = 30;         // a client that takes no bytes this long is dropped
-    std::size_t max_connections = 4096;  // waiting connections; more are closed at once
+    std::size_t max_connections = 4096;  // open connections; more are closed as they arrive
     int keep_alive_max = 1000;           // requests on one connection before it is closed
 };
 
@@ -39,6 +39,7 @@ class HttpFront : public httplib::Server {
     void finish();
     // Connections waiting for a request, and worker threads alive.
     std::size_t idle_connections() const { return parker_.parked(); }
+    std::size_t open_connections() const { return open_; }
     int worker_threads() const { return pool_.threads(); }
 
   private:
@@ -50,6 +51,7 @@ class HttpFront : public httplib::Server {
 
     HttpLimits limits_;
     std::atomic<bool> stopping_{false};
+    std::atomic<std::size_t> open_{0};
     WorkerPool pool_;
     ConnectionParker parker_;
 };

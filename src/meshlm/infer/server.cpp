@@ -728,6 +728,8 @@ struct Server::Impl {
             count(req, 200);
             metrics.set("meshlm_http_idle_connections",
                         static_cast<double>(http.idle_connections()));
+            metrics.set("meshlm_http_open_connections",
+                        static_cast<double>(http.open_connections()));
             metrics.set("meshlm_http_worker_threads", http.worker_threads());
             res.set_content(metrics.render(), "text/plain; version=0.0.4");
         });

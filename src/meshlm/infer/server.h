@@ -38,7 +38,7 @@ struct ServerOptions {
     int threads = 0;  // most requests read or answered at once (0: from the engine's limits)
     double request_timeout_s = 10;       // a request's head and body must arrive within it
     double idle_timeout_s = 5;           // a connection waits this long for its next request
-    std::size_t max_connections = 4096;  // connections waiting for a request; more are closed
+    std::size_t max_connections = 4096;  // open connections; more are closed as they arrive
     int max_json_depth = 64;             // nesting of arrays and objects in a request body
     ChatSetup chat;  // /v1/chat/completions (no template: load_chat_setup's fallback)
 };
