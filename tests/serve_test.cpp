@@ -607,6 +607,11 @@ TEST(ServeLimits, AGoneClientFreesItsSequence) {
             std::this_thread::sleep_for(20ms);
         EXPECT_TRUE(srv.engine->idle()) << "stream " << stream;
         EXPECT_EQ(srv.engine->blocks_free(), total);
+        // What an operator sees: /metrics has the batch and the KV pages empty again.
+        auto m = srv.client().Get("/metrics");
+        ASSERT_TRUE(m);
+        EXPECT_NE(m->body.find("\nmeshlm_running_sequences 0\n"), std::string::npos) << m->body;
+        EXPECT_NE(m->body.find("\nmeshlm_kv_blocks_used 0\n"), std::string::npos) << m->body;
         EXPECT_LT(srv.metrics.counter("meshlm_generation_tokens") - before, 250);
     }
     EXPECT_EQ(srv.metrics.counter("meshlm_sequences_finished", "reason=\"cancelled\""), 2);

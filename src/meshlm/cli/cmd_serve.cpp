@@ -5,6 +5,8 @@
 // SIGTERM or SIGINT: refuse new completions (503), finish the ones in flight (at most
 // --drain-timeout seconds, then they end with finish_reason "cancelled"), exit 0. A second signal
 // exits at once.
+#include <sys/resource.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -36,6 +38,16 @@ struct ServeArgs {
     double drain_timeout = 30;
     bool model_name_given = false;
 };
+
+// The soft limit on open files up to the hard one (often 1024 of 500k+): --max-connections
+// counts on it.
+void raise_open_file_limit() {
+    rlimit r{};
+    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &r);
+    }
+}
 
 std::string base_name(std::string p) {
     while (p.size() > 1 && p.back() == '/') p.pop_back();
@@ -80,6 +92,24 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
     cmd->add_option("--max-body", a->server.max_body_bytes, "largest request body in bytes")
         ->capture_default_str()
         ->check(at_least(1024));
+    cmd->add_option("--read-timeout", a->server.request_timeout_s,
+                    "seconds a request's head and body may take to arrive (slower clients are "
+                    "disconnected)")
+        ->capture_default_str()
+        ->check(in_range(0.1, 3600));
+    cmd->add_option("--idle-timeout", a->server.idle_timeout_s,
+                    "seconds a connection may wait for its next request")
+        ->capture_default_str()
+        ->check(in_range(0.1, 3600));
+    cmd->add_option("--max-connections", a->server.max_connections,
+                    "open connections (more are closed as they arrive)")
+        ->capture_default_str()
+        ->check(in_range(1, 1 << 20));
+    cmd->add_option("--http-threads", a->server.threads,
+                    "most requests read or answered at once (0 = --max-running + --max-waiting "
+                    "+ 16); threads start as needed and idle ones exit")
+        ->capture_default_str()
+        ->check(at_least(0));
     cmd->add_option("--drain-timeout", a->drain_timeout,
                     "seconds to finish in-flight requests after SIGTERM")
         ->capture_default_str()
@@ -114,6 +144,7 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
         a->engine.device = run_device(run, a->device);
 
         std::signal(SIGPIPE, SIG_IGN);
+        raise_open_file_limit();  // each waiting connection holds a descriptor
         // The chat template: a tokenizer_config.json in the run (or checkpoint's run) directory or
         // beside the tokenizer file, else the default ChatML template (chat_request.h).
         a->server.chat = load_chat_setup(chat_config_dirs(run), *run.tokenizer);

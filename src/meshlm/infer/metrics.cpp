@@ -27,6 +27,9 @@ Metrics::Metrics() {
         {"meshlm_request_latency_seconds", "time from request to last byte of a completion"},
         {"meshlm_time_to_first_token_seconds", "time from request to its first generated token"},
         {"meshlm_step_seconds", "time of one forward pass with its sampling"},
+        {"meshlm_http_idle_connections", "connections waiting for their next request"},
+        {"meshlm_http_open_connections", "connections open (waiting, read or answered)"},
+        {"meshlm_http_worker_threads", "threads reading or answering requests"},
     };
     auto hist = [&](const std::string& name, std::vector<double> b) {
         Histogram h;

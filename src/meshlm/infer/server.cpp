@@ -18,6 +18,7 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/infer/chat_response.h"
+#include "meshlm/infer/http_front.h"
 #include "meshlm/infer/playground.h"
 
 namespace meshlm {
@@ -96,6 +97,18 @@ bool boolean(const json& body, const char* key, bool def) {
     return it->get<bool>();
 }
 
+// The connection limits: by default as many requests at once as the engine can hold sequences
+// (each waits for its answer on a worker), plus some for the side endpoints.
+HttpLimits http_limits(const ServerOptions& o, const EngineOptions& eo) {
+    HttpLimits l;
+    l.max_workers = o.threads > 0 ? o.threads : eo.max_running + eo.max_waiting + 16;
+    l.min_workers = std::min(2, l.max_workers);
+    l.request_timeout_s = o.request_timeout_s;
+    l.idle_timeout_s = o.idle_timeout_s;
+    l.max_connections = o.max_connections;
+    return l;
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -103,7 +116,7 @@ struct Server::Impl {
     const Tokenizer& tok;
     ServerOptions opt;
     Metrics& metrics;
-    httplib::Server http;
+    HttpFront http;
     std::atomic<bool>* draining;
     std::atomic<int> inflight{0};  // completions submitted whose response is not written yet
     std::mt19937_64 seed_rng{std::random_device{}()};
@@ -111,7 +124,12 @@ struct Server::Impl {
     long created = static_cast<long>(std::time(nullptr));
 
     Impl(Engine& e, const Tokenizer& t, ServerOptions o, Metrics& m, std::atomic<bool>* d)
-        : engine(e), tok(t), opt(std::move(o)), metrics(m), draining(d) {
+        : engine(e),
+          tok(t),
+          opt(std::move(o)),
+          metrics(m),
+          http(http_limits(opt, e.options())),
+          draining(d) {
         if (!opt.chat.tmpl) opt.chat = load_chat_setup({}, tok);  // ChatML, stopping at its end
     }
 
@@ -146,10 +164,21 @@ struct Server::Impl {
         return diff == 0;
     }
 
+    // The body as JSON; refused past opt.max_json_depth levels as the parser reaches them, so
+    // a body of brackets costs no tree (and the chat template's parser never sees one).
     json parse_body(const httplib::Request& req) const {
         json body;
+        const int max_depth = opt.max_json_depth;
+        auto depth_guard = [max_depth](int depth, json::parse_event_t ev, json&) {
+            if ((ev == json::parse_event_t::object_start ||
+                 ev == json::parse_event_t::array_start) &&
+                depth >= max_depth)
+                bad("", "the request body nests arrays and objects deeper than " +
+                            std::to_string(max_depth) + " levels");
+            return true;
+        };
         try {
-            body = json::parse(req.body);
+            body = json::parse(req.body, depth_guard);
         } catch (const json::exception& e) {
             bad("", std::string("the request body is not valid JSON: ") + e.what());
         }
@@ -635,14 +664,9 @@ struct Server::Impl {
     }
 
     void routes() {
+        // A Content-Length over the limit gets 413 before the body is read (http_front.h's
+        // request deadline bounds the reading of what the client sends anyway).
         http.set_payload_max_length(opt.max_body_bytes);
-        http.set_keep_alive_timeout(2);
-        http.set_read_timeout(30, 0);
-        http.set_write_timeout(30, 0);
-        int threads = opt.threads > 0
-                          ? opt.threads
-                          : engine.options().max_running + engine.options().max_waiting + 16;
-        http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 
         http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
             if (!res.body.empty()) return;
@@ -702,6 +726,11 @@ struct Server::Impl {
         });
         http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
             count(req, 200);
+            metrics.set("meshlm_http_idle_connections",
+                        static_cast<double>(http.idle_connections()));
+            metrics.set("meshlm_http_open_connections",
+                        static_cast<double>(http.open_connections()));
+            metrics.set("meshlm_http_worker_threads", http.worker_threads());
             res.set_content(metrics.render(), "text/plain; version=0.0.4");
         });
         http.Get("/tokenizer_info",
@@ -754,7 +783,9 @@ Server::Server(Engine& engine, const Tokenizer& tokenizer, ServerOptions opt, Me
     impl_->routes();
 }
 
-Server::~Server() = default;
+Server::~Server() {
+    impl_->http.finish();
+}
 
 namespace {
 // cpp-httplib (Debian's 0.11, a compiled library) listens with a backlog of 5: a burst of clients
@@ -841,6 +872,7 @@ int Server::bind() {
 
 void Server::run() {
     impl_->http.listen_after_bind();
+    impl_->http.finish();  // before the handlers' state goes
 }
 
 void Server::begin_drain() {

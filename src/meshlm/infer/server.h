@@ -1,5 +1,6 @@
-// `meshlm serve`: an OpenAI-compatible HTTP server over the Engine (cpp-httplib, one thread
-// per connection; the engine thread does the compute).
+// `meshlm serve`: an OpenAI-compatible HTTP server over the Engine (cpp-httplib's parsing and
+// routing over http_front.h's connection handling: idle connections hold no thread, a request
+// must arrive within a deadline; the engine thread does the compute).
 //
 // Endpoints: POST /v1/completions and POST /v1/chat/completions (both streaming with server-sent
 // events; chat prompts through the model's chat template, chat_request.h), GET /v1/models,
@@ -34,8 +35,12 @@ struct ServerOptions {
     int max_n = 16;
     int max_stop = 8;  // stop strings per request
     int max_logprobs = 20;
-    int threads = 0;  // connection threads (0: from the engine's limits)
-    ChatSetup chat;   // /v1/chat/completions (no template: load_chat_setup's fallback)
+    int threads = 0;  // most requests read or answered at once (0: from the engine's limits)
+    double request_timeout_s = 10;       // a request's head and body must arrive within it
+    double idle_timeout_s = 5;           // a connection waits this long for its next request
+    std::size_t max_connections = 4096;  // open connections; more are closed as they arrive
+    int max_json_depth = 64;             // nesting of arrays and objects in a request body
+    ChatSetup chat;  // /v1/chat/completions (no template: load_chat_setup's fallback)
 };
 
 // The 400-family error of a request: HTTP status, message, and the field it is about.
