@@ -6,7 +6,7 @@
 # provide (cuBLASLt alone is 540 MB, over the 64 MiB a bundle may weigh). The GPU host's CUDA
 # major version must be this toolkit's (nvcc --version); gpu_check.sh says so if it is not.
 #
-#   scripts/gpu_bundle.sh          # then: scripts/gpu_check.sh on the GPU host (README, "GPU")
+#   scripts/gpu_bundle.sh          # then: scripts/gpu_check.sh on the GPU host (docs/cuda.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/cuda_build.sh >/dev/null

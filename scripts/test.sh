@@ -1,10 +1,37 @@
 #!/usr/bin/env bash
-# Runs every test. Builds first if needed. With no arguments: the fast `unit` tests two at a
-# time, then the `slow` ones alone (they train for minutes on both cores, and sharing the cores
-# with other tests only slows everything). Any arguments go to ctest instead (e.g. -L unit).
+# Runs every test. On first use it installs what only the tests need (the Debian packages below,
+# and openai and lm-eval into .venv/) and builds every target; later runs rebuild what changed.
+# With no arguments: the fast `unit` tests two at a time, then the `slow` ones alone (they train
+# for minutes on both cores, and sharing the cores with other tests only slows everything). Any
+# arguments go to ctest instead (e.g. -L unit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -f build/build.ninja ] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+# The product's packages first (a no-op after scripts/setup.sh), then the tests' own.
+bash scripts/setup.sh
+packages=(
+  libgtest-dev                # GoogleTest
+  iproute2                    # ip netns / veth: the two-"host" MPI test (scripts/netns_mpi.sh)
+  chromium                    # the playground test drives the page in headless Chromium
+  python3-venv                # .venv for the serving tests' Python tooling (below)
+  curl                        # the documented serve examples (readme_flow_test)
+  time                        # /usr/bin/time: bench/'s peak-RSS measurements
+)
+bash scripts/install_packages.sh "${packages[@]}"
+
+# Test tooling from PyPI, in .venv/ (ignored by git): the `openai` client and lm-evaluation-harness
+# (no torch needed: its local-completions model talks to `meshlm serve`), for the serving tests.
+if ! .venv/bin/python -c 'import openai, lm_eval, tenacity' 2>/dev/null; then
+  echo "test: installing openai and lm-eval into .venv/"
+  { [ -x .venv/bin/python ] || python3 -m venv .venv; } &&
+    .venv/bin/pip install -q --disable-pip-version-check "openai>=1.0" "lm-eval[api]>=0.4.9" ||
+    echo "test: WARNING: could not install the Python test tooling; the serving tests that use" \
+         "it will fail until .venv has openai and lm-eval" >&2
+fi
+
+# A build/ that scripts/setup.sh configured before GoogleTest was installed has no tests yet:
+# configure again (cheap), then build every target.
+[ -f build/tests/CTestTestfile.cmake ] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$(nproc)"
 if [ $# -gt 0 ]; then
   exec ctest --test-dir build --output-on-failure "$@"

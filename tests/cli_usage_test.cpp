@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "meshlm/kernels/device.h"
 #include "test_util.h"
 
 namespace meshlm {
@@ -193,6 +194,31 @@ TEST(CliUsage, PrepareWarnsAboutASplitOfVeryFewDocuments) {
                "/out2");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
+}
+
+// Asking for the GPU where the model cannot run there is refused before anything is written,
+// naming the key or flag and why (here: a CPU build names the CMake flag).
+TEST(CliUsage, DeviceCudaIsRefusedByName) {
+    const fs::path dir = fs::temp_directory_path() / "meshlm_device_cuda_run";
+    fs::remove_all(dir);
+    const auto r = meshlm(
+        "train --config.train.device=cuda --config.train.steps=1 "
+        "--config.log.dir=" +
+        dir.string());
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("train.device cuda"), std::string::npos) << r.output;
+    if (!kernels::cuda_built())
+        EXPECT_NE(r.output.find("MESHLM_CUDA=ON"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(dir)) << "nothing written";
+    for (const std::string cmd : {"sample", "eval", "serve"}) {
+        const auto s = meshlm(cmd + " --checkpoint " + dir.string() + " --device cuda");
+        EXPECT_NE(s.exit_code, 0) << cmd << "\n" << s.output;
+        EXPECT_NE(s.output.find("--device cuda"), std::string::npos) << cmd << "\n" << s.output;
+    }
+    EXPECT_EQ(meshlm("sample --checkpoint x --device tpu").exit_code, 2);
+    const auto bad = meshlm("train --config.train.device=tpu");
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.output.find("train.device"), std::string::npos) << bad.output;
 }
 
 }  // namespace

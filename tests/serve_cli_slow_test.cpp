@@ -12,9 +12,9 @@ class ServeCliSlow : public ServeCli {};
 
 TEST_F(ServeCliSlow, LmEvalLocalCompletionsAgreesWithMeshlmEval) {
     const std::string py = python();
-    ASSERT_FALSE(py.empty()) << "no .venv: run scripts/setup.sh";
+    ASSERT_FALSE(py.empty()) << "no .venv: run scripts/test.sh";
     ASSERT_EQ(test::run_command(py + " -c 'import lm_eval'").exit_code, 0)
-        << "lm-eval is not in .venv: run scripts/setup.sh";
+        << "lm-eval is not in .venv: run scripts/test.sh";
     const std::string out = *dir_ + "/results_lmeval.json";
     auto r = test::run_command(test::meshlm_binary() + " eval --checkpoint " + run() +
                                " --threads 2 --tasks " + *dir_ + "/last_word.jsonl " + *dir_ +
@@ -32,7 +32,7 @@ TEST_F(ServeCliSlow, LmEvalLocalCompletionsAgreesWithMeshlmEval) {
 
 TEST_F(ServeCliSlow, PlaygroundStreamsIntoThePageInHeadlessChromium) {
     ASSERT_EQ(test::run_command("command -v chromium").exit_code, 0)
-        << "chromium is not installed: run scripts/setup.sh";
+        << "chromium is not installed: run scripts/test.sh";
     ServeProcess srv(run(), "", *dir_ + "/playground.log");
     const std::string shot = test::meshlm_binary().substr(0, test::meshlm_binary().rfind('/')) +
                              "/test-artifacts/playground.png";

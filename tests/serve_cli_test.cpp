@@ -15,7 +15,7 @@ namespace {
 
 TEST_F(ServeCli, OpenAIPythonClientCompletesStreamsAndReadsLogprobs) {
     const std::string py = python();
-    ASSERT_FALSE(py.empty()) << "no .venv with the openai package: run scripts/setup.sh";
+    ASSERT_FALSE(py.empty()) << "no .venv with the openai package: run scripts/test.sh";
     ServeProcess srv(run(), "--api-key sekret", *dir_ + "/openai.log");
     auto r = test::run_command("timeout 120 " + py + " " + test::source_dir() +
                                "/tests/serve/openai_client_check.py " + srv.url() + "/v1 sekret");

@@ -31,6 +31,7 @@
 #include "meshlm/kernels/ops/clip.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
 #include "meshlm/kernels/ops/dropout.h"
+#include "meshlm/kernels/ops/elementwise.h"
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/layernorm.h"
@@ -41,6 +42,9 @@
 #include "meshlm/kernels/ops/residual.h"
 #include "meshlm/kernels/ops/rmsnorm.h"
 #include "meshlm/kernels/ops/rope.h"
+#include "meshlm/kernels/ops/stats.h"
+#include "meshlm/kernels/ops/vocab_parallel.h"
+#include "meshlm/kernels/ops/vq_attention.h"
 
 namespace meshlm {
 namespace {
@@ -913,6 +917,124 @@ TEST_F(CudaOps, AttentionActBackwardIsDeterministic) {
 }
 
 // --- Buffers ------------------------------------------------------------------------------------
+
+// --- The model's last pieces ------------------------------------------------------------------
+
+std::vector<std::int32_t> download_i32(const DeviceBuffer& b) {
+    std::vector<std::int32_t> v(b.view().numel());
+    kernels::copy(Tensor{v.data(), DType::i32, b.view().shape, Device::cpu}, b.view());
+    return v;
+}
+
+TEST_F(CudaOps, VocabParallelLossPhases) {
+    // A shard of 1000 valid columns in rows of 1024 (the padding is zeroed), vocabulary from 2000.
+    const int N = 37, Vl = 1000, ld = 1024, v0 = 2000;
+    const auto logits = randn(N * ld, 60, 3.f);
+    std::vector<std::int32_t> t(N);
+    for (int n = 0; n < N; ++n) t[n] = n % 7 == 3 ? -1 : v0 - 500 + 97 * n;  // local and remote
+    compare_devices(
+        "vocab-parallel",
+        [&](Device d) {
+            DeviceBuffer x = upload(d, logits, {N, ld}), tg = upload(d, t, {N});
+            DeviceBuffer mx(d, DType::f32, {N}), st(d, DType::f32, {N, 2}), ls(d, DType::f32, {N});
+            const Tensor cols = x.view().columns(0, Vl);
+            ops::ce_row_max(mx.view(), cols, tg.view());
+            ops::ce_row_sums(st.view(), cols, tg.view(), mx.view(), v0, true);
+            ops::ce_finish(cols, ls.view(), tg.view(), mx.view(), st.view(), v0, 0.5f, 1e-3f);
+            return Outputs{{"row_max", download(mx)},
+                           {"stats", download(st)},
+                           {"losses", download(ls)},
+                           {"dlogits", download(x)}};
+        },
+        {1e-7, 1e-5});
+}
+
+TEST_F(CudaOps, KvStoreAndPositions) {
+    const int M = 9, H = 4, Hkv = 2, D = 64, W = (H + 2 * Hkv) * D, block = 16, blocks = 12;
+    const auto qkv = randn(M * W, 61), pool = randn(blocks * Hkv * block * D, 62);
+    std::vector<std::int32_t> tables(M * 3), pos(M);
+    for (int i = 0; i < M * 3; ++i) tables[i] = (i * 5 + 1) % blocks;
+    for (int m = 0; m < M; ++m) pos[m] = (m * 11) % (3 * block);
+    const int B = 3, T = 5, N = B * T, C = 96, P = 64;
+    const auto x0 = randn(N * C, 63), wpe = randn(T * C, 64), table = randn(P * C, 65);
+    const std::vector<float> scale = {0.61f};
+    const std::vector<std::int32_t> pos0 = {0, 17, 40};
+    compare_devices(
+        "kv_store, positions",
+        [&](Device d) {
+            DeviceBuffer k = upload(d, pool, {blocks, Hkv, block, D}),
+                         v = upload(d, pool, k.view().shape);
+            ops::kv_store(k.view(), v.view(), upload(d, qkv, {M, W}).view(),
+                          upload(d, tables, {M, 3}).view(), upload(d, pos, {M}).view(), H);
+            DeviceBuffer x = upload(d, x0, {N, C}), ds = upload(d, scale, {1});
+            ops::position_embedding_forward(x.view(), upload(d, wpe, {T, C}).view(), T, true);
+            const DeviceBuffer tb = upload(d, table, {P, C}), p0 = upload(d, pos0, {B});
+            ops::sinusoid_position_forward(x.view(), tb.view(), upload(d, scale, {1}).view(),
+                                           p0.view(), T, true);
+            ops::sinusoid_position_backward(ds.view(), x.view(), tb.view(), p0.view(), T);
+            return Outputs{{"k", download(k)},
+                           {"v", download(v)},
+                           {"x", download(x)},
+                           {"dscale", download(ds)}};
+        },
+        {1e-7, 1e-6});
+}
+
+TEST_F(CudaOps, ElementwiseAndHostSums) {
+    const int N = 301, C = 77;
+    const auto a = randn(N * 2 * C, 66), b = randn(N * C, 67);
+    double sums[2][3];
+    compare_devices("mul, axpy, fill",
+                    [&](Device d) {
+                        DeviceBuffer w = upload(d, a, {N, 2 * C}), y = upload(d, b, {N, C});
+                        DeviceBuffer o(d, DType::f32, {N, C}), f(d, DType::f32, {N});
+                        ops::mul(o.view(), w.view().columns(C, C), y.view());
+                        ops::mul(w.view().columns(0, C), o.view(), y.view());
+                        ops::axpy(y.view(), o.view(), -0.37f);
+                        ops::fill(f.view(), 2.5f);
+                        double* s = sums[d == Device::cuda];
+                        s[0] = ops::sum(f.view());
+                        s[1] = ops::abs_sum(w.view().columns(C, C));
+                        s[2] = ops::attention_score_abs_sum(w.view(), 7, 43, 5, 1, 22, 0.3f);
+                        return Outputs{{"mul", download(o)},
+                                       {"mul strided", download(w)},
+                                       {"axpy", download(y)},
+                                       {"fill", download(f)}};
+                    },
+                    {1e-7, 1e-6});
+    expect_sum_close("sum", sums[1][0], sums[0][0], 1e-12);
+    expect_sum_close("abs_sum", sums[1][1], sums[0][1], 1e-9);
+    expect_sum_close("attention_score_abs_sum", sums[1][2], sums[0][2], 1e-6);
+}
+
+TEST_F(CudaOps, VqCodebookAndQuantizer) {
+    const int S = 512, dk = 64, N = 1000;
+    const auto c_sum = randn(S * dk, 68), qk = randn(N * 2 * dk, 69);
+    auto c_count = randn(S, 70, 3.f);
+    for (int s = 0; s < S; s += 9) c_count[s] = 0.f;
+    std::vector<std::int32_t> codes[2];
+    compare_devices(
+        "vq",
+        [&](Device d) {
+            DeviceBuffer cb(d, DType::f32, {S, dk}), z(d, DType::i32, {N}), e(d, DType::f32, {N});
+            ops::vq_codebook(cb.view(), upload(d, c_sum, {S, dk}).view(),
+                             upload(d, c_count, {S}).view());
+            DeviceBuffer x = upload(d, qk, {N, 2 * dk}), g = upload(d, qk, {N, 2 * dk});
+            const Tensor keys = x.view().columns(dk, dk);
+            ops::vq_quantize(z.view(), e.view(), keys, cb.view());
+            codes[d == Device::cuda] = download_i32(z);
+            ops::vq_commit_grad(g.view().columns(dk, dk), keys, cb.view(), z.view(), 0.3f);
+            DeviceBuffer sums = upload(d, c_sum, {S, dk}), counts = upload(d, c_count, {S});
+            ops::vq_codebook_stats(sums.view(), counts.view(), keys, z.view());
+            return Outputs{{"codebook", download(cb)},
+                           {"err", download(e)},
+                           {"commit", download(g)},
+                           {"sums", download(sums)},
+                           {"counts", download(counts)}};
+        },
+        {1e-6, 1e-5});
+    EXPECT_EQ(codes[1], codes[0]);
+}
 
 TEST_F(CudaOps, BufferRoundTrip) {
     const auto host = randn(1000, 27);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs kernels/cuda/ on this CPU under the host emulation in shim/ and compares every op with
 # the CPU kernels (check.cpp). Needs the CPU build (build/libmeshlm_kernels.a), no GPU and no
-# CUDA toolkit. A development check of the kernels' logic, not a GPU test: see README.md.
+# CUDA toolkit. A development check of the kernels' logic, not a GPU test: see docs/cuda.md.
 #   tools/cuda_emulate/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."

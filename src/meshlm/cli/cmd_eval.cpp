@@ -18,6 +18,7 @@
 #include "meshlm/data/loader.h"
 #include "meshlm/data/prepare.h"
 #include "meshlm/infer/task_eval.h"
+#include "meshlm/kernels/ops/run_device.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/chunked_losses.h"
 #include "meshlm/train/evaluate.h"
@@ -29,6 +30,7 @@ namespace meshlm {
 
 namespace {
 struct EvalArgs {
+    std::string device = "auto";  // kernels::resolve_run_device
     std::string checkpoint, split = "val";
     int batch_size = 0, threads = 0, seq_len = 0;
     std::vector<std::string> tasks;
@@ -137,7 +139,13 @@ CommandRunner add_eval_command(CLI::App& app, const std::vector<std::string>& ov
                     "tokens per row (0 = the run's train.seq_len); up to model.max_seq_len")
         ->check(at_least(0));
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
+    cmd->add_option("--device", a->device,
+                    "where the model runs: cpu, cuda (refused with the reason: the model cannot "
+                    "run on a GPU yet) or auto (the CPU for now)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, &overrides] {
+        kernels::resolve_run_device(a->device, "--device");
         // The data to score and the default batch shape; the model is the run's.
         require_used_overrides(overrides, "meshlm eval",
                                {"data.", "train.batch_size", "train.seq_len"});

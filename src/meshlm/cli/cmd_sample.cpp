@@ -21,6 +21,7 @@
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/infer/generate.h"
 #include "meshlm/infer/stop_strings.h"
+#include "meshlm/kernels/ops/run_device.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/trainer.h"
 
@@ -28,6 +29,7 @@ namespace meshlm {
 
 namespace {
 struct SampleArgs {
+    std::string device = "auto";  // kernels::resolve_run_device
     std::string checkpoint, prompt, prompt_file, precision = "fp32";
     std::vector<std::string> stops;
     SamplingOptions opt;
@@ -96,7 +98,13 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")
         ->capture_default_str()
         ->check(at_least(0));
+    cmd->add_option("--device", a->device,
+                    "where the model runs: cpu, cuda (refused with the reason: the model cannot "
+                    "run on a GPU yet) or auto (the CPU for now)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, prompt, &overrides] {
+        kernels::resolve_run_device(a->device, "--device");
         if (a->opt.top_p <= 0.f) MESHLM_INVALID("--top-p must be in (0, 1]");
         require_used_overrides(overrides, "meshlm sample", {"data.tokenizer"});
         if (a->opt.typical_p <= 0.f) MESHLM_INVALID("--typical-p must be in (0, 1]");

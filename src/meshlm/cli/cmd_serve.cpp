@@ -19,6 +19,7 @@
 #include "meshlm/core/signal_thread.h"
 #include "meshlm/core/threads.h"
 #include "meshlm/infer/server.h"
+#include "meshlm/kernels/ops/run_device.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/trainer.h"
 
@@ -26,6 +27,7 @@ namespace meshlm {
 
 namespace {
 struct ServeArgs {
+    std::string device = "auto";  // kernels::resolve_run_device
     std::string checkpoint, precision = "fp32";
     ServerOptions server;
     EngineOptions engine;
@@ -88,7 +90,13 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
     cmd->add_option("--threads", a->threads, "compute threads (0 = all cores)")
         ->capture_default_str()
         ->check(at_least(0));
+    cmd->add_option("--device", a->device,
+                    "where the model runs: cpu, cuda (refused with the reason: the model cannot "
+                    "run on a GPU yet) or auto (the CPU for now)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, name, &overrides] {
+        kernels::resolve_run_device(a->device, "--device");
         require_used_overrides(overrides, "meshlm serve", {"data.tokenizer"});
         if (a->server.api_key.empty())
             if (const char* k = std::getenv("MESHLM_API_KEY")) a->server.api_key = k;

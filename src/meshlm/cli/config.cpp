@@ -514,6 +514,10 @@ OptionTable build_table() {
              "the GEMMs' precision (bf16: bf16 operands, fp32 masters, sums and optimizer state; "
              "auto: bf16 where the CPU has native bf16 dot products)",
              one_of({"fp32", "bf16", "auto"}))
+        .add("device", &TrainConfig::device,
+             "where training runs: cpu; cuda (one GPU per rank; the model cannot run there yet, "
+             "so it is refused with the reason); auto: the CPU for now",
+             one_of({"auto", "cpu", "cuda"}))
         .add("nan_policy", &TrainConfig::nan_policy,
              "a step whose loss or gradient norm is not finite, or whose loss spikes, is not "
              "applied; then halt (checkpoint the last good step, exit non-zero), skip (drop the "

@@ -26,6 +26,8 @@ struct TrainConfig {
     // The GEMMs' precision: fp32 | bf16 (bf16 operands, fp32 masters, sums, gradients and
     // optimizer state; model/linear.h) | auto (bf16 where the CPU has native bf16 dot products).
     std::string precision = "auto";
+    // Where training runs: auto | cpu | cuda (kernels::resolve_run_device).
+    std::string device = "auto";
     // Coordinate check during training: every this many steps, metrics.jsonl gets the mean
     // |activation| at every site and mean |update| / lr of every tensor (0 = never).
     int coord_interval = 0;

@@ -24,9 +24,11 @@
 #include "meshlm/data/prepare.h"
 #include "meshlm/data/synthetic.h"
 #include "meshlm/io/weights.h"
+#include "meshlm/kernels/device.h"
 #include "meshlm/kernels/ops/bf16.h"
 #include "meshlm/kernels/ops/gemm.h"
 #include "meshlm/kernels/ops/machine.h"
+#include "meshlm/kernels/ops/run_device.h"
 #include "meshlm/model/flops.h"
 #include "meshlm/parallel/fault.h"
 #include "meshlm/parallel/local_comm.h"
@@ -154,6 +156,7 @@ int available_cpus() {
 
 TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const TrainConfig& tc = job.train;
+    kernels::resolve_run_device(tc.device, "train.device");  // before anything is written
     // B is the micro-batch of one data-parallel rank; a step trains on B * accum * W rows.
     const int B = tc.batch_size, T = tc.seq_len, accum = tc.grad_accum;
     LocalComm local;
