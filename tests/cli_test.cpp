@@ -239,6 +239,25 @@ TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {
                                "/configs/gpt2-small.yaml");
     ASSERT_EQ(g.exit_code, 0) << g.output;
     EXPECT_NE(g.output.find("parameters: 124439808"), std::string::npos) << g.output;
+    // train.device cuda plans without a GPU: all of the plan but the runtime in GPU memory,
+    // and what would refuse the run is named.
+    auto c = test::run_command(test::meshlm_binary() + " info --config " + test::source_dir() +
+                               "/configs/gpt2-small.yaml --config.train.device=cuda");
+    ASSERT_EQ(c.exit_code, 0) << c.output;
+    EXPECT_NE(c.output.find("train.device cuda, per GPU: "), std::string::npos) << c.output;
+    EXPECT_EQ(c.output.find("is refused"), std::string::npos) << c.output;
+    auto v = test::run_command(test::meshlm_binary() + " info" + gpt2_config() +
+                               " --config.train.device=cuda --config.optim.name=adafactor");
+    ASSERT_EQ(v.exit_code, 0) << v.output;
+    EXPECT_NE(v.output.find("refused for this run: training on cuda: optim.name adafactor"),
+              std::string::npos)
+        << v.output;
+    // The default run's Transformer-VQ stays on the CPU.
+    auto q = test::run_command(test::meshlm_binary() + " info --config.train.device=cuda");
+    ASSERT_EQ(q.exit_code, 0) << q.output;
+    EXPECT_NE(q.output.find("refused for this run: training on cuda: Transformer-VQ's attention"),
+              std::string::npos)
+        << q.output;
 
     // Adafactor (every matrix of the GPT-2 is at least 128 x 128, so factored): full
     // second moments for the vectors only, L * (2C + 3C + C + 2C + 4C + C) + 2C (ln_f) = 6912

@@ -21,11 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ModelConfig tiny_model() {
-    ModelConfig m;
-    m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 300, m.max_seq_len = 16;
-    return m;
-}
+using test::tiny_model;
 
 // tiny_model(), a GPT-2 (configs/tiny-gpt2.yaml, the option table's defaults; `meshlm train`
 // without --config trains the default run's Transformer-VQ), on synthetic tokens, fp32, one

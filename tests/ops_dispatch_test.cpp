@@ -38,6 +38,8 @@
 #include "meshlm/kernels/ops/rmsnorm.h"
 #include "meshlm/kernels/ops/rope.h"
 #include "meshlm/kernels/vocab_parallel.h"
+#include "meshlm/train/learner.h"
+#include "test_util.h"
 
 namespace meshlm {
 namespace {
@@ -816,6 +818,23 @@ TEST(OpsDispatch, CudaRequestInCpuBuildNamesTheFlag) {
     kernels::DeviceBuffer host(Device::cpu, DType::f32, {4, 4});
     kernels::copy(host.view(), view(a, {16}));
     EXPECT_EQ(host.bytes(), 64u);
+}
+
+// What keeps a run on the CPU is named (Learner::device_gap, shown by train.device cuda).
+TEST(OpsDispatch, TrainingDeviceGapsAreNamed) {
+    const ModelConfig m = test::tiny_model();
+    OptimConfig adafactor;
+    adafactor.name = "adafactor";
+    EXPECT_NE(Learner::device_gap(m, adafactor, Device::cuda, 1, 1, 0).find("adafactor"),
+              std::string::npos);
+    ModelConfig vq = m;
+    vq.attention = "vq";
+    EXPECT_NE(Learner::device_gap(vq, OptimConfig{}, Device::cuda, 1, 1, 0).find("Transformer-VQ"),
+              std::string::npos);
+    EXPECT_NE(Learner::device_gap(m, OptimConfig{}, Device::cuda, 2, 1, 0).find("one process"),
+              std::string::npos);
+    EXPECT_EQ(Learner::device_gap(m, OptimConfig{}, Device::cuda, 1, 1, 0), "");
+    EXPECT_EQ(Learner::device_gap(vq, adafactor, Device::cpu, 4, 2, 3), "");
 }
 
 }  // namespace

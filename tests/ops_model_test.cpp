@@ -307,7 +307,7 @@ TEST(OpsModel, VqAttentionRefusedOnCuda) {
             ops::vq_attention_forward(view(o, {N, dv}), view(lse, {N}), view(q, {N, dk}),
                                       view(z, {N}), view(v, {N, dv}), t, B, T, shape, nullptr);
         },
-        "vq_attention_forward: codebook is on another device");
+        "vq_attention_forward: codebook is on cuda but q is on cpu");
 }
 
 }  // namespace

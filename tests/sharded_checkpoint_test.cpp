@@ -27,12 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// 2 heads, MLP width 128 and vocabulary 300 all split over 2 model ranks.
-ModelConfig tiny_model() {
-    ModelConfig m;
-    m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 300, m.max_seq_len = 16;
-    return m;
-}
+using test::tiny_model;
 
 // Random values in every slice; the alignment gaps between slices stay zero, as in training.
 FullTrainingState random_state(const ModelConfig& cfg, unsigned seed) {

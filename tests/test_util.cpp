@@ -136,4 +136,10 @@ ModelStep model_step(const ModelConfig& cfg, int B, int T, Recompute r, Precisio
     return res;
 }
 
+ModelConfig tiny_model() {
+    ModelConfig m;
+    m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 300, m.max_seq_len = 16;
+    return m;
+}
+
 }  // namespace meshlm::test

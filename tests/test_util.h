@@ -11,6 +11,10 @@
 
 namespace meshlm::test {
 
+// The model of the checkpoint and train tests: 2 layers, width 32, 2 heads (MLP width 128),
+// vocabulary 300, context 16 -- heads, MLP and vocabulary all split over 2 model ranks.
+ModelConfig tiny_model();
+
 // Each block's flat range [lo[l], hi[l]) from the registry's layer tags, and the end of the last
 // slice: an independent view of FSDP's units (embeddings [0, lo[0]), blocks, ln_f [hi[L-1], end)).
 struct BlockSpans {

@@ -13,12 +13,6 @@
 
 namespace meshlm::test {
 
-ModelConfig tiny_model() {
-    ModelConfig m;
-    m.n_layer = 2, m.d_model = 32, m.n_head = 2, m.vocab_size = 300, m.max_seq_len = 16;
-    return m;
-}
-
 std::string gpt2_config() {
     return " --config " + source_dir() + "/configs/tiny-gpt2.yaml";
 }

@@ -13,9 +13,6 @@
 
 namespace meshlm::test {
 
-// The model of the train tests: 2 layers, width 32, 2 heads (MLP width 128), vocabulary 300,
-// context 16 -- heads, MLP and vocabulary all split over 2 model ranks.
-ModelConfig tiny_model();
 // " --config SOURCE/configs/tiny-gpt2.yaml": a GPT-2, the option table's defaults, which the
 // --config.model.* overrides of these tests change (without --config, `meshlm train` trains the
 // default run's recipe, a Transformer-VQ).

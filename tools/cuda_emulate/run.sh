@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs kernels/cuda/ on this CPU under the host emulation in shim/ and compares every op with
-# the CPU kernels (check.cpp). Needs the CPU build (build/libmeshlm_kernels.a), no GPU and no
-# CUDA toolkit. A development check of the kernels' logic, not a GPU test: see docs/cuda.md.
+# the CPU kernels (check.cpp). Needs the CPU build (build/libmeshlm_kernels.a, or the library
+# MESHLM_KERNELS_LIB names: ctest's cuda_emulate test), no GPU and no CUDA toolkit. A
+# development check of the kernels' logic, not a GPU test: see docs/cuda.md.
 #   tools/cuda_emulate/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-[ -f build/libmeshlm_kernels.a ] || cmake --build build --target meshlm_kernels
+lib=${MESHLM_KERNELS_LIB:-build/libmeshlm_kernels.a}
+[ -f "$lib" ] || cmake --build build --target meshlm_kernels
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/inc/meshlm/kernels/cuda"
@@ -24,5 +26,5 @@ for f in src/meshlm/kernels/cuda/*.cu src/meshlm/kernels/cuda/gemm.cpp; do
   sources+=("$out")
 done
 g++ -std=c++20 -O1 -Itools/cuda_emulate/shim -I"$work/inc" -Isrc tools/cuda_emulate/check.cpp \
-  "${sources[@]}" build/libmeshlm_kernels.a -fopenmp -ldnnl -lpthread -o "$work/check"
+  "${sources[@]}" "$lib" -fopenmp -ldnnl -lpthread -o "$work/check"
 "$work/check"

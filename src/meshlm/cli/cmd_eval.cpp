@@ -145,7 +145,7 @@ CommandRunner add_eval_command(CLI::App& app, const std::vector<std::string>& ov
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, &overrides] {
-        kernels::resolve_run_device(a->device, "--device");
+        kernels::resolve_run_device(a->device, "--device", kernels::kNoGpuDecoding);
         // The data to score and the default batch shape; the model is the run's.
         require_used_overrides(overrides, "meshlm eval",
                                {"data.", "train.batch_size", "train.seq_len"});

@@ -12,8 +12,28 @@
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/optim/optimizer.h"
 #include "meshlm/parallel/zero_plan.h"
+#include "meshlm/train/learner.h"
 
 namespace meshlm {
+namespace {
+
+// train.device cuda: what of the plan lives in each GPU's memory, what on the host, and what
+// would keep the run off the GPU (Learner::device_gap).
+void print_gpu_plan(const Config& cfg, double device_bytes, double param_bytes) {
+    const double MiB = 1024.0 * 1024, GiB = MiB * 1024;
+    const std::string gap =
+        Learner::device_gap(cfg.model, cfg.optim, Device::cuda, cfg.parallel.data,
+                            cfg.parallel.model, cfg.parallel.zero_stage);
+    if (!gap.empty())
+        std::printf("note: train.device cuda is refused for this run: %s\n", gap.c_str());
+    std::printf(
+        "train.device cuda, per GPU: %.1f MiB (%.3f GiB) of GPU memory (everything above "
+        "but the runtime); on the host: the runtime and a %.1f MiB copy of the parameters "
+        "(init, checkpoints, final weights)\n",
+        device_bytes / MiB, device_bytes / GiB, param_bytes / MiB);
+}
+
+}  // namespace
 
 CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& overrides) {
     auto* cmd = app.add_subcommand("info", "Show parameters, FLOPs and planned memory of a config");
@@ -131,6 +151,7 @@ CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& ov
         if (N > 1 || stage > 0 || M > 1)
             std::printf("per-rank bytes: params %zu grads %zu optimizer %zu working %zu\n",
                         zm.params, zm.grads, optim_bytes, zm.working);
+        if (cfg.train.device == "cuda") print_gpu_plan(cfg, total - runtime, params);
         return 0;
     };
 }

@@ -104,7 +104,7 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, prompt, &overrides] {
-        kernels::resolve_run_device(a->device, "--device");
+        kernels::resolve_run_device(a->device, "--device", kernels::kNoGpuDecoding);
         if (a->opt.top_p <= 0.f) MESHLM_INVALID("--top-p must be in (0, 1]");
         require_used_overrides(overrides, "meshlm sample", {"data.tokenizer"});
         if (a->opt.typical_p <= 0.f) MESHLM_INVALID("--typical-p must be in (0, 1]");

@@ -96,7 +96,7 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, name, &overrides] {
-        kernels::resolve_run_device(a->device, "--device");
+        kernels::resolve_run_device(a->device, "--device", kernels::kNoGpuDecoding);
         require_used_overrides(overrides, "meshlm serve", {"data.tokenizer"});
         if (a->server.api_key.empty())
             if (const char* k = std::getenv("MESHLM_API_KEY")) a->server.api_key = k;

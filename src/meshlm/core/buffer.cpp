@@ -32,9 +32,9 @@ void* aligned_alloc_zeroed(std::size_t bytes) {
 
 float* Arena::take(std::size_t n) {
     std::size_t need = padded(n);
-    MESHLM_CHECK(used_ + need <= buf_.size(), "arena overflow: need ", used_ + need,
-                 " floats, planned ", buf_.size());
-    float* p = buf_.data() + used_;
+    MESHLM_CHECK(used_ + need <= cap_, "arena overflow: need ", used_ + need, " floats, planned ",
+                 cap_);
+    float* p = base_ + used_;
     used_ += need;
     return p;
 }

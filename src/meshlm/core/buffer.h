@@ -42,16 +42,21 @@ class Buffer {
 // Hands out aligned slices of one buffer, in order. Used to lay out activations once.
 class Arena {
   public:
-    explicit Arena(std::size_t floats) : buf_(floats) {}
+    explicit Arena(std::size_t floats) : buf_(floats), base_(buf_.data()), cap_(floats) {}
+    // Over `floats` floats at `base` that the caller owns (device memory: the arena only
+    // computes addresses, it never touches them).
+    Arena(float* base, std::size_t floats) : base_(base), cap_(floats) {}
     // Returns `n` floats, 16-float aligned. Throws when the plan was too small.
     float* take(std::size_t n);
     std::size_t used() const { return used_; }
-    std::size_t capacity() const { return buf_.size(); }
+    std::size_t capacity() const { return cap_; }
     // Floats needed for a take of n (rounded up to the alignment).
     static std::size_t padded(std::size_t n) { return (n + 15) / 16 * 16; }
 
   private:
-    Buffer<float> buf_;
+    Buffer<float> buf_;  // owned memory (empty over the caller's)
+    float* base_;
+    std::size_t cap_;
     std::size_t used_ = 0;
 };
 

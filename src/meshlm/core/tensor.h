@@ -44,6 +44,12 @@ struct Tensor {
         MESHLM_CHECK(dtype == DType::f32, "tensor is ", dtype_name(dtype), ", not f32");
         return static_cast<float*>(data);
     }
+    // The i32 elements (tokens, positions, tables); null for an absent view.
+    std::int32_t* i32() const {
+        if (!data) return nullptr;
+        MESHLM_CHECK(dtype == DType::i32, "tensor is ", dtype_name(dtype), ", not i32");
+        return static_cast<std::int32_t*>(data);
+    }
     std::int64_t numel() const { return shape.numel(); }
     bool dense() const { return ld == 0 || (shape.ndim == 2 && ld == shape[1]); }
     // Columns [c0, c0 + n) of a 2-D view: the same rows at this view's row stride.

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "meshlm/core/tensor.h"
 
@@ -26,6 +27,7 @@ class DeviceBuffer {
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
     Tensor view() const { return Tensor{data_, dtype_, shape_, device_}; }
+    void* data() const { return data_; }
     Device device() const { return device_; }
     std::size_t bytes() const { return bytes_; }
 
@@ -37,6 +39,24 @@ class DeviceBuffer {
     Shape shape_;
     Device device_ = Device::cpu;
     std::size_t bytes_ = 0;
+};
+
+// A flat float array on a device with Buffer<float>'s accessors: the learner's and the
+// optimizer's flat buffers (parameters, gradients, moments), whose addresses the ops take as
+// views on device().
+class FloatArray {
+  public:
+    FloatArray() = default;
+    FloatArray(Device device, std::size_t n)
+        : buf_(device, DType::f32, {static_cast<std::int64_t>(n)}), n_(n) {}
+    float* data() const { return static_cast<float*>(buf_.data()); }
+    std::size_t size() const { return n_; }
+    std::size_t bytes() const { return n_ * sizeof(float); }
+    Device device() const { return buf_.device(); }
+
+  private:
+    DeviceBuffer buf_;
+    std::size_t n_ = 0;
 };
 
 // dst = src byte for byte, between any two devices. The views must have the same dtype and

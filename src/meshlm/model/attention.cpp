@@ -15,7 +15,7 @@ namespace {
 // RoPE (forward or backward) over the q heads, then the k heads, of qkv rows.
 void rope_qk(const Attention& a, bool forward, float* qkv, const std::int32_t* pos, int N, int T) {
     const Tensor x = view(qkv, {N, a.qkv_width()}, a.device), p = view(pos, {N}, a.device);
-    const Tensor f = view(a.inv_freq.data(), {a.rope_dim / 2}, a.device);
+    const Tensor f = a.inv_freq_view();
     ops::RopeHeads r{.heads = a.Hl,
                      .head_dim = a.D,
                      .rope_dim = a.rope_dim,
@@ -39,7 +39,7 @@ CoreViews core_views(const Attention& a, const float* qkv, const float* y, const
     return {view(qkv, {B, T, a.qkv_width()}, d),
             view(y, {B, T, a.y_width()}, d),
             lse ? view(lse, {B, a.Hl, T}, d) : Tensor{},
-            a.slopes.empty() ? Tensor{} : view(a.slopes.data(), {a.Hl}, d),
+            a.slopes_view(),
             {.H = a.Hl, .Hkv = a.Kl, .scale = a.scale, .dropout = drop, .dist = a.dist}};
 }
 
@@ -72,6 +72,31 @@ Attention::Attention(const ModelConfig& cfg, int model, int rank)
         const std::vector<float> all = alibi_slopes(cfg.n_head);
         slopes.assign(all.begin() + head0, all.begin() + head0 + Hl);
     }
+}
+
+void Attention::place(Device d) {
+    device = d;
+    if (d == Device::cpu) return;
+    auto to_device = [d](const std::vector<float>& t) {
+        const auto n = static_cast<std::int64_t>(t.size());
+        kernels::DeviceBuffer b(d, DType::f32, {n});
+        if (n) kernels::copy(b.view(), view(t.data(), {n}, Device::cpu));
+        return b;
+    };
+    inv_freq_dev = to_device(inv_freq), slopes_dev = to_device(slopes);
+}
+
+Tensor Attention::inv_freq_view() const {
+    const float* at =
+        device == Device::cpu ? inv_freq.data() : static_cast<const float*>(inv_freq_dev.data());
+    return view(at, {rope_dim / 2}, device);
+}
+
+Tensor Attention::slopes_view() const {
+    if (slopes.empty()) return Tensor{};
+    const float* at =
+        device == Device::cpu ? slopes.data() : static_cast<const float*>(slopes_dev.data());
+    return view(at, {Hl}, device);
 }
 
 void Attention::rotate(float* qkv, const std::int32_t* pos, int N, int T, float* qk_rstd) const {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/ops/op_params.h"
 #include "meshlm/model/linear.h"
 #include "meshlm/model/model_config.h"
@@ -33,13 +34,19 @@ struct Attention {
     float norm_eps;
     std::vector<float> inv_freq;  // rope_dim / 2
     std::vector<float> slopes;    // this rank's heads' ALiBi slopes; empty without ALiBi
+    // Both tables as the ops read them: on `device` (place() copies them there).
     Bf16Scratch* bf16 = nullptr;  // the projections' GEMMs in bf16 (linear.h); null: fp32
     Device device = Device::cpu;  // where its views live (the ops dispatch on it)
     // position t5_bias: this rank's heads' bias per distance, shared by the layers; the owner
     // resolves it from the table before a pass (t5_bias.h) and folds its gradient after.
     const kernels::DistanceBias* dist = nullptr;
+    kernels::DeviceBuffer inv_freq_dev, slopes_dev;  // the tables off the CPU (place())
 
     Attention(const ModelConfig& cfg, int model, int rank);
+    // Moves the layer's views to `d`, with copies of its tables in that device's memory.
+    void place(Device d);
+    Tensor inv_freq_view() const;
+    Tensor slopes_view() const;  // empty without ALiBi
     int qkv_width() const { return (Hl + 2 * Kl) * D; }
     int y_width() const { return Hl * D; }
 

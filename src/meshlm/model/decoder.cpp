@@ -140,15 +140,15 @@ const float* Decoder::prefill(const float* params, const std::int32_t* tokens, i
         prompt_T_ = T;
     }
     prompt_->forward(params, tokens, nullptr, rows, T);
+    // Each sequence's T positions, from its prompt row (row 0 for all when rows == 1).
     std::vector<std::int32_t> seq(T), pos(T);
     for (int t = 0; t < T; ++t) pos[t] = t;
-    for (int l = 0; l < cfg_.n_layer; ++l)
-        for (int s = 0; s < S_; ++s) {
-            const float* qkv =
-                prompt_->block_qkv(l) + static_cast<std::size_t>(rows == 1 ? 0 : s) * T * W;
-            std::fill(seq.begin(), seq.end(), s);
-            store_kv(l, qkv, seq.data(), pos.data(), T);
-        }
+    for (int s = 0; s < S_; ++s) {
+        std::fill(seq.begin(), seq.end(), s);
+        const std::size_t row = static_cast<std::size_t>(rows == 1 ? 0 : s) * T * W;
+        for (int l = 0; l < cfg_.n_layer; ++l)
+            store_kv(l, prompt_->block_qkv(l) + row, seq.data(), pos.data(), T);
+    }
     // Only the last position of each row is the next-token distribution.
     for (int s = 0; s < S_; ++s) {
         const int r = rows == 1 ? 0 : s;
@@ -181,8 +181,7 @@ const float* Decoder::step(const float* params, const std::int32_t* tokens) {
     for (int m = 0; m < M; ++m) stack_.embed(m, tokens[active_[m]], pos_);
     const Attention& attn = stack_.attention();
     const int W = attn.qkv_width();
-    const Tensor slopes =
-        attn.slopes.empty() ? Tensor{} : view(attn.slopes.data(), {attn.Hl}, attn.device);
+    const Tensor slopes = attn.slopes_view();
     stack_.blocks(M, pos_rows_.data(), [&](int l, const float* qkv, float* y) {
         store_kv(l, qkv, active_.data(), pos_rows_.data(), M);
         const Device d = attn.device;

@@ -65,7 +65,7 @@ const float* PagedDecoder::forward(const DecodeRow* rows, int M) {
     const Attention& attn = stack_.attention();
     const Device d = attn.device;
     const int W = attn.qkv_width();
-    const Tensor slopes = attn.slopes.empty() ? Tensor{} : view(attn.slopes.data(), {attn.Hl}, d);
+    const Tensor slopes = attn.slopes_view();
     const Tensor tables = view(tables_.data(), {M, n}, d), pos = view(pos_.data(), {M}, d);
     const Tensor lens = view(lens_.data(), {M}, d);
     stack_.blocks(M, pos_.data(), [&](int l, const float* qkv, float* y) {

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/device.h"
 #include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/ops/bf16.h"
 #include "meshlm/kernels/ops/bias_backward.h"
@@ -63,10 +64,14 @@ void round_vector(float*& v, float*& at, int n, Device d) {
     at += n;
 }
 
-// The activation plan's one allocation, with what to do when it does not fit.
-Arena activation_arena(std::size_t floats, int B, int T) {
+// The activation plan's one allocation, with what to do when it does not fit. Off the CPU it is
+// `mem`, device memory the arena lays out.
+Arena activation_arena(std::size_t floats, int B, int T, Device device,
+                       kernels::DeviceBuffer& mem) {
     try {
-        return Arena(floats);
+        if (device == Device::cpu) return Arena(floats);
+        mem = kernels::DeviceBuffer(device, DType::f32, {static_cast<std::int64_t>(floats)});
+        return Arena(static_cast<float*>(mem.data()), floats);
     } catch (const Error& e) {
         throw Error(detail::concat(
             e.what(), " for the activations of a (", B, ", ", T,
@@ -76,6 +81,19 @@ Arena activation_arena(std::size_t floats, int B, int T) {
 }
 
 }  // namespace
+
+std::string model_device_gap(const ModelConfig& cfg, Device device) {
+    if (device == Device::cpu) return "";
+    if (cfg.vq()) return "Transformer-VQ's attention (model.attention vq) has no CUDA kernel yet";
+    if (cfg.position == "t5_bias")
+        return "T5's distance bias (model.position t5_bias) is resolved on the host";
+    if (cfg.dropout_attn > 0.f)
+        return "dropout on the attention probabilities (model.dropout_attn) has no CUDA kernel "
+               "yet";
+    if (cfg.position == "scaled_sin")
+        return "the scaled sinusoids (model.position scaled_sin) are tabled on the host";
+    return "";
+}
 
 Recompute parse_recompute(const std::string& name) {
     if (name == "none") return Recompute::none;
@@ -175,8 +193,9 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
 }
 
 Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, ModelComm* mp,
-                         Recompute recompute, Precision precision)
+                         Recompute recompute, Precision precision, Device device)
     : cfg_(cfg),
+      device_(device),
       mp_(mp ? mp : &single_),
       layout_(transformer_layout(cfg, mp_->size())),
       embed_layer_(cfg, *mp_),
@@ -193,8 +212,11 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
       max_seq_(max_seq),
       acts_(activation_arena(
           transformer_activation_floats(cfg, max_batch, max_seq, mp_->size(), recompute, precision),
-          max_batch, max_seq)),
+          max_batch, max_seq, device, acts_mem_)),
       views_(layout_, cfg.n_layer) {
+    if (const std::string gap = model_device_gap(cfg, device); !gap.empty())
+        throw InvalidInput(detail::concat("this model cannot run on ", kernels::device_name(device),
+                                          ": ", gap, "; run it on the CPU"));
     MESHLM_CHECK(max_seq <= cfg.max_seq_len || cfg.position != "learned", "sequence length ",
                  max_seq, " exceeds max_seq_len ", cfg.max_seq_len);
     Planner p{&acts_};
@@ -204,6 +226,14 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
     if (cfg.position == "t5_bias") {
         t5_ = std::make_unique<T5Bias>(cfg, attn_.Hl, max_seq);
         attn_.dist = &t5_->view();
+    }
+    attn_.place(device);
+    embed_layer_.device = norm_.device = mlp_.device = head_.device = vq_.device = device;
+    if (device != Device::cpu) {
+        const std::int64_t n = static_cast<std::int64_t>(max_batch) * max_seq;
+        tokens_dev_ = kernels::DeviceBuffer(device, DType::i32, {n});
+        targets_dev_ = kernels::DeviceBuffer(device, DType::i32, {n});
+        host_losses_.resize(static_cast<std::size_t>(n));
     }
 }
 
@@ -315,6 +345,13 @@ void Transformer::plan(P& p) {
         // recomputation writes them.
         for (auto& b : blocks_) b.ln1 = b.ln2 = dln_, b.a = da_;
     }
+}
+
+const std::int32_t* Transformer::device_ids(kernels::DeviceBuffer& dst, const std::int32_t* ids,
+                                            int N) const {
+    const auto* at = static_cast<const std::int32_t*>(dst.data());
+    kernels::copy(view(at, {N}, device_), view(ids, {N}, Device::cpu));
+    return at;
 }
 
 void Transformer::keep16(std::uint16_t* dst, const float* src, std::size_t n) const {
@@ -617,7 +654,7 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
                      static_cast<long>(B) * T <= static_cast<long>(max_batch_) * max_seq_,
                  "batch (", B, ", ", T, ") does not fit the planned (", max_batch_, ", ", max_seq_,
                  ")");
-    const int N = B * T, C = cfg_.d_model;
+    const int N = B * T;
     const bool train = targets && grad_scale != 0.f;
     MESHLM_CHECK(!vq_states_ || (B <= vq_state_stride_ && cfg_.position != "learned"),
                  "carried VQ states are for at most ", vq_state_stride_,
@@ -649,6 +686,12 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     const ModelTensors& w = views_.w;
     if (t5_) t5_->expand(w.t5_bias);
 
+    const std::int32_t* host_targets = targets;
+    if (device_ != Device::cpu) {  // the ids the embedding and the loss read, on the device
+        MESHLM_CHECK(!vq_states_, "carried attention states are on the host");
+        tokens = device_ids(tokens_dev_, tokens, N);
+        if (targets) targets = device_ids(targets_dev_, targets, N);
+    }
     embed_layer_.forward(embed_, tokens, w.wte, w.wpe, w.pe_scale, N, T, pos0_);
     if (train && cfg_.dropout_embd > 0.f) embed_dropout(embed_, N);
     const float* x = embed_;
@@ -671,10 +714,14 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     if (!targets) return 0.f;
     head_.loss(logits_, losses_, row_max_, ce_stats_, targets, N, grad_scale);
     grad_ready_ = grad_scale != 0.f;
+    if (device_ != Device::cpu)  // the step's one read-back: the per-token losses
+        kernels::copy(view(host_losses_.data(), {N}, Device::cpu), view(losses_, {N}, device_));
+    // Rows whose target is < 0 have loss 0 (cross_entropy.h): the count needs the host targets.
+    const float* loss = losses();
     double sum = 0;
     int valid = 0;
     for (int n = 0; n < N; ++n)
-        if (targets[n] >= 0) sum += losses_[n], ++valid;
+        if (host_targets[n] >= 0) sum += loss[n], ++valid;
     return valid ? static_cast<float>(sum / valid) : 0.f;
 }
 

@@ -27,6 +27,7 @@
 #include "meshlm/core/model_comm.h"
 #include "meshlm/core/param_layout.h"
 #include "meshlm/core/param_stream.h"
+#include "meshlm/kernels/device_buffer.h"
 #include "meshlm/model/attention.h"
 #include "meshlm/model/coord_stats.h"
 #include "meshlm/model/embedding.h"
@@ -64,11 +65,19 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
 // cache's counts and means.
 std::size_t vq_carried_state_floats(const ModelConfig& cfg, std::size_t rows, int model = 1);
 
+// Why a model of `cfg` cannot run on `device` yet ("" when it can): what still runs on the host
+// (T5's distance bias, Transformer-VQ's attention, scaled sinusoids, carried attention states).
+std::string model_device_gap(const ModelConfig& cfg, Device device);
+
 class Transformer {
   public:
     // `mp` (outliving the model) is the model-parallel group; nullptr = one rank.
+    // `device`: where the activations live and the ops run; the parameters and gradients
+    // handed to forward / backward must live there too. Tokens and targets stay host arrays
+    // (copied over per call); a CUDA model refuses what runs on the host only (cuda_gap()).
     Transformer(const ModelConfig& cfg, int max_batch, int max_seq, ModelComm* mp = nullptr,
-                Recompute recompute = Recompute::none, Precision precision = Precision::fp32);
+                Recompute recompute = Recompute::none, Precision precision = Precision::fp32,
+                Device device = Device::cpu);
     // The layers point at bf16_: the model stays where it was built.
     Transformer(const Transformer&) = delete;
     Transformer& operator=(const Transformer&) = delete;
@@ -120,11 +129,14 @@ class Transformer {
     // check's sums at every site (coord_stats.h) into it.
     void set_coord_stats(CoordStats* stats) { coord_ = stats; }
 
-    const float* logits() const { return logits_; }  // (B*T, logits_stride()) after forward
+    Device device() const { return device_; }
+    // (B*T, logits_stride()) after forward, on device().
+    const float* logits() const { return logits_; }
     // Block `layer`'s q | k | v rows of the last forward, q and k rotated (the decoder's cache).
     // Only without recomputation: with it, the blocks share one q | k | v buffer.
     const float* block_qkv(int layer) const;
-    const float* losses() const { return losses_; }  // (B*T) per-token losses
+    // (B*T) per-token losses of the last forward with targets, in host memory.
+    const float* losses() const { return device_ == Device::cpu ? losses_ : host_losses_.data(); }
     // model.attention vq, the last training forward's quantization, averaged over the layers:
     // the squared error per token (the commitment loss without c_beta), the share of the codes
     // used and the entropy (nats) of the codes' use. Zero otherwise.
@@ -170,6 +182,9 @@ class Transformer {
     const ModelTensors& root_weights();
     // bf16 precision: keeps a linear's input in bf16 (dst null: fp32, nothing to do).
     void keep16(std::uint16_t* dst, const float* src, std::size_t n) const;
+    // Copies N host ids into `dst` (device memory) and returns them there.
+    const std::int32_t* device_ids(kernels::DeviceBuffer& dst, const std::int32_t* ids,
+                                   int N) const;
     // db [C] += sum over N rows of dy [N, C] (a block bias's gradient).
     void bias_grad(float* db, const float* dy, int N) const;
     void block_forward(int l, const float* x, int B, int T, bool train);
@@ -214,7 +229,11 @@ class Transformer {
     BlockTensors block16_;
     ModelTensors root16_;
     int max_batch_, max_seq_;
+    kernels::DeviceBuffer acts_mem_;  // the activations' memory off the CPU (acts_ lays it out)
     Arena acts_;
+    // Off the CPU: each forward's tokens and targets copied to the device, its losses back.
+    kernels::DeviceBuffer tokens_dev_, targets_dev_;
+    std::vector<float> host_losses_;
     float* embed_;  // (N,C) residual stream entering block 0
     std::vector<BlockActs> blocks_;
     float *lnf_, *lnf_mean_, *lnf_rstd_;  // (N,C) (N) (N)

@@ -4,18 +4,13 @@
 #include <cmath>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/device.h"
 #include "meshlm/kernels/ops/adamw.h"
 #include "meshlm/kernels/ops/clip.h"
 #include "meshlm/kernels/ops/lion.h"
 #include "meshlm/optim/schedule.h"
 
 namespace meshlm {
-
-namespace {
-
-constexpr Device kHost = Device::cpu;  // where the flat buffers live, for now
-
-}  // namespace
 
 OptimizerSlots optimizer_slots(const std::string& name) {
     if (name == "adamw") return {true, true};
@@ -41,15 +36,21 @@ std::size_t unfactored_floats(const AdafactorPlan& plan) {
 }  // namespace
 
 Optimizer::Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups,
-                     std::size_t total_floats, AdafactorPlan plan, bool flat)
+                     std::size_t total_floats, AdafactorPlan plan, bool flat, Device device)
     : cfg_(cfg),
       slots_(optimizer_slots(cfg.name)),
       total_floats_(total_floats),
       packed_(cfg.name == "adafactor" && !flat),
       groups_(std::move(groups)),
-      m_(slots_.m ? total_floats : 0),
-      v_(slots_.v ? (packed_ ? unfactored_floats(plan) : total_floats) : 0) {
+      device_(device),
+      m_(device, slots_.m ? total_floats : 0),
+      v_(device, slots_.v ? (packed_ ? unfactored_floats(plan) : total_floats) : 0) {
     if (cfg_.name != "adafactor") return;
+    if (device != Device::cpu)
+        MESHLM_INVALID(
+            "optim.name adafactor runs on the CPU only: its factored statistics are "
+            "host arrays; use adamw or lion on ",
+            kernels::device_name(device));
     plan_ = std::move(plan);
     std::size_t packed = 0;
     for (const AdafactorPiece& p : plan_.pieces) {
@@ -119,8 +120,9 @@ void Optimizer::step(float* params, const float* grads, float lr, float grad_sca
     for (const ParamGroup& g : groups_) {
         const float lr_g = group_lr(g, lr), wd_g = group_decay(g);
         const std::size_t n = g.numel;
-        const Tensor p = flat(params + g.offset, n, kHost), gr = flat(grads + g.offset, n, kHost);
-        const Tensor m = flat(m_.data() + g.offset, n, kHost);
+        const Device d = device_;
+        const Tensor p = flat(params + g.offset, n, d), gr = flat(grads + g.offset, n, d);
+        const Tensor m = flat(m_.data() + g.offset, n, d);
         if (!slots_.v) {
             ops::lion(p, gr, m,
                       {.lr = lr_g,
@@ -130,7 +132,7 @@ void Optimizer::step(float* params, const float* grads, float lr, float grad_sca
                        .grad_scale = grad_scale});
             continue;
         }
-        ops::adamw(p, gr, m, flat(v_.data() + g.offset, n, kHost),
+        ops::adamw(p, gr, m, flat(v_.data() + g.offset, n, d),
                    {.lr = lr_g,
                     .beta1 = cfg_.beta1,
                     .beta2 = cfg_.beta2,
@@ -141,10 +143,11 @@ void Optimizer::step(float* params, const float* grads, float lr, float grad_sca
     }
 }
 
-float apply_clip(const OptimConfig& cfg, float* grads, std::size_t n, float norm, bool fold) {
+float apply_clip(const OptimConfig& cfg, float* grads, std::size_t n, float norm, bool fold,
+                 Device device) {
     const float max = cfg.grad_clip;
     if (max <= 0) return 1.f;
-    const Tensor g = flat(grads, n, kHost);
+    const Tensor g = flat(grads, n, device);
     if (cfg.clip_mode == "value") {
         ops::clamp(g, max);
     } else if (norm > max) {
@@ -155,10 +158,11 @@ float apply_clip(const OptimConfig& cfg, float* grads, std::size_t n, float norm
     return 1.f;
 }
 
-float clip_gradients(const OptimConfig& cfg, float* grads, std::size_t n, float* folded) {
-    const double sq = ops::sum_squares(flat(grads, n, kHost));
+float clip_gradients(const OptimConfig& cfg, float* grads, std::size_t n, float* folded,
+                     Device device) {
+    const double sq = ops::sum_squares(flat(grads, n, device));
     const float norm = static_cast<float>(std::sqrt(sq));
-    const float factor = apply_clip(cfg, grads, n, norm, folded != nullptr);
+    const float factor = apply_clip(cfg, grads, n, norm, folded != nullptr, device);
     if (folded) *folded = factor;
     return norm;
 }

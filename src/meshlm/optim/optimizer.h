@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "meshlm/core/buffer.h"
+#include "meshlm/kernels/device_buffer.h"
 #include "meshlm/optim/adafactor_plan.h"
 #include "meshlm/optim/optim_config.h"
 
@@ -50,8 +51,10 @@ class Optimizer {
     // `plan`: Adafactor's tensors and pieces of this range (adafactor_plan over the same range
     // as the groups); ignored by the others. `flat`: Adafactor keeps its second moments as a
     // flat slot, v() (an optimizer that only carries state for checkpoints).
+    // `device`: where the parameters, gradients and this optimizer's flat state live (AdamW and
+    // Lion; Adafactor's statistics are host arrays, so it runs on the CPU only).
     Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups, std::size_t total_floats,
-              AdafactorPlan plan = {}, bool flat = false);
+              AdafactorPlan plan = {}, bool flat = false, Device device = Device::cpu);
 
     // One update with learning rate lr; increments the step count (bias correction uses it).
     // The gradients enter as grad_scale * grads (norm clipping's factor, see apply_clip); only
@@ -65,6 +68,8 @@ class Optimizer {
     long steps_taken() const { return step_; }
     // Resuming from a checkpoint: the state is restored through m() / v() / stats().
     void set_steps_taken(long steps) { step_ = steps; }
+    Device device() const { return device_; }
+    // The flat slots, on device().
     float* m() { return m_.size() ? m_.data() : nullptr; }  // nullptr: none (Adafactor)
     // nullptr: none (Lion), or packed (Adafactor, unless flat: see export_v)
     float* v() { return v_.size() && !packed_ ? v_.data() : nullptr; }
@@ -93,7 +98,8 @@ class Optimizer {
     std::size_t total_floats_;
     bool packed_;  // Adafactor's v_ holds the unfactored pieces only
     std::vector<ParamGroup> groups_;
-    Buffer<float> m_, v_;
+    Device device_;
+    kernels::FloatArray m_, v_;
     long step_ = 0;
     // Adafactor
     AdafactorPlan plan_;
@@ -109,10 +115,12 @@ class Optimizer {
 // value: clamp every element to [-grad_clip, grad_clip]. With `fold` (the optimizer
 // folds_grad_scale()), norm clipping's factor is returned for Optimizer::step instead of being
 // applied, which saves a read and a write of every gradient; otherwise returns 1.
-float apply_clip(const OptimConfig& cfg, float* grads, std::size_t n, float norm,
-                 bool fold = false);
+// `device`: where grads live.
+float apply_clip(const OptimConfig& cfg, float* grads, std::size_t n, float norm, bool fold = false,
+                 Device device = Device::cpu);
 // The global L2 norm of grads, then apply_clip; returns the norm before clipping. With
 // `folded`, apply_clip folds and its factor is stored there.
-float clip_gradients(const OptimConfig& cfg, float* grads, std::size_t n, float* folded = nullptr);
+float clip_gradients(const OptimConfig& cfg, float* grads, std::size_t n, float* folded = nullptr,
+                     Device device = Device::cpu);
 
 }  // namespace meshlm

@@ -6,7 +6,9 @@
 #include <limits>
 
 #include "meshlm/core/error.h"
+#include "meshlm/kernels/device.h"
 #include "meshlm/kernels/ops/clip.h"
+#include "meshlm/kernels/ops/elementwise.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/optim/mup_rule.h"
 #include "meshlm/optim/schedule.h"
@@ -51,7 +53,7 @@ std::vector<ParamGroup> shard_groups(const std::vector<ParamGroup>& groups, std:
 
 Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
                  long total_steps, Comm* dp, int zero_stage, Comm* mp, Recompute recompute,
-                 Precision precision)
+                 Precision precision, Device device)
     : model_cfg_(model),
       optim_cfg_(optim),
       batch_(batch),
@@ -60,8 +62,8 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
       dp_(dp ? *dp : local_),
       mp_(mp ? *mp : local_),
       mp_group_(mp_.size() > 1 ? std::make_unique<CommModelGroup>(mp_) : nullptr),
-      model_(
-          std::make_unique<Transformer>(model, batch, seq, mp_group_.get(), recompute, precision)),
+      model_(std::make_unique<Transformer>(model, batch, seq, mp_group_.get(), recompute, precision,
+                                           device)),
       layout_(model_->layout()),
       full_layout_(transformer_layout(model)),
       // ZeRO chunks this rank's local buffer: with TP, each model rank's data group shards its
@@ -69,8 +71,9 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
       plan_(layout_.total(), dp_.size(), dp_.rank(), zero_stage),
       fsdp_(zero_stage >= 3 && dp_.size() > 1),
       streamed_(zero_stage >= 2 && dp_.size() > 1),
-      params_(fsdp_ ? 0 : plan_.padded),
-      grads_(streamed_ ? 0 : plan_.padded),
+      device_(device),
+      params_(device, fsdp_ ? 0 : plan_.padded),
+      grads_(device, streamed_ ? 0 : plan_.padded),
       param_shard_(zero_stage >= 3 ? plan_.chunk : 0),
       grad_shard_(zero_stage >= 2 ? plan_.chunk : 0),
       // Decay groups from the local layout: it keeps the whole layout's tensors and facts.
@@ -83,8 +86,13 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
           optim.name == "adafactor"
               ? adafactor_plan(layout_, mp_.size(), mp_.rank(), zero_stage >= 1 ? plan_.begin() : 0,
                                zero_stage >= 1 ? plan_.end() : plan_.padded, optim)
-              : AdafactorPlan{}),
+              : AdafactorPlan{},
+          false, device),
       reducer_(dp_, kGradBucketFloats) {
+    if (const std::string gap =
+            device_gap(model, optim, device, dp_.size(), mp_.size(), zero_stage);
+        !gap.empty())
+        MESHLM_INVALID(gap);
     // Adafactor's per-tensor sums: over the data ranks when ZeRO chunks the tensors, over the
     // model ranks when tensor parallelism shards them (one all-reduce each).
     const bool chunked = zero_stage >= 1 && dp_.size() > 1;
@@ -121,9 +129,45 @@ void Learner::backward(const float* params, float* grads) {
     model_->backward(params, grads);
 }
 
+std::string Learner::device_gap(const ModelConfig& model, const OptimConfig& optim, Device device,
+                                int data_ranks, int model_ranks, int zero_stage) {
+    if (device == Device::cpu) return "";
+    const std::string on = detail::concat("training on ", kernels::device_name(device), ": ");
+    if (const std::string gap = model_device_gap(model, device); !gap.empty()) return on + gap;
+    if (optim.name == "adafactor")
+        return on +
+               "optim.name adafactor keeps its factored statistics on the host (adamw or lion)";
+    if (data_ranks > 1 || model_ranks > 1)
+        return on + "one process for now: several ranks need the NCCL communicator, not wired yet";
+    if (zero_stage != 0) return on + "parallel.zero_stage 0 for now (one process shards nothing)";
+    return "";
+}
+
 float* Learner::whole_params() {
-    if (params_.size() == 0) params_ = Buffer<float>(plan_.padded);
+    if (params_.size() == 0) params_ = kernels::FloatArray(device_, plan_.padded);
     return params_.data();
+}
+
+void Learner::copy_floats(float* dst, Device dst_on, const float* src, Device src_on,
+                          std::size_t n) {
+    kernels::copy(flat(dst, n, dst_on), flat(src, n, src_on));
+}
+
+float* Learner::host_whole() {
+    if (device_ == Device::cpu) return whole_params();
+    if (host_.size() == 0) host_ = Buffer<float>(plan_.padded);
+    return host_.data();
+}
+
+void Learner::host_written() {
+    if (device_ != Device::cpu)
+        copy_floats(params_.data(), device_, host_.data(), Device::cpu, plan_.padded);
+}
+
+const float* Learner::host_read() {
+    if (device_ == Device::cpu) return params_.data();
+    copy_floats(host_whole(), Device::cpu, params_.data(), device_, plan_.padded);
+    return host_.data();
 }
 
 void Learner::init_params(std::uint64_t seed) {
@@ -134,8 +178,9 @@ void Learner::init_params(std::uint64_t seed) {
         params_current_ = false;
         return;
     }
-    std::memset(whole_params(), 0, plan_.padded * sizeof(float));
-    init_params_range(whole_params(), seed, 0, layout_.total());
+    std::memset(host_whole(), 0, plan_.padded * sizeof(float));
+    init_params_range(host_whole(), seed, 0, layout_.total());
+    host_written();
     params_written();
 }
 
@@ -145,7 +190,7 @@ void Learner::init_params_range(float* params, std::uint64_t seed, std::size_t b
 }
 
 float* Learner::full_params_buffer() {
-    if (!tensor_parallel()) return whole_params();
+    if (!tensor_parallel()) return host_whole();
     if (full_.size() == 0) full_ = Buffer<float>(full_layout_.total());
     return full_.data();
 }
@@ -153,12 +198,14 @@ float* Learner::full_params_buffer() {
 void Learner::full_params_written() {
     if (tensor_parallel())
         tp_scatter(full_layout_, layout_, mp_.size(), mp_.rank(), full_.data(), whole_params());
+    else
+        host_written();
     params_written();
 }
 
 const float* Learner::full_params() {
     sync_params();
-    if (!tensor_parallel()) return params_.data();
+    if (!tensor_parallel()) return host_read();
     tp_gather(full_layout_, layout_, mp_, params_.data(), full_params_buffer());
     return full_.data();
 }
@@ -168,7 +215,7 @@ void Learner::params_written() {
     std::memcpy(param_shard_.data(), params_.data() + plan_.begin(), param_shard_.bytes());
     // Only the shard counts from now on: every step gathers the model alike.
     params_current_ = false;
-    if (fsdp_) params_ = Buffer<float>();
+    if (fsdp_) params_ = kernels::FloatArray();
 }
 
 void Learner::sync_params() {
@@ -190,7 +237,7 @@ std::unique_ptr<Optimizer> Learner::make_full_optimizer() const {
 
 std::unique_ptr<Optimizer> Learner::gather_optimizer() {
     const bool tp = tensor_parallel();
-    if (plan_.stage == 0 && !tp && !optim_.packed_v()) return nullptr;
+    if (plan_.stage == 0 && !tp && !optim_.packed_v() && device_ == Device::cpu) return nullptr;
     auto full = make_full_optimizer();
     // First this model rank's whole local moments (every data rank's chunk), then with TP
     // every model rank's shard placed into the full layout.
@@ -209,7 +256,7 @@ std::unique_ptr<Optimizer> Learner::gather_optimizer() {
         Buffer<float> local;
         float* to = whole;
         if (tp) local = Buffer<float>(plan_.padded), to = local.data();
-        std::memcpy(to + at, mine, n * sizeof(float));
+        copy_floats(to + at, Device::cpu, mine, device_, n);
         if (plan_.stage >= 1) dp_.all_gather(to, plan_.chunk);
         if (tp) tp_gather(full_layout_, layout_, mp_, to, whole);
     }
@@ -234,7 +281,7 @@ void Learner::load_optimizer(Optimizer& full) {
                 tp_scatter(full_layout_, layout_, mp_.size(), mp_.rank(), whole, local.data());
                 from = local.data();
             }
-            std::memcpy(mine, from + at, n * sizeof(float));
+            copy_floats(mine, device_, from + at, Device::cpu, n);
         }
         if (optim_.packed_v()) optim_.import_v(unpacked.data());
         std::copy_n(full.stats(), optim_.stat_floats(), optim_.stats());
@@ -248,6 +295,7 @@ std::pair<std::size_t, std::size_t> Learner::chunk_span() const {
 }
 
 Learner::LocalChunk Learner::local_chunk() {
+    MESHLM_CHECK(device_ == Device::cpu, "local_chunk: the chunk is read on the host");
     const auto [begin, count] = chunk_span();
     // Stage 3 keeps the current parameters only in its shard; stage 0's moments are whole.
     const float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + begin;
@@ -268,6 +316,7 @@ Learner::LocalChunk Learner::local_chunk() {
 
 void Learner::load_local_chunk(const float* params, const float* m, const float* v,
                                const float* stats, long step) {
+    MESHLM_CHECK(device_ == Device::cpu, "load_local_chunk: the chunk is written on the host");
     const auto [begin, count] = chunk_span();
     // Stage 3 keeps only its chunk (FSDP has no whole buffer to go through).
     float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + begin;
@@ -310,7 +359,8 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
                               int B, int T) {
     v_export_ = Buffer<float>();  // a checkpoint's copy of Adafactor's second moments
     if (fsdp_) {
-        params_ = Buffer<float>();  // a whole copy gathered for a checkpoint or the final weights
+        params_ =
+            kernels::FloatArray();  // a whole copy gathered for a checkpoint or the final weights
         params_current_ = false;
     } else {
         sync_params();
@@ -318,8 +368,10 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     if (streamed_) {
         std::memset(grad_shard_.data(), 0, grad_shard_.bytes());
         stream_->begin(true);
-    } else {
+    } else if (device_ == Device::cpu) {
         std::memset(grads_.data(), 0, grads_.bytes());
+    } else {
+        ops::fill(flat(grads_.data(), grads_.size(), device_), 0.f);
     }
     const bool distributed = dp_.size() > 1;
     const std::size_t per = static_cast<std::size_t>(B) * T;
@@ -366,8 +418,14 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     // computes is rounding noise that AdamW would turn into lr-sized steps.
     if (streamed_)
         zero_null_grads(layout(), grad_shard_.data(), plan_.begin(), plan_.end());
-    else
+    else if (device_ == Device::cpu)
         zero_null_grads(layout(), grads_.data(), 0, layout().total());
+    else
+        for (const ParamSlice& s : layout().slices())
+            if (s.null_grad_end > s.null_grad_begin)
+                ops::fill(flat(grads_.data() + s.offset + s.null_grad_begin,
+                               s.null_grad_end - s.null_grad_begin, device_),
+                          0.f);
     if (distributed) dp_.all_reduce_sum(&loss, 1);
     StepStats st;
     st.loss = scored ? static_cast<float>(loss / static_cast<double>(scored)) : 0.f;
@@ -375,8 +433,9 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     fold_moving_averages();
     if (inject_nan_step_ > 0 && optim_.steps_taken() + 1 == inject_nan_step_) {
         inject_nan_step_ = 0;
-        (plan_.stage >= 2 ? grad_shard_.data() : grads_.data())[0] =
-            std::numeric_limits<float>::quiet_NaN();
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        copy_floats(plan_.stage >= 2 ? grad_shard_.data() : grads_.data(), device_, &nan,
+                    Device::cpu, 1);
     }
     st.grad_norm = clip_gradients();
     if (model_cfg_.vq()) st.vq = model_->vq_stats();
@@ -390,20 +449,23 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     return st;
 }
 
-Learner::Held Learner::held_params() const {
+Learner::Held Learner::held_params() {
     if (plan_.stage >= 3) {
         const auto [begin, count] = chunk_span();
         return {param_shard_.data(), begin, begin + count};
     }
-    return {params_.data(), 0, layout_.total()};
+    return {host_read(), 0, layout_.total()};
 }
 
-Learner::Held Learner::held_grads() const {
+Learner::Held Learner::held_grads() {
     if (plan_.stage >= 2) {
         const auto [begin, count] = chunk_span();
         return {grad_shard_.data(), begin, begin + count};
     }
-    return {grads_.data(), 0, layout_.total()};
+    if (device_ == Device::cpu) return {grads_.data(), 0, layout_.total()};
+    if (held_host_.size() == 0) held_host_ = Buffer<float>(grads_.size());
+    copy_floats(held_host_.data(), Device::cpu, grads_.data(), device_, grads_.size());
+    return {held_host_.data(), 0, layout_.total()};
 }
 
 void Learner::fold_moving_averages() {
@@ -437,7 +499,7 @@ float Learner::clip_gradients() {
     grad_scale_ = 1.f;
     if (!tp && plan_.stage <= 1)
         return meshlm::clip_gradients(optim_cfg_, grads_.data(), grads_.size(),
-                                      fold ? &grad_scale_ : nullptr);
+                                      fold ? &grad_scale_ : nullptr, device_);
     // The global norm from what this rank holds: its chunk (stages 2-3, summed over the data
     // ranks) of its local buffer. With TP, sharded slices are summed over the model ranks and
     // replicated ones, the same on every model rank, counted once. Padding is zero.

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "meshlm/core/buffer.h"
+#include "meshlm/core/error.h"
 #include "meshlm/model/coord_stats.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/optim/optimizer.h"
@@ -64,7 +65,13 @@ class Learner {
     // parallelism. Throws InvalidInput when the model does not split over mp's ranks.
     Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
             long total_steps, Comm* dp = nullptr, int zero_stage = 0, Comm* mp = nullptr,
-            Recompute recompute = Recompute::none, Precision precision = Precision::fp32);
+            Recompute recompute = Recompute::none, Precision precision = Precision::fp32,
+            Device device = Device::cpu);
+    // Why a run cannot train on `device` ("" when it can): the model's gaps (model_device_gap),
+    // Adafactor, and what off the CPU is not wired yet (several processes, tensor parallelism,
+    // a ZeRO stage, the coordinate check's update sums).
+    static std::string device_gap(const ModelConfig& model, const OptimConfig& optim, Device device,
+                                  int data_ranks, int model_ranks, int zero_stage);
     // Not copied or moved: the optimizer's tensor sum and FSDP's stream point into it.
     Learner(const Learner&) = delete;
     Learner& operator=(const Learner&) = delete;
@@ -77,22 +84,24 @@ class Learner {
     // The single-process layout that files (checkpoints, model.safetensors) use.
     const ParamLayout& full_layout() const { return full_layout_; }
     const ZeroPlan& plan() const { return plan_; }
-    // The whole parameter buffer. With stage 3 it is current (FSDP: allocated) only after
-    // sync_params(), until the next step.
+    Device device() const { return device_; }
+    // The whole parameter buffer, on device(). With stage 3 it is current (FSDP: allocated)
+    // only after sync_params(), until the next step.
     float* params() { return params_.data(); }
-    // The whole gradient buffer of the last step (not on several ranks at stages 2-3, which
-    // keep only their chunk).
+    // The whole gradient buffer of the last step, on device() (not on several ranks at stages
+    // 2-3, which keep only their chunk).
     float* grads() { return grads_.data(); }
     Optimizer& optimizer() { return optim_; }
     long step() const { return optim_.steps_taken(); }
 
     // Single-process init with `seed` (a TP rank keeps its shard of it).
     void init_params(std::uint64_t seed);
-    // A buffer of full_layout() to fill, then full_params_written() (resume, warm start). Without
-    // TP it is params() itself.
+    // A host buffer of full_layout() to fill, then full_params_written() (resume, warm start).
+    // Without TP on the CPU it is params() itself.
     float* full_params_buffer();
     void full_params_written();
-    // The whole model in full_layout() (collective over both axes; every rank gets it).
+    // The whole model in full_layout(), in host memory (collective over both axes; every rank
+    // gets it).
     const float* full_params();
     // After the caller wrote the whole of params() (init, resume, warm start): stage 3 keeps
     // its chunk of it.
@@ -101,9 +110,10 @@ class Learner {
     // for it, released by the next step). Others: nothing.
     void sync_params();
 
-    // The whole optimizer state as one optimizer over full_layout() (collective with stages 1-3,
-    // which all-gather the moments, and with TP) for a checkpoint, and back: each rank takes its
-    // shard and chunk. nullptr = optimizer() is already whole (stage 0 without TP).
+    // The whole optimizer state as one host optimizer over full_layout() (collective with
+    // stages 1-3, which all-gather the moments, and with TP) for a checkpoint, and back: each
+    // rank takes its shard and chunk. nullptr = optimizer() is already that (stage 0 without TP
+    // on the CPU).
     std::unique_ptr<Optimizer> gather_optimizer();
     void load_optimizer(Optimizer& full);
     // This rank's part of a sharded checkpoint (train/shard_format.h): [begin, begin + count)
@@ -165,6 +175,7 @@ class Learner {
     // count over what this rank updates (update_sums(): [sum..., count...]). Sums, so that the
     // ranks can add theirs (an element updated on several ranks adds to sum and count alike).
     void record_coord_check() {
+        MESHLM_CHECK(device_ == Device::cpu, "the coordinate check reads its updates on the host");
         coord_on_ = true;
         model_->set_coord_stats(&coord_);
         coord_.reset(model_cfg_.n_layer);
@@ -191,13 +202,14 @@ class Learner {
     // first gradient element this rank holds becomes NaN just before the gradient norm, once.
     void inject_nan_at(long step) { inject_nan_step_ = step; }
     // What this rank holds of the parameters and of the last step's gradients: [begin, end) of
-    // layout(), at data (for naming the first non-finite tensor).
+    // layout(), at data in host memory (for naming the first non-finite tensor; off the CPU a
+    // copy, valid until the next call).
     struct Held {
         const float* data;
         std::size_t begin, end;
     };
-    Held held_params() const;
-    Held held_grads() const;
+    Held held_params();
+    Held held_grads();
 
   private:
     // [begin, begin + count) of this rank's chunk without the padding past layout().total().
@@ -217,6 +229,14 @@ class Learner {
     void init_params_range(float* params, std::uint64_t seed, std::size_t begin, std::size_t end);
     // The whole parameter buffer (FSDP: allocated on demand, for init, loading and gathering).
     float* whole_params();
+    // The whole parameters as a host array: params() on the CPU, else host_ (the copy to write
+    // before host_written(), or read after host_read()).
+    float* host_whole();
+    void host_written();
+    const float* host_read();
+    // n floats from src to dst, each on its device (a memcpy on the CPU).
+    static void copy_floats(float* dst, Device dst_on, const float* src, Device src_on,
+                            std::size_t n);
     // Forward without gradients (FSDP: streamed between begin(false) and end()).
     float eval_forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
 
@@ -236,7 +256,9 @@ class Learner {
     ZeroPlan plan_;
     bool fsdp_;      // stage 3 over more than one data rank: parameters and gradients streamed
     bool streamed_;  // stage 2 or 3 over more than one data rank: gradients streamed
-    Buffer<float> params_, grads_;            // whole buffers (FSDP: none, params_ on demand)
+    Device device_;  // where the model, parameters, gradients and optimizer state live
+    kernels::FloatArray params_, grads_;      // whole buffers (FSDP: none, params_ on demand)
+    Buffer<float> host_, held_host_;          // off the CPU: host copies (host_whole, held_*)
     float grad_scale_ = 1.f;                  // this step's clipping factor, not yet applied
     Buffer<float> param_shard_, grad_shard_;  // stage 3 / stages 2-3
     Optimizer optim_;

@@ -63,7 +63,7 @@ StepFault StepGuard::check(float loss, float grad_norm) {
     return static_cast<StepFault>(fault);
 }
 
-std::string first_nonfinite_site(Comm& world, const Learner& learner, float loss) {
+std::string first_nonfinite_site(Comm& world, Learner& learner, float loss) {
     const ParamLayout& layout = learner.layout();
     const std::int64_t n = static_cast<std::int64_t>(layout.slices().size());
     constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();

@@ -58,7 +58,7 @@ class StepGuard {
 // The first tensor holding a non-finite value, over every rank (collective over `world`):
 // "parameter NAME", else "the loss (forward pass)" when `loss` is not finite, else
 // "gradient of NAME", else "none found" (a non-finite norm of finite gradients: an overflow).
-std::string first_nonfinite_site(Comm& world, const Learner& learner, float loss);
+std::string first_nonfinite_site(Comm& world, Learner& learner, float loss);
 
 // One line on a bad step: "step 7: non-finite loss 5.71 / gradient norm nan; first non-finite
 // tensor: gradient of wte" or "step 7: loss spike: 9.1 > 2 x 4.05, the mean of the last 50

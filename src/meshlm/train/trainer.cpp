@@ -156,7 +156,6 @@ int available_cpus() {
 
 TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const TrainConfig& tc = job.train;
-    kernels::resolve_run_device(tc.device, "train.device");  // before anything is written
     // B is the micro-batch of one data-parallel rank; a step trains on B * accum * W rows.
     const int B = tc.batch_size, T = tc.seq_len, accum = tc.grad_accum;
     LocalComm local;
@@ -165,6 +164,14 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     // Data comes by the mesh's data index: the model ranks of one replica train on the same rows.
     Comm& dp = mesh.data_comm();
     const int W = dp.size(), dp_rank = dp.rank(), M = mesh.model_size();
+    // Before anything is written.
+    std::string gpu_gap =
+        Learner::device_gap(job.model, job.optim, Device::cuda, W, M, job.parallel.zero_stage);
+    if (gpu_gap.empty() && tc.coord_interval > 0)
+        gpu_gap = "train.coord_interval: the coordinate check reads its updates on the host";
+    const Device device =
+        kernels::resolve_run_device(tc.device, "train.device", gpu_gap, world.rank());
+    const bool gpu = device != Device::cpu;
     const bool writer = world.rank() == 0;  // prints and owns the run directory
     std::ostream silent(nullptr);
     std::ostream& out = writer ? rank0_out : silent;
@@ -256,7 +263,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     // truncated backpropagation). Activations are planned for a chunk, not a whole row.
     const int U = job.model.chunk_len(T);
     Learner learner(job.model, job.optim, B, U, tc.steps, &dp, job.parallel.zero_stage,
-                    &mesh.model_comm(), parse_recompute(tc.recompute), precision);
+                    &mesh.model_comm(), parse_recompute(tc.recompute), precision, device);
     long start_step = 0;
     std::uint64_t tokens_seen = 0;
     std::optional<double> best_val;
@@ -336,7 +343,10 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     };
     const double flops_per_token = train_flops_per_token(job.model, learner.full_layout(), T);
     const bool bf16_dot = precision == Precision::bf16 && ops::native_bf16();
-    const double peak = tc.peak_gflops > 0 ? tc.peak_gflops : robust_peak_gflops(threads, bf16_dot);
+    // On a GPU the CPU's probes say nothing: MFU only against train.peak_gflops there.
+    const double peak = tc.peak_gflops > 0 ? tc.peak_gflops
+                        : gpu              ? 0.0
+                                           : robust_peak_gflops(threads, bf16_dot);
     out << "model: " << human_count(static_cast<double>(learner.full_layout().count()))
         << " parameters ("
         << human_count(static_cast<double>(nonembedding_params(learner.full_layout())))
@@ -362,9 +372,14 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             << " grads " << learner.grad_bytes() << " optimizer " << learner.optimizer_bytes()
             << " working " << learner.working_bytes() << "\n";
     }
+    if (gpu)
+        out << "device: " << kernels::device_name(device) << " (GPU " << world.rank() << " of "
+            << kernels::cuda_device_count() << " visible); parameters, gradients, optimizer "
+            << "state and activations in GPU memory\n";
     out << "threads: " << threads << ", " << precision_name(precision) << " peak "
         << static_cast<int>(peak) << " GFLOP/s"
         << (tc.peak_gflops > 0 ? " (train.peak_gflops)"
+            : gpu              ? " (unknown for this GPU: set train.peak_gflops for MFU)"
             : bf16_dot         ? " (measured: best of 5 bf16 dot-product probes)"
             : precision == Precision::bf16
                 ? " (measured: best of 5 FMA probes; widened bf16 GEMMs run at the fp32 rate)"
@@ -376,7 +391,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                   "state, norms, softmax and loss"
                 : "")
         << (tc.precision == "auto" ? " (train.precision: auto)" : "") << "\n";
-    if (precision == Precision::bf16 && !ops::native_bf16()) {
+    if (precision == Precision::bf16 && !ops::native_bf16() && !gpu) {
         const auto [fp32, bf16] = gemm_seconds_fp32_bf16(1024, job.model.d_model);
         out << "note: this CPU has no native bf16 dot products (avx512_bf16), so bf16 GEMM "
                "operands are widened to fp32: a "
@@ -635,7 +650,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             // Never above 100 %: throughput beyond the peak means the peak was set or measured
             // too low (say so once).
             const double achieved = tps * flops_per_token / (1e9 * world.size());
-            if (achieved > peak && !mfu_capped) {
+            if (peak > 0 && achieved > peak && !mfu_capped) {
                 mfu_capped = true;
                 out << "note: " << static_cast<int>(achieved) << " GFLOP/s per rank exceeds the "
                     << precision_name(precision) << " peak of " << static_cast<int>(peak)
@@ -643,16 +658,19 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                     << "; MFU is shown capped at 100 %; set train.peak_gflops to the machine's "
                        "peak\n";
             }
-            m.mfu =
-                std::min(1.0, model_flops_utilization(tps, flops_per_token, peak, world.size()));
+            if (peak > 0)
+                m.mfu = std::min(1.0,
+                                 model_flops_utilization(tps, flops_per_token, peak, world.size()));
             if (world.size() > 1) m.comm_bytes = step_bytes;
             char line[320];
-            std::snprintf(
-                line, sizeof line,
-                "step %6ld/%ld | loss %.4f | lr %.3e | grad_norm %.3f | %s tok/s | mfu %.1f%%",
-                done, static_cast<long>(tc.steps), st.loss, st.lr, st.grad_norm,
-                human_count(tps).c_str(), 100 * *m.mfu);
+            std::snprintf(line, sizeof line,
+                          "step %6ld/%ld | loss %.4f | lr %.3e | grad_norm %.3f | %s tok/s", done,
+                          static_cast<long>(tc.steps), st.loss, st.lr, st.grad_norm,
+                          human_count(tps).c_str());
             out << line;
+            // No MFU without a peak (a GPU without train.peak_gflops).
+            if (m.mfu) std::snprintf(line, sizeof line, " | mfu %.1f%%", 100 * *m.mfu);
+            out << (m.mfu ? line : " | mfu n/a");
             if (st.vq) {
                 m.vq = {{"commit", st.vq->commit},
                         {"usage", st.vq->usage},

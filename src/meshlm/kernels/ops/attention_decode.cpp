@@ -46,10 +46,6 @@ const kernels::AttnActParams* act_of(const DecodeHeads& h) {
     return h.act.act == kernels::AttnAct::softmax ? nullptr : &h.act;
 }
 
-const std::int32_t* i32(const Tensor& t) {
-    return static_cast<const std::int32_t*>(t.data);
-}
-
 // The distance bias has no CUDA kernel yet: refused by name before any launch.
 void refuse_dist_on_cuda(const char* op, const DecodeHeads& h) {
     if (h.dist)
@@ -77,11 +73,11 @@ void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache,
     kernels::require_device(d, op);
     if (d == Device::cpu)
         return kernels::attention_decode(out.f32(), q.f32(), s.W, k_cache.f32(), v_cache.f32(),
-                                         i32(seq), s.M, T, s.positions, h.H, h.Hkv, s.D,
+                                         seq.i32(), s.M, T, s.positions, h.H, h.Hkv, s.D,
                                          alibi.f32(), h.scale, act_of(h), h.dist);
     refuse_dist_on_cuda(op, h);
     MESHLM_ON_CUDA(op, kernels::cuda::attention_decode(
-                           out.f32(), q.f32(), s.W, k_cache.f32(), v_cache.f32(), i32(seq), s.M, T,
+                           out.f32(), q.f32(), s.W, k_cache.f32(), v_cache.f32(), seq.i32(), s.M, T,
                            s.positions, h.H, h.Hkv, s.D, alibi.f32(), h.scale, act_of(h)));
 }
 
@@ -107,15 +103,15 @@ void attention_paged(const Tensor& out, const Tensor& q, const Tensor& k_pool, c
     kernels::require_device(d, op);
     if (d == Device::cpu) {
         std::vector<const std::int32_t*> rows(s.M);
-        for (int m = 0; m < s.M; ++m) rows[m] = i32(tables) + static_cast<std::size_t>(m) * stride;
+        for (int m = 0; m < s.M; ++m) rows[m] = tables.i32() + static_cast<std::size_t>(m) * stride;
         return kernels::attention_paged(out.f32(), q.f32(), s.W, k_pool.f32(), v_pool.f32(),
-                                        rows.data(), i32(lens), s.M, s.positions, h.H, h.Hkv, s.D,
+                                        rows.data(), lens.i32(), s.M, s.positions, h.H, h.Hkv, s.D,
                                         alibi.f32(), h.scale, act_of(h), h.dist);
     }
     refuse_dist_on_cuda(op, h);
     MESHLM_ON_CUDA(
         op, kernels::cuda::attention_paged(out.f32(), q.f32(), s.W, k_pool.f32(), v_pool.f32(),
-                                           i32(tables), stride, i32(lens), s.M, s.positions, h.H,
+                                           tables.i32(), stride, lens.i32(), s.M, s.positions, h.H,
                                            h.Hkv, s.D, alibi.f32(), h.scale, act_of(h)));
 }
 
@@ -142,10 +138,10 @@ void kv_store(const Tensor& k_pool, const Tensor& v_pool, const Tensor& qkv, con
     const int n = as_int(op, "blocks per row", ts[1]);
     kernels::require_device(d, op);
     if (d == Device::cpu)
-        return kernels::kv_store(k_pool.f32(), v_pool.f32(), qkv.f32(), W, i32(tables), n, i32(pos),
-                                 M, blocks, block, H, Hkv, D);
+        return kernels::kv_store(k_pool.f32(), v_pool.f32(), qkv.f32(), W, tables.i32(), n,
+                                 pos.i32(), M, blocks, block, H, Hkv, D);
     MESHLM_ON_CUDA(op, kernels::cuda::kv_store(k_pool.f32(), v_pool.f32(), qkv.f32(), W,
-                                               i32(tables), n, i32(pos), M, block, H, Hkv, D));
+                                               tables.i32(), n, pos.i32(), M, block, H, Hkv, D));
 }
 
 }  // namespace meshlm::ops

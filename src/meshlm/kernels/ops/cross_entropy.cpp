@@ -20,7 +20,7 @@ void softmax_cross_entropy(const Tensor& logits, const Tensor& losses, const Ten
     expect_shape(op, {"losses", losses}, Shape{N});
     expect_shape(op, {"targets", targets}, Shape{N});
     kernels::require_device(d, op);
-    const auto* t = static_cast<const std::int32_t*>(targets.data);
+    const auto* t = targets.i32();
     if (d == Device::cpu)
         return kernels::softmax_cross_entropy(logits.f32(), losses.f32(), t, N, V, V, dlogits_scale,
                                               z_loss);

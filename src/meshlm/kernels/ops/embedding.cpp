@@ -52,7 +52,7 @@ void embedding_forward(const Tensor& out, const Tensor& tokens, const Tensor& wt
     const auto [N, V, C] =
         check(op, {"out", out}, {"tokens", tokens}, {"wte", wte}, {"wpe", wpe}, T);
     kernels::require_device(d, op);
-    const auto* tok = static_cast<const std::int32_t*>(tokens.data);
+    const auto* tok = tokens.i32();
     if (d == Device::cpu) {
         kernels::embedding_forward_vocab_range(out.f32(), tok, wte.f32(), v0, V, N, C);
         if (present(wpe)) kernels::position_embedding_forward(out.f32(), wpe.f32(), N, T, C);
@@ -72,7 +72,7 @@ void embedding_backward(const Tensor& dwte, const Tensor& dwpe, const Tensor& do
     const auto [N, V, C] =
         check(op, {"dout", dout}, {"tokens", tokens}, {"dwte", dwte}, {"dwpe", dwpe}, T);
     kernels::require_device(d, op);
-    const auto* tok = static_cast<const std::int32_t*>(tokens.data);
+    const auto* tok = tokens.i32();
     if (d == Device::cpu) {
         kernels::embedding_backward_vocab_range(dwte.f32(), dout.f32(), tok, v0, V, N, C);
         if (present(dwpe)) kernels::position_embedding_backward(dwpe.f32(), dout.f32(), N, T, C);
@@ -130,10 +130,6 @@ Rows check_sinusoid(const char* op, const Arg& rows, const Tensor& table, const 
     return r;
 }
 
-const std::int32_t* i32(const Tensor& t) {
-    return static_cast<const std::int32_t*>(t.data);
-}
-
 }  // namespace
 
 void sinusoid_position_forward(const Tensor& out, const Tensor& table, const Tensor& scale,
@@ -144,10 +140,10 @@ void sinusoid_position_forward(const Tensor& out, const Tensor& table, const Ten
     const auto [N, C] = check_sinusoid(op, {"out", out}, table, {"scale", scale}, pos0, T);
     kernels::require_device(d, op);
     if (d == Device::cpu)
-        return kernels::sinusoid_position_forward(out.f32(), table.f32(), scale.f32(), i32(pos0), N,
-                                                  T, C, round_scale);
+        return kernels::sinusoid_position_forward(out.f32(), table.f32(), scale.f32(), pos0.i32(),
+                                                  N, T, C, round_scale);
     MESHLM_ON_CUDA(op, kernels::cuda::sinusoid_position_forward(out.f32(), table.f32(), scale.f32(),
-                                                                i32(pos0), N, T, C, round_scale));
+                                                                pos0.i32(), N, T, C, round_scale));
 }
 
 void sinusoid_position_backward(const Tensor& dscale, const Tensor& dout, const Tensor& table,
@@ -158,10 +154,10 @@ void sinusoid_position_backward(const Tensor& dscale, const Tensor& dout, const 
     const auto [N, C] = check_sinusoid(op, {"dout", dout}, table, {"dscale", dscale}, pos0, T);
     kernels::require_device(d, op);
     if (d == Device::cpu)
-        return kernels::sinusoid_position_backward(dscale.f32(), dout.f32(), table.f32(), i32(pos0),
-                                                   N, T, C);
+        return kernels::sinusoid_position_backward(dscale.f32(), dout.f32(), table.f32(),
+                                                   pos0.i32(), N, T, C);
     MESHLM_ON_CUDA(op, kernels::cuda::sinusoid_position_backward(dscale.f32(), dout.f32(),
-                                                                 table.f32(), i32(pos0), N, T, C));
+                                                                 table.f32(), pos0.i32(), N, T, C));
 }
 
 }  // namespace meshlm::ops

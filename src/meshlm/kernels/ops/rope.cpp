@@ -40,7 +40,7 @@ void rope(const char* op, const Tensor& x, const Tensor& pos, const Tensor& inv_
     }
     kernels::require_device(d, op);
     float* rows = x.f32() + r.col0;
-    const auto* p = static_cast<const std::int32_t*>(pos.data);
+    const auto* p = pos.i32();
     const auto* f = inv_freq.f32();
     if (d == Device::cpu) {
         if (kForward)

@@ -21,12 +21,8 @@ struct Logits {
 Logits check_logits(const char* op, const Tensor& logits, const Tensor& targets,
                     const Tensor& row_max, std::initializer_list<Arg> more) {
     const Device d =
-        common_device(op, {{"logits", logits}, {"targets", targets}}, {}, Strides::allowed);
-    for (const Arg& a : more) {
-        if (a.t.device != d)
-            throw Error(detail::concat(op, ": ", a.name, " is on another device than logits"));
-        expect_dense(op, {a});
-    }
+        common_device(op, {{"logits", logits}, {"targets", targets}}, more, Strides::allowed);
+    expect_dense(op, more);
     expect_f32(op, {{"logits", logits}, {"row_max", row_max}});
     expect_dtype(op, {"targets", targets}, DType::i32);
     const auto [N, Vl] = expect_rows(op, {"logits", logits});
@@ -36,19 +32,15 @@ Logits check_logits(const char* op, const Tensor& logits, const Tensor& targets,
     return {d, N, Vl, as_int(op, "row stride", row_stride(op, {"logits", logits}))};
 }
 
-const std::int32_t* i32(const Tensor& t) {
-    return static_cast<const std::int32_t*>(t.data);
-}
-
 }  // namespace
 
 void ce_row_max(const Tensor& row_max, const Tensor& logits, const Tensor& targets) {
     constexpr const char* op = "ce_row_max";
     const Logits s = check_logits(op, logits, targets, row_max, {{"row_max", row_max}});
     if (s.d == Device::cpu)
-        return kernels::ce_row_max(row_max.f32(), logits.f32(), i32(targets), s.N, s.Vl, s.ld);
+        return kernels::ce_row_max(row_max.f32(), logits.f32(), targets.i32(), s.N, s.Vl, s.ld);
     MESHLM_ON_CUDA(
-        op, kernels::cuda::ce_row_max(row_max.f32(), logits.f32(), i32(targets), s.N, s.Vl, s.ld));
+        op, kernels::cuda::ce_row_max(row_max.f32(), logits.f32(), targets.i32(), s.N, s.Vl, s.ld));
 }
 
 void ce_row_sums(const Tensor& stats, const Tensor& logits, const Tensor& targets,
@@ -59,9 +51,9 @@ void ce_row_sums(const Tensor& stats, const Tensor& logits, const Tensor& target
     expect_f32(op, {{"stats", stats}});
     expect_shape(op, {"stats", stats}, Shape{s.N, 2});
     if (s.d == Device::cpu)
-        return kernels::ce_row_sums(stats.f32(), logits.f32(), i32(targets), row_max.f32(), v0, s.N,
-                                    s.Vl, s.ld, store);
-    MESHLM_ON_CUDA(op, kernels::cuda::ce_row_sums(stats.f32(), logits.f32(), i32(targets),
+        return kernels::ce_row_sums(stats.f32(), logits.f32(), targets.i32(), row_max.f32(), v0,
+                                    s.N, s.Vl, s.ld, store);
+    MESHLM_ON_CUDA(op, kernels::cuda::ce_row_sums(stats.f32(), logits.f32(), targets.i32(),
                                                   row_max.f32(), v0, s.N, s.Vl, s.ld, store));
 }
 
@@ -75,10 +67,10 @@ void ce_finish(const Tensor& logits, const Tensor& losses, const Tensor& targets
     expect_shape(op, {"losses", losses}, Shape{s.N});
     expect_shape(op, {"stats", stats}, Shape{s.N, 2});
     if (s.d == Device::cpu)
-        return kernels::ce_finish(logits.f32(), losses.f32(), i32(targets), row_max.f32(),
+        return kernels::ce_finish(logits.f32(), losses.f32(), targets.i32(), row_max.f32(),
                                   stats.f32(), v0, s.N, s.Vl, s.ld, dlogits_scale, z_loss);
     MESHLM_ON_CUDA(
-        op, kernels::cuda::ce_finish(logits.f32(), losses.f32(), i32(targets), row_max.f32(),
+        op, kernels::cuda::ce_finish(logits.f32(), losses.f32(), targets.i32(), row_max.f32(),
                                      stats.f32(), v0, s.N, s.Vl, s.ld, dlogits_scale, z_loss));
 }
 

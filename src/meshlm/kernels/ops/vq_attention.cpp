@@ -12,19 +12,6 @@ namespace meshlm::ops {
 
 namespace {
 
-const std::int32_t* i32(const Tensor& t) {
-    return static_cast<const std::int32_t*>(t.data);
-}
-std::int32_t* i32_out(const Tensor& t) {
-    return static_cast<std::int32_t*>(t.data);
-}
-
-void same_device(const char* op, Device d, std::initializer_list<Arg> args) {
-    for (const Arg& a : args)
-        if (present(a.t) && a.t.device != d)
-            throw Error(detail::concat(op, ": ", a.name, " is on another device than the first"));
-}
-
 // The tables and the shapes every attention call shares; returns N.
 int check_attention(const char* op, const Tensor& q, const Tensor& z, const Tensor& v,
                     const VqTables& t, int B, int T, const kernels::VqAttnShape& s) {
@@ -61,15 +48,17 @@ void vq_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q,
                           const Tensor& v, const VqTables& t, int B, int T,
                           const kernels::VqAttnShape& s, kernels::VqAttnState* state) {
     constexpr const char* op = "vq_attention_forward";
-    const Device d = common_device(op, {{"q", q}, {"v", v}}, {}, Strides::allowed);
-    same_device(op, d,
-                {{"out", out},
-                 {"lse", lse},
-                 {"z", z},
-                 {"codebook", t.codebook},
-                 {"rel", t.rel},
-                 {"u", t.u},
-                 {"vb", t.vb}});
+    const Device d = common_device(op,
+                                   {{"q", q},
+                                    {"v", v},
+                                    {"out", out},
+                                    {"lse", lse},
+                                    {"z", z},
+                                    {"codebook", t.codebook},
+                                    {"rel", t.rel},
+                                    {"u", t.u},
+                                    {"vb", t.vb}},
+                                   {}, Strides::allowed);
     const int N = check_attention(op, q, z, v, t, B, T, s);
     expect_f32(op, {{"out", out}, {"lse", lse}});
     expect_shape(op, {"out", out}, Shape{N, s.dv});
@@ -78,7 +67,7 @@ void vq_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q,
     if (d != Device::cpu) refuse_cuda(op);
     kernels::vq_attention_forward(
         out.f32(), lse.f32(), q.f32(), as_int(op, "q's row stride", row_stride(op, {"q", q})),
-        i32(z), v.f32(), as_int(op, "v's row stride", row_stride(op, {"v", v})), t.codebook.f32(),
+        z.i32(), v.f32(), as_int(op, "v's row stride", row_stride(op, {"v", v})), t.codebook.f32(),
         t.rel.f32(), t.u.f32(), t.vb.f32(), B, T, s, state);
 }
 
@@ -87,17 +76,21 @@ void vq_attention_backward(const VqGrads& g, const Tensor& dout, const Tensor& o
                            const VqTables& t, int B, int T, const kernels::VqAttnShape& s,
                            const kernels::VqAttnState* state) {
     constexpr const char* op = "vq_attention_backward";
-    const Device d = common_device(
-        op, {{"q", q}, {"v", v}, {"dq", g.dq}, {"dk", g.dk}, {"dv", g.dv}}, {}, Strides::allowed);
-    same_device(op, d,
-                {{"dout", dout},
-                 {"out", out},
-                 {"lse", lse},
-                 {"z", z},
-                 {"du", g.du},
-                 {"dvb", g.dvb},
-                 {"drel", g.drel},
-                 {"codebook", t.codebook}});
+    const Device d = common_device(op,
+                                   {{"q", q},
+                                    {"v", v},
+                                    {"dq", g.dq},
+                                    {"dk", g.dk},
+                                    {"dv", g.dv},
+                                    {"dout", dout},
+                                    {"out", out},
+                                    {"lse", lse},
+                                    {"z", z},
+                                    {"du", g.du},
+                                    {"dvb", g.dvb},
+                                    {"drel", g.drel},
+                                    {"codebook", t.codebook}},
+                                   {}, Strides::allowed);
     const int N = check_attention(op, q, z, v, t, B, T, s);
     expect_f32(op, {{"dout", dout},
                     {"out", out},
@@ -130,15 +123,15 @@ void vq_attention_backward(const VqGrads& g, const Tensor& dout, const Tensor& o
     if (d != Device::cpu) refuse_cuda(op);
     kernels::vq_attention_backward(g.dq.f32(), g.dk.f32(), g.dv.f32(), g.du.f32(), g.dvb.f32(),
                                    g.drel.f32(), dout.f32(), out.f32(), lse.f32(), q.f32(),
-                                   as_int(op, "ldq", ldq), i32(z), v.f32(), as_int(op, "ldv", ldv),
+                                   as_int(op, "ldq", ldq), z.i32(), v.f32(), as_int(op, "ldv", ldv),
                                    t.codebook.f32(), t.rel.f32(), t.u.f32(), t.vb.f32(), B, T, s,
                                    state);
 }
 
 void vq_quantize(const Tensor& z, const Tensor& err, const Tensor& k, const Tensor& codebook) {
     constexpr const char* op = "vq_quantize";
-    const Device d = common_device(op, {{"k", k}}, {}, Strides::allowed);
-    same_device(op, d, {{"z", z}, {"err", err}, {"codebook", codebook}});
+    const Device d = common_device(op, {{"k", k}, {"z", z}, {"err", err}, {"codebook", codebook}},
+                                   {}, Strides::allowed);
     expect_f32(op, {{"k", k}, {"err", err}, {"codebook", codebook}});
     expect_dtype(op, {"z", z}, DType::i32);
     const auto [N, dk] = expect_rows(op, {"k", k});
@@ -150,9 +143,9 @@ void vq_quantize(const Tensor& z, const Tensor& err, const Tensor& k, const Tens
     const int ldk = as_int(op, "k's row stride", row_stride(op, {"k", k}));
     kernels::require_device(d, op);
     if (d == Device::cpu)
-        return kernels::vq_quantize(i32_out(z), err.f32(), k.f32(), ldk, codebook.f32(), N, S, dk);
-    MESHLM_ON_CUDA(op, kernels::cuda::vq_quantize(i32_out(z), err.f32(), k.f32(), ldk,
-                                                  codebook.f32(), N, S, dk));
+        return kernels::vq_quantize(z.i32(), err.f32(), k.f32(), ldk, codebook.f32(), N, S, dk);
+    MESHLM_ON_CUDA(
+        op, kernels::cuda::vq_quantize(z.i32(), err.f32(), k.f32(), ldk, codebook.f32(), N, S, dk));
 }
 
 void vq_codebook(const Tensor& codebook, const Tensor& c_sum, const Tensor& c_count) {
@@ -169,12 +162,11 @@ void vq_codebook(const Tensor& codebook, const Tensor& c_sum, const Tensor& c_co
     MESHLM_ON_CUDA(op,
                    kernels::cuda::vq_codebook(codebook.f32(), c_sum.f32(), c_count.f32(), S, dk));
 }
-
 void vq_commit_grad(const Tensor& dk, const Tensor& k, const Tensor& codebook, const Tensor& z,
                     float scale) {
     constexpr const char* op = "vq_commit_grad";
-    const Device d = common_device(op, {{"dk", dk}, {"k", k}}, {}, Strides::allowed);
-    same_device(op, d, {{"codebook", codebook}, {"z", z}});
+    const Device d = common_device(op, {{"dk", dk}, {"k", k}, {"codebook", codebook}, {"z", z}}, {},
+                                   Strides::allowed);
     expect_f32(op, {{"dk", dk}, {"k", k}, {"codebook", codebook}});
     expect_dtype(op, {"z", z}, DType::i32);
     const auto [N, w] = expect_rows(op, {"k", k});
@@ -187,17 +179,17 @@ void vq_commit_grad(const Tensor& dk, const Tensor& k, const Tensor& codebook, c
     const int ldk = as_int(op, "k's row stride", row_stride(op, {"k", k}));
     kernels::require_device(d, op);
     if (d == Device::cpu)
-        return kernels::vq_commit_grad(dk.f32(), ldd, k.f32(), ldk, codebook.f32(), i32(z), N, w,
+        return kernels::vq_commit_grad(dk.f32(), ldd, k.f32(), ldk, codebook.f32(), z.i32(), N, w,
                                        scale);
     MESHLM_ON_CUDA(op, kernels::cuda::vq_commit_grad(dk.f32(), ldd, k.f32(), ldk, codebook.f32(),
-                                                     i32(z), N, w, scale));
+                                                     z.i32(), N, w, scale));
 }
 
 void vq_codebook_stats(const Tensor& c_sum, const Tensor& c_count, const Tensor& k,
                        const Tensor& z) {
     constexpr const char* op = "vq_codebook_stats";
-    const Device d = common_device(op, {{"k", k}}, {}, Strides::allowed);
-    same_device(op, d, {{"c_sum", c_sum}, {"c_count", c_count}, {"z", z}});
+    const Device d = common_device(op, {{"k", k}, {"c_sum", c_sum}, {"c_count", c_count}, {"z", z}},
+                                   {}, Strides::allowed);
     expect_f32(op, {{"c_sum", c_sum}, {"c_count", c_count}, {"k", k}});
     expect_dtype(op, {"z", z}, DType::i32);
     const auto [N, dk] = expect_rows(op, {"k", k});
@@ -209,10 +201,10 @@ void vq_codebook_stats(const Tensor& c_sum, const Tensor& c_count, const Tensor&
     const int ldk = as_int(op, "k's row stride", row_stride(op, {"k", k}));
     kernels::require_device(d, op);
     if (d == Device::cpu)
-        return kernels::vq_codebook_stats(c_sum.f32(), c_count.f32(), k.f32(), ldk, i32(z), N, S,
+        return kernels::vq_codebook_stats(c_sum.f32(), c_count.f32(), k.f32(), ldk, z.i32(), N, S,
                                           dk);
     MESHLM_ON_CUDA(op, kernels::cuda::vq_codebook_stats(c_sum.f32(), c_count.f32(), k.f32(), ldk,
-                                                        i32(z), N, S, dk));
+                                                        z.i32(), N, S, dk));
 }
 
 }  // namespace meshlm::ops

@@ -1,0 +1,113 @@
+// Training on the GPU against the CPU: one Learner per device with the same config, seed and
+// batches, a few optimizer steps of each model family. The GPU's GEMMs and reductions sum in
+// other orders than the CPU's, so the two agree to fp32 rounding that grows over the steps:
+// each step's loss to 1e-4 relative and the final weights to 1e-5 mean absolute difference
+// (the step's learning rate is 1e-3: a mean that large would be a wrong update, not rounding).
+// Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "meshlm/kernels/device.h"
+#include "meshlm/train/learner.h"
+#include "test_util.h"
+
+namespace meshlm {
+namespace {
+
+struct Trained {
+    std::vector<float> losses, grad_norms, params;
+};
+
+constexpr int kB = 2, kT = 16, kSteps = 4;
+
+Trained train(const ModelConfig& m, const OptimConfig& o, Device d, Precision p, Recompute r,
+              int micro) {
+    Learner learner(m, o, kB, kT, kSteps, nullptr, 0, nullptr, r, p, d);
+    learner.init_params(1234);
+    learner.set_dropout(99, 0);
+    const int n = micro * kB * kT;
+    std::vector<std::int32_t> tokens(n), targets(n);
+    Trained t;
+    for (int s = 0; s < kSteps; ++s) {
+        for (int i = 0; i < n; ++i) {
+            tokens[i] = (i * 37 + s * 11 + i / 5) % m.vocab_size;
+            targets[i] = i % 7 == 3 ? -1 : (tokens[i] * 3 + 1) % m.vocab_size;  // some masked
+        }
+        const StepStats st = learner.train_step(tokens.data(), targets.data(), micro);
+        t.losses.push_back(st.loss), t.grad_norms.push_back(st.grad_norm);
+    }
+    const float* w = learner.full_params();
+    t.params.assign(w, w + learner.full_layout().total());
+    return t;
+}
+
+struct Case {
+    std::string name;
+    ModelConfig model;
+    Precision precision = Precision::fp32;
+    Recompute recompute = Recompute::none;
+    int micro = 1;
+    std::string optim = "adamw";
+};
+
+std::vector<Case> cases() {
+    std::vector<Case> out;
+    const ModelConfig gpt2 = test::tiny_model();
+    out.push_back({"gpt2", gpt2});
+    ModelConfig llama = gpt2;
+    llama.position = "rope", llama.norm = "rmsnorm", llama.norm_bias = false;
+    llama.mlp = "swiglu", llama.n_head = 4, llama.n_kv_head = 2, llama.tied_head = false;
+    llama.qkv_bias = llama.proj_bias = llama.mlp_bias = false;
+    out.push_back({"llama (rope, rmsnorm, swiglu, GQA, untied)", llama});
+    ModelConfig gptj = gpt2;
+    gptj.block = "parallel", gptj.position = "rope", gptj.rope_dim = 8;
+    gptj.rope_style = "interleaved", gptj.tied_head = false, gptj.head_bias = true;
+    out.push_back({"gpt-j (parallel block, partial interleaved rope)", gptj});
+    ModelConfig alibi = gpt2;
+    alibi.position = "alibi", alibi.qk_norm = true;
+    out.push_back({"alibi + qk_norm", alibi});
+    ModelConfig drop = gpt2;
+    drop.dropout_embd = drop.dropout_resid = 0.1f;  // attention dropout: CPU only
+    out.push_back({"gpt2 dropout (embedding, residual)", drop});
+    out.push_back({"gpt2 bf16", gpt2, Precision::bf16});
+    out.push_back({"gpt2 recompute block, accum 2", gpt2, Precision::fp32, Recompute::block, 2});
+    out.push_back({"gpt2 lion", gpt2, Precision::fp32, Recompute::none, 1, "lion"});
+    return out;
+}
+
+TEST(CudaTraining, EveryFamilyMatchesTheCpu) {
+    if (kernels::cuda_device_count() == 0)
+        GTEST_SKIP() << "no GPU here: " << kernels::cuda_unavailable_reason();
+    kernels::set_cuda_device(0);
+    for (const Case& c : cases()) {
+        SCOPED_TRACE(c.name);
+        OptimConfig o;
+        o.name = c.optim, o.lr = 1e-3f, o.warmup_steps = 0;
+        const Trained gpu = train(c.model, o, Device::cuda, c.precision, c.recompute, c.micro);
+        const Trained cpu = train(c.model, o, Device::cpu, c.precision, c.recompute, c.micro);
+        double max_loss = 0, sum_w = 0, max_w = 0;
+        for (int s = 0; s < kSteps; ++s) {
+            const double rel = std::fabs(gpu.losses[s] - cpu.losses[s]) / std::fabs(cpu.losses[s]);
+            max_loss = std::max(max_loss, rel);
+            EXPECT_LE(rel, 1e-4) << "step " << s + 1 << ": gpu " << gpu.losses[s] << " cpu "
+                                 << cpu.losses[s];
+        }
+        ASSERT_EQ(gpu.params.size(), cpu.params.size());
+        for (std::size_t i = 0; i < cpu.params.size(); ++i) {
+            const double d = std::fabs(gpu.params[i] - cpu.params[i]);
+            sum_w += d, max_w = std::max(max_w, d);
+        }
+        const double mean_w = sum_w / static_cast<double>(cpu.params.size());
+        EXPECT_LE(mean_w, 1e-5);
+        std::printf(
+            "[ trained  ] %-50s loss rel diff max %.2e  weights |diff| mean %.2e max %.2e\n",
+            c.name.c_str(), max_loss, mean_w, max_w);
+    }
+}
+
+}  // namespace
+}  // namespace meshlm
