@@ -129,6 +129,41 @@ TEST_F(Cli, SampleIsDeterministicAndGreedyEqualsTopK1) {
         << bad.output;
 }
 
+// sample --chat: each stdin line is a user turn; the conversation goes through the run's chat
+// template (here a line-based one in the run's tokenizer_config.json whose end of turn, its
+// eos_token "\n", is one token), and each reply is one line of stdout and part of the next
+// turn's prompt.
+TEST_F(Cli, SampleChatAnswersEachLineThroughTheRunsTemplate) {
+    const std::string run = dir_ + "/chat_run";
+    auto tr = test::run_command(tiny_run(corpus_, run, 30) + " --config.model.max_seq_len=128");
+    ASSERT_EQ(tr.exit_code, 0) << tr.output;
+    test::write_file(
+        run + "/tokenizer_config.json",
+        R"({"chat_template": "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}", "eos_token": "\n"})");
+    auto chat = [&](const std::string& lines, const std::string& flags = "") {
+        const std::string prompts = dir_ + "/prompts.txt";
+        auto r = test::run_command("(printf '" + lines + "' | " + test::meshlm_binary() +
+                                   " sample --checkpoint " + run +
+                                   " --chat --show-prompt --temperature 0 --max-new-tokens 24 " +
+                                   flags + " 2> " + prompts + ")");
+        EXPECT_EQ(r.exit_code, 0) << r.output << test::read_file(prompts);
+        return std::make_pair(r.output, test::read_file(prompts));
+    };
+    const auto [out, prompts] = chat("Document 1\\n\\nDocument 2\\n");  // (a blank line is skipped)
+    const std::vector<std::string> replies = lines_of(out);
+    ASSERT_EQ(replies.size(), 2u) << out;
+    EXPECT_EQ(prompts, "user: Document 1\nassistant:\nuser: Document 1\nassistant: " + replies[0] +
+                           "\nuser: Document 2\nassistant:\n");
+    // Greedy: the first turn answers the same alone.
+    EXPECT_EQ(lines_of(chat("Document 1\\n").first), std::vector<std::string>{replies[0]});
+
+    for (const std::string flags : {"--num-samples 2", "--prompt x"}) {
+        auto bad = test::run_command("echo hi | " + test::meshlm_binary() +
+                                     " sample --checkpoint " + run + " --chat " + flags);
+        EXPECT_NE(bad.exit_code, 0) << flags << "\n" << bad.output;
+    }
+}
+
 TEST_F(Cli, ARunWorksFromAnyWorkingDirectory) {
     // Trained with relative paths; its config.yaml stores them absolute.
     auto r =

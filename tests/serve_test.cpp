@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <future>
@@ -244,11 +245,12 @@ TEST_F(Serve, LogprobsAndEchoGiveWhatLmEvalReads) {
 }
 
 // The events of a streamed completion, and whether it ended with [DONE].
-std::vector<json> stream(TestServer& srv, json body, bool* done) {
+std::vector<json> stream(TestServer& srv, json body, bool* done,
+                         const std::string& path = "/v1/completions") {
     body["stream"] = true;
     auto cli = srv.client();
     std::string buf;
-    auto res = cli.Post("/v1/completions", httplib::Headers{}, body.dump(), "application/json");
+    auto res = cli.Post(path, httplib::Headers{}, body.dump(), "application/json");
     EXPECT_TRUE(res);
     EXPECT_EQ(res->status, 200);
     EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
@@ -305,6 +307,160 @@ TEST_F(Serve, StreamingSendsTheSameTextInPieces) {
     const json& last = events.back();
     EXPECT_EQ(last["choices"].size(), 0u);
     EXPECT_EQ(last["usage"]["completion_tokens"], 32);
+}
+
+// The chat endpoint over the default (ChatML) template: the prompt is the rendered conversation,
+// and the answer is what /v1/completions gives for it with the template's end of turn as a stop.
+// (The model's context is 96 tokens: one user turn, in content parts.)
+const char* kChatPrompt = "<|im_start|>user\nHi?<|im_end|>\n<|im_start|>assistant\n";
+json chat_messages() {
+    return json::array({{{"role", "user"},
+                         {"content", json::array({{{"type", "text"}, {"text", "H"}},
+                                                  {{"type", "text"}, {"text", "i?"}}})}}});
+}
+
+TEST_F(Serve, ChatCompletionIsTheTemplatedPromptsCompletion) {
+    json r = post("/v1/chat/completions",
+                  {{"messages", chat_messages()}, {"max_tokens", 20}, {"temperature", 0}});
+    EXPECT_EQ(r["object"], "chat.completion");
+    EXPECT_EQ(r["id"].get<std::string>().rfind("chatcmpl-", 0), 0u) << r;
+    ASSERT_EQ(r["choices"].size(), 1u);
+    const json& c = r["choices"][0];
+    EXPECT_EQ(c["index"], 0);
+    EXPECT_EQ(c["message"]["role"], "assistant");
+    EXPECT_TRUE(c["logprobs"].is_null());
+    EXPECT_EQ(r["usage"]["prompt_tokens"], std::string(kChatPrompt).size());
+    json plain = complete(
+        {{"prompt", kChatPrompt}, {"max_tokens", 20}, {"temperature", 0}, {"stop", "<|im_end|>"}});
+    EXPECT_EQ(c["message"]["content"], plain["choices"][0]["text"]);
+    EXPECT_EQ(c["finish_reason"], plain["choices"][0]["finish_reason"]);
+    EXPECT_EQ(r["usage"]["completion_tokens"], plain["usage"]["completion_tokens"]);
+    // Without max_tokens the answer may fill the context (OpenAI's chat default).
+    json open = post("/v1/chat/completions",
+                     {{"messages", chat_messages()}, {"temperature", 0}, {"ignore_eos", true}});
+    const int room = srv_->cfg.max_seq_len - static_cast<int>(std::string(kChatPrompt).size());
+    EXPECT_LE(open["usage"]["completion_tokens"].get<int>(), room);
+    if (open["choices"][0]["finish_reason"] == "length") {
+        EXPECT_EQ(open["usage"]["completion_tokens"], room);
+    }
+}
+
+TEST_F(Serve, ChatStreamsDeltasAndLogprobsWithByteValues) {
+    json body = {
+        {"messages", chat_messages()}, {"max_tokens", 16},  {"temperature", 0}, {"logprobs", true},
+        {"top_logprobs", 20},          {"ignore_eos", true}};
+    json whole = post("/v1/chat/completions", body);
+    const json& lp = whole["choices"][0]["logprobs"]["content"];
+    ASSERT_EQ(lp.size(), 16u) << whole;
+    int high = 0;  // bytes above 127: the model is random, so some top token is one
+    for (const json& t : lp) {
+        EXPECT_LE(t["logprob"].get<double>(), 0.0);
+        ASSERT_EQ(t["top_logprobs"].size(), 20u);
+        EXPECT_EQ(t["top_logprobs"][0]["logprob"], t["logprob"]);  // greedy: the top token
+        for (const json& e : t["top_logprobs"]) {
+            ASSERT_EQ(e["bytes"].size(), 1u) << e;  // one byte a token
+            const int b = e["bytes"][0];
+            EXPECT_TRUE(b >= 0 && b <= 255) << e;
+            high += b > 127;
+            EXPECT_EQ(e["token"].get<std::string>().rfind("bytes:", 0) == 0, b > 127) << e;
+        }
+    }
+    EXPECT_GT(high, 0);
+
+    bool done = false;
+    auto events = stream(*srv_, body, &done, "/v1/chat/completions");
+    EXPECT_TRUE(done);
+    ASSERT_FALSE(events.empty());
+    std::string text, finish;
+    std::size_t tokens = 0;
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        const json& e = events[i];
+        EXPECT_EQ(e["object"], "chat.completion.chunk");
+        EXPECT_EQ(e["id"], events[0]["id"]);
+        ASSERT_EQ(e["choices"].size(), 1u);
+        const json& c = e["choices"][0];
+        EXPECT_EQ(c["delta"].contains("role"), i == 0) << e;
+        text += c["delta"]["content"].get<std::string>();
+        tokens += c["logprobs"]["content"].size();
+        if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+    }
+    EXPECT_EQ(text, whole["choices"][0]["message"]["content"]);
+    EXPECT_EQ(tokens, 16u);
+    EXPECT_EQ(finish, "length");
+}
+
+TEST_F(Serve, ChatBadRequestsNameTheirField) {
+    auto expect_chat_error = [](const json& body, const std::string& param) {
+        auto cli = srv_->client();
+        auto res = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+        ASSERT_TRUE(res);
+        EXPECT_EQ(res->status, 400) << body.dump() << " -> " << res->body;
+        json j = json::parse(res->body);
+        ASSERT_TRUE(j.contains("error")) << res->body;
+        EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+        EXPECT_EQ(j["error"]["param"], param) << body.dump() << " -> " << res->body;
+    };
+    const json user = json::array({{{"role", "user"}, {"content", "x"}}});
+    expect_chat_error({{"max_tokens", 2}}, "messages");
+    expect_chat_error({{"messages", "hi"}}, "messages");
+    expect_chat_error({{"messages", json::array()}}, "messages");
+    expect_chat_error({{"messages", json::array({"hi"})}}, "messages");
+    expect_chat_error({{"messages", json::array({{{"content", "x"}}})}}, "messages");
+    expect_chat_error({{"messages", json::array({{{"role", "wizard"}, {"content", "x"}}})}},
+                      "messages");
+    expect_chat_error({{"messages", json::array({{{"role", "user"}, {"content", 3}}})}},
+                      "messages");
+    expect_chat_error({{"messages", json::array({{{"role", "user"}}})}}, "messages");
+    expect_chat_error(
+        {{"messages",
+          json::array({{{"role", "user"}, {"content", json::array({{{"type", "image_url"}}})}}})}},
+        "messages");
+    expect_chat_error({{"messages", user}, {"prompt", "x"}}, "prompt");
+    expect_chat_error({{"messages", user}, {"echo", true}}, "echo");
+    expect_chat_error({{"messages", user}, {"top_logprobs", 2}}, "top_logprobs");
+    expect_chat_error({{"messages", user}, {"logprobs", 2}}, "logprobs");
+    expect_chat_error({{"messages", user}, {"max_tokens", 0}}, "max_tokens");
+    expect_chat_error({{"messages", user}, {"max_tokens", 96}}, "max_tokens");
+    expect_chat_error({{"messages", user}, {"temperature", -1}}, "temperature");
+    expect_chat_error({{"messages", user}, {"n", 0}}, "n");
+}
+
+// A chat stops at its setup's stop tokens (a template's end of turn, generation_config's
+// eos_token_id): the token ends the text, which does not show it.
+TEST(ServeChat, StopIdsEndTheAnswer) {
+    set_thread_count(2);
+    const json body = {
+        {"messages", chat_messages()}, {"max_tokens", 24}, {"temperature", 0}, {"logprobs", true}};
+    auto ask = [&](TestServer& srv) {
+        auto res = srv.client().Post("/v1/chat/completions", body.dump(), "application/json");
+        EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no response");
+        return res ? json::parse(res->body) : json();
+    };
+    std::vector<std::int32_t> ids;  // the greedy answer's tokens (the byte tokenizer: one a byte)
+    {
+        TestServer srv;
+        const json r = ask(srv);
+        for (const json& t : r["choices"][0]["logprobs"]["content"])
+            ids.push_back(t["bytes"][0].get<std::int32_t>());
+    }
+    ASSERT_GE(ids.size(), 6u) << "the random model's greedy answer ended early";
+    // Stop at the first occurrence of the answer's fourth token.
+    const std::int32_t stop = ids[3];
+    const std::size_t k = std::find(ids.begin(), ids.end(), stop) - ids.begin();
+    ServerOptions so;
+    so.chat = load_chat_setup({}, ByteTokenizer());
+    so.chat.stop_ids.push_back(stop);
+    TestServer srv({}, so);
+    const json r = ask(srv);
+    const json& c = r["choices"][0];
+    EXPECT_EQ(c["finish_reason"], "stop") << r;
+    EXPECT_EQ(r["usage"]["completion_tokens"], k + 1) << r;  // the stop token is counted
+    ASSERT_EQ(c["logprobs"]["content"].size(), k + 1) << r;
+    EXPECT_EQ(c["logprobs"]["content"][k]["bytes"][0], stop);
+    // The text is the tokens before it (through the same UTF-8 repair as the server's JSON).
+    const std::string before = srv.tok.decode({ids.begin(), ids.begin() + k});
+    EXPECT_EQ(c["message"]["content"],
+              json::parse(json(before).dump(-1, ' ', false, json::error_handler_t::replace)));
 }
 
 TEST_F(Serve, BadRequestsNameTheirField) {

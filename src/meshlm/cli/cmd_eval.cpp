@@ -140,8 +140,8 @@ CommandRunner add_eval_command(CLI::App& app, const std::vector<std::string>& ov
         ->check(at_least(0));
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
     cmd->add_option("--device", a->device,
-                    "where the model runs: cpu, cuda (refused with the reason: the model cannot "
-                    "run on a GPU yet) or auto (the CPU for now)")
+                    "where the model runs: cpu, cuda (refused with the reason: decoding runs on "
+                    "the host yet; training runs on a GPU) or auto (the CPU for now)")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, &overrides] {

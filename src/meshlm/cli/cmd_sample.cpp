@@ -1,12 +1,18 @@
-// meshlm sample --checkpoint RUN_DIR [--prompt TEXT | --prompt-file PATH] [sampling flags]
+// meshlm sample --checkpoint RUN_DIR [--prompt TEXT | --prompt-file PATH | --chat] [sampling flags]
 //
 // The prompt comes from --prompt, --prompt-file (`-` = stdin) or, when neither is given and
 // stdin is not a terminal, from stdin; it is used verbatim. Output: the prompt, then the
 // continuation streamed token by token. With --num-samples N > 1 every sample is preceded by a
 // `--- sample i ---` line (i = 1..N) on stdout; the N samples are decoded together as one
 // batch, so sample 1 streams live and samples 2..N are printed when the batch is done.
+//
+// With --chat it is a conversation instead: each line of stdin is a user turn, the conversation
+// so far goes through the model's chat template (chat_request.h: the run's tokenizer_config.json,
+// else ChatML) with the generation prompt, and the reply, cut at the template's end of turn, is
+// printed on its own line and becomes the next turn's history.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -19,6 +25,7 @@
 #include "meshlm/core/error.h"
 #include "meshlm/core/threads.h"
 #include "meshlm/data/tokenizer.h"
+#include "meshlm/infer/chat_request.h"
 #include "meshlm/infer/generate.h"
 #include "meshlm/infer/stop_strings.h"
 #include "meshlm/kernels/ops/run_device.h"
@@ -35,6 +42,7 @@ struct SampleArgs {
     SamplingOptions opt;
     int num_samples = 1;
     int threads = 0;
+    bool chat = false, show_prompt = false;
 };
 
 std::string read_prompt(const SampleArgs& a, bool prompt_given) {
@@ -47,6 +55,46 @@ std::string read_prompt(const SampleArgs& a, bool prompt_given) {
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
+}
+
+// --chat: one reply per line of stdin, the conversation kept as the template's history.
+int chat_loop(const SampleArgs& a, const RunDir& run, Decoder& decoder, const float* params) {
+    const Tokenizer& tok = *run.tokenizer;
+    const ChatSetup chat = load_chat_setup(chat_config_dirs(run), tok);
+    std::vector<std::string> stop_texts = a.stops;
+    stop_texts.insert(stop_texts.end(), chat.stop_strings.begin(), chat.stop_strings.end());
+    const bool terminal = isatty(STDIN_FILENO);
+    const int ctx = run.config.model.max_seq_len;
+    jinja::Json messages = jinja::Json::array();
+    for (std::string line;;) {
+        if (terminal) std::cerr << "> " << std::flush;
+        if (!std::getline(std::cin, line)) break;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        messages.push_back({{"role", "user"}, {"content", line}});
+        const std::string prompt = chat.tmpl->apply(messages, true);
+        if (a.show_prompt) std::cerr << prompt << "\n";
+        const std::vector<std::int32_t> ids = tok.encode(prompt);
+        if (static_cast<int>(ids.size()) > ctx)
+            std::cerr << "note: the conversation has " << ids.size()
+                      << " tokens; the model sees the last " << ctx << "\n";
+        StopStrings stops(stop_texts);
+        std::string reply;
+        auto emit = [&](const std::string& piece) {
+            reply += piece;
+            std::cout << piece << std::flush;
+        };
+        generate_samples(decoder, params, ids, tok.eot_id(), a.opt, [&](int, std::int32_t id) {
+            if (std::find(chat.stop_ids.begin(), chat.stop_ids.end(), id) != chat.stop_ids.end())
+                return false;  // the end of the turn, not shown
+            emit(stops.feed(tok.decode({id})));
+            return !stops.stopped();
+        });
+        emit(stops.flush());
+        std::cout << "\n" << std::flush;
+        messages.push_back({{"role", "assistant"}, {"content", reply}});
+    }
+    return 0;
 }
 }  // namespace
 
@@ -95,12 +143,20 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
                     "weights read by decode steps: fp32, or bf16 (half the bytes, ~3 digits)")
         ->capture_default_str()
         ->check(CLI::IsMember({"fp32", "bf16"}));
+    auto* chat = cmd->add_flag("--chat", a->chat,
+                               "a conversation: each stdin line is a user turn, answered through "
+                               "the model's chat template")
+                     ->excludes(prompt);
+    cmd->get_option("--prompt-file")->excludes(chat);
+    cmd->add_flag("--show-prompt", a->show_prompt,
+                  "with --chat: print each turn's templated prompt on stderr")
+        ->needs(chat);
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")
         ->capture_default_str()
         ->check(at_least(0));
     cmd->add_option("--device", a->device,
-                    "where the model runs: cpu, cuda (refused with the reason: the model cannot "
-                    "run on a GPU yet) or auto (the CPU for now)")
+                    "where the model runs: cpu, cuda (refused with the reason: decoding runs on "
+                    "the host yet; training runs on a GPU) or auto (the CPU for now)")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, prompt, &overrides] {
@@ -109,7 +165,9 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
         require_used_overrides(overrides, "meshlm sample", {"data.tokenizer"});
         if (a->opt.typical_p <= 0.f) MESHLM_INVALID("--typical-p must be in (0, 1]");
         if (a->opt.eta_cutoff >= 1.f) MESHLM_INVALID("--eta-cutoff must be in [0, 1)");
-        const std::string text = read_prompt(*a, prompt->count() > 0);
+        if (a->chat && a->num_samples > 1)
+            MESHLM_INVALID("--chat answers with one sample: --num-samples must be 1");
+        const std::string text = a->chat ? "" : read_prompt(*a, prompt->count() > 0);
         RunDir run = open_run_dir(a->checkpoint, overrides);
         const Tokenizer* tok = run.tokenizer.get();
         set_thread_count(a->threads > 0 ? a->threads : available_cpus());
@@ -118,6 +176,7 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
                         a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32);
         Buffer<float> params(transformer_layout(cfg).total());
         load_run_weights(run, transformer_layout(cfg), params.data());
+        if (a->chat) return chat_loop(*a, run, decoder, params.data());
         const std::vector<std::int32_t> ids = tok->encode(text);
         if (static_cast<int>(ids.size()) > cfg.max_seq_len)
             std::cerr << "note: the prompt has " << ids.size()

@@ -91,8 +91,8 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
         ->capture_default_str()
         ->check(at_least(0));
     cmd->add_option("--device", a->device,
-                    "where the model runs: cpu, cuda (refused with the reason: the model cannot "
-                    "run on a GPU yet) or auto (the CPU for now)")
+                    "where the model runs: cpu, cuda (refused with the reason: decoding runs on "
+                    "the host yet; training runs on a GPU) or auto (the CPU for now)")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     return [a, name, &overrides] {
@@ -110,6 +110,9 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
             a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32;
 
         std::signal(SIGPIPE, SIG_IGN);
+        // The chat template: a tokenizer_config.json in the run (or checkpoint's run) directory or
+        // beside the tokenizer file, else the default ChatML template (chat_request.h).
+        a->server.chat = load_chat_setup(chat_config_dirs(run), *run.tokenizer);
         Metrics metrics;
         Engine engine(cfg, params.data(), *run.tokenizer, a->engine, &metrics);
         Server server(engine, *run.tokenizer, a->server, metrics);
@@ -120,7 +123,8 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
         std::cerr << "meshlm serve: model " << a->server.model_name << ", context "
                   << cfg.max_seq_len << ", batch of " << eo.max_running << " sequences, KV pool "
                   << eo.num_blocks << " blocks x " << eo.block_size
-                  << " positions (<= " << static_cast<long>(kv_mib + 0.5) << " MiB)\n"
+                  << " positions (<= " << static_cast<long>(kv_mib + 0.5) << " MiB), chat template "
+                  << a->server.chat.source << "\n"
                   << "listening on http://" << a->server.host << ":" << port << std::endl;
 
         // Signals arrive at the signal thread; this one turns the first into a drain.

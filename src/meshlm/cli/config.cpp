@@ -515,8 +515,9 @@ OptionTable build_table() {
              "auto: bf16 where the CPU has native bf16 dot products)",
              one_of({"fp32", "bf16", "auto"}))
         .add("device", &TrainConfig::device,
-             "where training runs: cpu; cuda (one GPU per rank; the model cannot run there yet, "
-             "so it is refused with the reason); auto: the CPU for now",
+             "where training runs: cpu; cuda (one process, GPU rank mod the visible count; what "
+             "still needs the host is refused by name: see docs/cuda.md); auto: cuda where a "
+             "GPU is visible and the run can use it, else cpu",
              one_of({"auto", "cpu", "cuda"}))
         .add("nan_policy", &TrainConfig::nan_policy,
              "a step whose loss or gradient norm is not finite, or whose loss spikes, is not "

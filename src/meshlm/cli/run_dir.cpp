@@ -59,4 +59,14 @@ void load_run_weights(const RunDir& run, const ParamLayout& layout, float* param
         load_weights(run.path, layout, params);
 }
 
+std::vector<std::string> chat_config_dirs(const RunDir& run) {
+    std::vector<std::string> dirs = {run.path};
+    if (fs::exists(run.path + "/trainer.json")) dirs.push_back(checkpoint_run_dir(run.path));
+    if (run.tokenizer_spec != "byte") {
+        const fs::path parent = fs::path(run.tokenizer_spec).parent_path();
+        dirs.push_back(parent.empty() ? "." : parent.string());
+    }
+    return dirs;
+}
+
 }  // namespace meshlm

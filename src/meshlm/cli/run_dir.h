@@ -29,5 +29,9 @@ RunDir open_run_dir(const std::string& path, const std::vector<std::string>& ove
 // Reads the weights into params, laid out by `layout` (transformer_layout of the run's model): a
 // checkpoint's (single-file or sharded) or the run's final model.safetensors.
 void load_run_weights(const RunDir& run, const ParamLayout& layout, float* params);
+// Where a run's chat template (tokenizer_config.json) and generation_config.json may be, in
+// order: the run (or checkpoint) directory, a checkpoint's run directory, the directory of the
+// tokenizer file.
+std::vector<std::string> chat_config_dirs(const RunDir& run);
 
 }  // namespace meshlm

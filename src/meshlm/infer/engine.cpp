@@ -224,7 +224,10 @@ void Engine::emit_token(Seq& s, const float* logits) {
     TokenLogprob lp;
     lp.id = tok;
     if (s.spec.logprobs >= 0) lp = logprob_of(logits, tok, s.spec.logprobs);
-    const bool eot = tok == tok_.eot_id() && !s.spec.ignore_eos;
+    const bool eot =
+        (tok == tok_.eot_id() ||
+         std::find(s.spec.stop_ids.begin(), s.spec.stop_ids.end(), tok) != s.spec.stop_ids.end()) &&
+        !s.spec.ignore_eos;
     ++s.generated;
     std::string out;
     if (!eot) {

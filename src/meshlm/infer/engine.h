@@ -49,14 +49,16 @@ struct EngineOptions {
 
 // What one sequence (one completion choice) asks for.
 struct SeqSpec {
-    std::vector<std::int32_t> prompt;  // at least one token
-    int max_tokens = 16;               // new tokens (0: only score the prompt)
-    SamplingOptions sampling;          // temperature, top_k, top_p, repetition_penalty, seed
-    std::uint64_t stream = 0;          // RNG stream (the choice's index)
-    int logprobs = -1;                 // -1: none; k >= 0: the token's logprob and the top k
-    bool prompt_logprobs = false;      // logprobs of prompt tokens 1..P-1 too (echo)
-    bool ignore_eos = false;           // do not stop at the end-of-text token
-    std::vector<std::string> stop;     // stop strings (excluded from the text)
+    std::vector<std::int32_t> prompt;    // at least one token
+    int max_tokens = 16;                 // new tokens (0: only score the prompt)
+    SamplingOptions sampling;            // temperature, top_k, top_p, repetition_penalty, seed
+    std::uint64_t stream = 0;            // RNG stream (the choice's index)
+    int logprobs = -1;                   // -1: none; k >= 0: the token's logprob and the top k
+    bool prompt_logprobs = false;        // logprobs of prompt tokens 1..P-1 too (echo)
+    bool ignore_eos = false;             // do not stop at the end-of-text token or stop_ids
+    std::vector<std::int32_t> stop_ids;  // more tokens that end the text (a chat template's
+                                         // end of turn, generation_config's eos_token_id)
+    std::vector<std::string> stop;       // stop strings (excluded from the text)
 };
 
 struct TokenLogprob {

@@ -17,6 +17,7 @@
 #include <random>
 
 #include "meshlm/core/error.h"
+#include "meshlm/infer/chat_response.h"
 #include "meshlm/infer/playground.h"
 
 namespace meshlm {
@@ -46,28 +47,13 @@ std::size_t code_points(const std::string& s) {
     return n;
 }
 
-bool valid_utf8(const std::string& s) {
-    for (std::size_t i = 0; i < s.size();) {
-        const unsigned char c = static_cast<unsigned char>(s[i]);
-        const int len = c < 0x80         ? 1
-                        : (c >> 5) == 6  ? 2
-                        : (c >> 4) == 14 ? 3
-                        : (c >> 3) == 30 ? 4
-                                         : 0;
-        if (len == 0 || i + len > s.size()) return false;
-        for (int k = 1; k < len; ++k)
-            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-        i += len;
-    }
-    return true;
-}
-
 // One completion request, validated.
 struct CompletionRequest {
     std::vector<std::vector<std::int32_t>> prompts;
     std::vector<std::string> prompt_texts;  // for echo
     int n = 1, max_tokens = 16, logprobs = -1;
     bool echo = false, stream = false, include_usage = false;
+    bool chat = false;  // /v1/chat/completions: chat.completion objects, deltas when streaming
     SeqSpec base;
 };
 
@@ -125,22 +111,11 @@ struct Server::Impl {
     long created = static_cast<long>(std::time(nullptr));
 
     Impl(Engine& e, const Tokenizer& t, ServerOptions o, Metrics& m, std::atomic<bool>* d)
-        : engine(e), tok(t), opt(std::move(o)), metrics(m), draining(d) {}
-
-    // A token as logprobs name it: its text, or (OpenAI's convention) "bytes:\\xNN..." when its
-    // bytes are not valid UTF-8 on their own (part of a character).
-    std::string token_text(std::int32_t id) const {
-        std::string s = tok.decode({id});
-        if (s.empty() && id == tok.eot_id()) return "<|endoftext|>";
-        if (valid_utf8(s)) return s;
-        std::string out = "bytes:";
-        char buf[8];
-        for (unsigned char c : s) {
-            std::snprintf(buf, sizeof buf, "\\x%02x", c);
-            out += buf;
-        }
-        return out;
+        : engine(e), tok(t), opt(std::move(o)), metrics(m), draining(d) {
+        if (!opt.chat.tmpl) opt.chat = load_chat_setup({}, tok);  // ChatML, stopping at its end
     }
+
+    std::string token_text(std::int32_t id) const { return logprob_token(tok, id); }
 
     void count(const httplib::Request& req, int status) {
         // Unknown paths share one label (a scan must not grow the series without bound).
@@ -237,7 +212,36 @@ struct Server::Impl {
         } else {
             bad("prompt", "'prompt' must be a string, a list of strings or token ids");
         }
+        parse_options(body, r);
+        return r;
+    }
 
+    // The chat request: the prompt is the chat template over `messages` (the body parsed again
+    // with its keys in order: a template's tojson writes them as the client sent them).
+    CompletionRequest parse_chat(const httplib::Request& req, const json& body) {
+        CompletionRequest r;
+        r.chat = true;
+        if (body.contains("model") && !body["model"].is_null() && !body["model"].is_string())
+            bad("model", "'model' must be a string");
+        if (!body.contains("messages")) bad("messages", "'messages' is required");
+        for (const char* key : {"echo", "suffix", "best_of", "prompt"})
+            if (body.contains(key) && !body[key].is_null())
+                bad(key, std::string("'") + key + "' is not a chat completion parameter");
+        const ChatSetup& chat = opt.chat;
+        const std::string prompt =
+            render_chat_prompt(jinja::Json::parse(req.body)["messages"], *chat.tmpl);
+        std::vector<std::int32_t> ids = tok.encode(prompt);
+        if (ids.empty()) ids = {tok.eot_id()};
+        r.prompts.push_back(std::move(ids));
+        r.prompt_texts.push_back(prompt);
+        parse_options(body, r);
+        r.base.stop_ids = chat.stop_ids;
+        for (const std::string& s : chat.stop_strings) r.base.stop.push_back(s);
+        return r;
+    }
+
+    // What completions and chat completions share: n, max_tokens, sampling, stop, logprobs.
+    void parse_options(const json& body, CompletionRequest& r) {
         const int ctx = engine.context();
         r.n = static_cast<int>(integer(body, "n", 1, 1, opt.max_n));
         if (body.contains("best_of") && !body["best_of"].is_null() &&
@@ -247,16 +251,43 @@ struct Server::Impl {
             bad("n", std::to_string(r.prompts.size()) +
                          " prompts x n = " + std::to_string(r.prompts.size() * r.n) +
                          " completions exceed " + std::to_string(opt.max_choices) + " per request");
-        r.max_tokens = static_cast<int>(integer(body, "max_tokens", 16, 0, ctx));
-        r.echo = boolean(body, "echo", false);
+        if (r.chat) {
+            // OpenAI's chat default: as many tokens as the context has room for.
+            const int room = ctx - static_cast<int>(r.prompts[0].size());
+            const char* key =
+                body.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+            r.max_tokens = static_cast<int>(integer(body, key, std::max(room, 1), 1, ctx));
+            const bool lp = boolean(body, "logprobs", false);
+            const long long top = integer(body, "top_logprobs", 0, 0, opt.max_logprobs);
+            if (top > 0 && !lp) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+            r.logprobs = lp ? static_cast<int>(top) : -1;
+        } else {
+            r.max_tokens = static_cast<int>(integer(body, "max_tokens", 16, 0, ctx));
+            r.echo = boolean(body, "echo", false);
+            r.logprobs = static_cast<int>(integer(body, "logprobs", -1, 0, opt.max_logprobs));
+        }
         r.stream = boolean(body, "stream", false);
-        r.logprobs = static_cast<int>(integer(body, "logprobs", -1, 0, opt.max_logprobs));
         if (r.max_tokens == 0 && !r.echo)
             bad("max_tokens", "'max_tokens' must be at least 1 (0 only with echo)");
         if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
             if (!so->is_object()) bad("stream_options", "'stream_options' must be an object");
             r.include_usage = boolean(*so, "include_usage", false);
         }
+        fit_context(body, r);
+        parse_sampling(body, r.base.sampling);
+        parse_stop(body, r.base.stop);
+        if (auto sf = body.find("suffix"); sf != body.end() && !sf->is_null() &&
+                                           !(sf->is_string() && sf->get<std::string>().empty()))
+            bad("suffix", "'suffix' is not supported");
+        r.base.ignore_eos = boolean(body, "ignore_eos", false);
+        r.base.max_tokens = r.max_tokens;
+        r.base.logprobs = r.logprobs;
+        r.base.prompt_logprobs = r.echo && r.logprobs >= 0;
+    }
+
+    // truncate_prompt_tokens applied; 400 when a prompt and max_tokens do not fit the context.
+    void fit_context(const json& body, CompletionRequest& r) const {
+        const int ctx = engine.context();
         const long long trunc = integer(body, "truncate_prompt_tokens", 0, 1, ctx);
         if (trunc > 0)
             for (auto& ids : r.prompts)
@@ -272,8 +303,9 @@ struct Server::Impl {
                         " for the completion); shorten the prompt, lower max_tokens, or set "
                         "truncate_prompt_tokens");
         }
+    }
 
-        SamplingOptions& s = r.base.sampling;
+    void parse_sampling(const json& body, SamplingOptions& s) {
         s.temperature = static_cast<float>(number(body, "temperature", 1.0, 0, 10));
         s.top_p = static_cast<float>(number(body, "top_p", 1.0, 0, 1, true));
         s.typical_p = static_cast<float>(number(body, "typical_p", 1.0, 0, 1, true));
@@ -295,28 +327,23 @@ struct Server::Impl {
             std::lock_guard<std::mutex> lock(seed_mu);
             s.seed = seed_rng();
         }
+    }
+
+    void parse_stop(const json& body, std::vector<std::string>& stop) const {
         if (auto st = body.find("stop"); st != body.end() && !st->is_null()) {
             if (st->is_string()) {
-                r.base.stop.push_back(st->get<std::string>());
+                stop.push_back(st->get<std::string>());
             } else if (st->is_array()) {
                 if (static_cast<int>(st->size()) > opt.max_stop)
                     bad("stop", "at most " + std::to_string(opt.max_stop) + " stop strings");
                 for (const json& v : *st) {
                     if (!v.is_string()) bad("stop", "'stop' must be a string or a list of strings");
-                    r.base.stop.push_back(v.get<std::string>());
+                    stop.push_back(v.get<std::string>());
                 }
             } else {
                 bad("stop", "'stop' must be a string or a list of strings");
             }
         }
-        if (auto sf = body.find("suffix"); sf != body.end() && !sf->is_null() &&
-                                           !(sf->is_string() && sf->get<std::string>().empty()))
-            bad("suffix", "'suffix' is not supported");
-        r.base.ignore_eos = boolean(body, "ignore_eos", false);
-        r.base.max_tokens = r.max_tokens;
-        r.base.logprobs = r.logprobs;
-        r.base.prompt_logprobs = r.echo && r.logprobs >= 0;
-        return r;
     }
 
     json logprobs_json(const ChoiceResult& c, const CompletionRequest& r, std::size_t prompt_idx,
@@ -367,22 +394,40 @@ struct Server::Impl {
                 {"total_tokens", prompt + completion}};
     }
 
-    std::string new_id() {
+    std::string new_id(bool chat) {
         std::lock_guard<std::mutex> lock(seed_mu);
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "cmpl-%016llx", static_cast<unsigned long long>(seed_rng()));
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%s-%016llx", chat ? "chatcmpl" : "cmpl",
+                      static_cast<unsigned long long>(seed_rng()));
         return buf;
     }
 
-    void completions(const httplib::Request& req, httplib::Response& res) {
+    // One choice of a whole (not streamed) answer.
+    json choice_json(const ChoiceResult& c, const CompletionRequest& r, std::size_t i) const {
+        const std::size_t p = i / r.n;
+        std::size_t offset = 0;
+        if (r.chat) return chat_choice(tok, c, i, r.logprobs >= 0);
+        return {{"index", i},
+                {"text", (r.echo ? r.prompt_texts[p] : "") + c.text},
+                {"logprobs",
+                 r.logprobs >= 0 ? logprobs_json(c, r, p, 0, r.echo, offset) : json(nullptr)},
+                {"finish_reason", c.finish_reason}};
+    }
+
+    void completions(const httplib::Request& req, httplib::Response& res, bool chat) {
         CompletionRequest r;
         try {
-            r = parse_completion(parse_body(req));
+            const json body = parse_body(req);
+            r = chat ? parse_chat(req, body) : parse_completion(body);
         } catch (const ApiError& e) {
             return send_error(req, res, e);
         }
-        const int N = static_cast<int>(r.prompts.size()) * r.n;
-        auto job = std::make_shared<Job>(N);
+        respond(req, res, std::move(r));
+    }
+
+    // Submits the request's sequences; false when refused (the error is written).
+    bool submit(const httplib::Request& req, httplib::Response& res,
+                const std::shared_ptr<Job>& job, const CompletionRequest& r) {
         std::vector<SeqSpec> specs;
         for (std::size_t p = 0; p < r.prompts.size(); ++p)
             for (int k = 0; k < r.n; ++k) {
@@ -393,158 +438,173 @@ struct Server::Impl {
             }
         switch (engine.submit(job, std::move(specs))) {
             case SubmitStatus::ok:
-                break;
+                return true;
             case SubmitStatus::too_large:
-                return send_error(
-                    req, res,
-                    ApiError{400,
-                             "the request needs more KV cache blocks than the server has "
-                             "(lower max_tokens or the prompt length)",
-                             "max_tokens"});
+                send_error(req, res,
+                           ApiError{400,
+                                    "the request needs more KV cache blocks than the server has "
+                                    "(lower max_tokens or the prompt length)",
+                                    "max_tokens"});
+                return false;
             case SubmitStatus::queue_full:
-            case SubmitStatus::draining: {
-                const bool full = !*draining;
-                res.set_header("Retry-After", full ? "1" : "5");
-                ApiError e{503,
-                           full ? "the server is at capacity: the queue is full, retry later"
-                                : "the server is shutting down",
-                           "", "server_error", full ? "queue_full" : "shutting_down"};
-                return send_error(req, res, e);
-            }
+            case SubmitStatus::draining:
+                break;
         }
-        const std::string id = new_id();
-        const long created_at = static_cast<long>(std::time(nullptr));
-        const std::string model = opt.model_name;
-        auto rq = std::make_shared<CompletionRequest>(std::move(r));
-        const auto start = job->start;
-        auto latency = [this, start] {
-            metrics.observe("meshlm_request_latency_seconds",
-                            std::chrono::duration<double>(Clock::now() - start).count());
-        };
+        const bool full = !*draining;
+        res.set_header("Retry-After", full ? "1" : "5");
+        send_error(req, res,
+                   ApiError{503,
+                            full ? "the server is at capacity: the queue is full, retry later"
+                                 : "the server is shutting down",
+                            "", "server_error", full ? "queue_full" : "shutting_down"});
+        return false;
+    }
+
+    // What every object of one answer repeats.
+    struct AnswerHead {
+        std::string id, model;
+        const char* object;
+        long created;
+    };
+
+    // Submits the request's sequences and writes the answer: one JSON object, or server-sent
+    // events as the text arrives.
+    void respond(const httplib::Request& req, httplib::Response& res, CompletionRequest r) {
+        auto job = std::make_shared<Job>(static_cast<int>(r.prompts.size()) * r.n);
+        if (!submit(req, res, job, r)) return;
+        const bool stream = r.stream;
+        AnswerHead head{
+            new_id(r.chat), opt.model_name,
+            r.chat ? (stream ? "chat.completion.chunk" : "chat.completion") : "text_completion",
+            static_cast<long>(std::time(nullptr))};
+        auto rq = std::make_shared<const CompletionRequest>(std::move(r));
         count(req, 200);
         ++inflight;
         auto release = [this, job](bool) {
             job->cancelled = true;  // no effect once done; frees the sequences otherwise
             --inflight;
         };
+        if (stream)
+            write_stream(res, job, rq, std::move(head), release);
+        else
+            write_whole(res, job, rq, std::move(head), release);
+    }
 
-        if (!rq->stream) {
-            // The JSON is written once the job is done; while waiting, a space (JSON allows
-            // leading whitespace) goes out every second so a client that went away is noticed
-            // (the write fails) and its sequences are freed.
-            // (With the charset the type is one cpp-httplib does not gzip: its gzip of a
-            // response written in pieces this way breaks its own client.)
-            res.set_chunked_content_provider(
-                "application/json; charset=utf-8",
-                [this, job, rq, id, created_at, model, latency](std::size_t,
-                                                                httplib::DataSink& sink) {
-                    std::unique_lock<std::mutex> lock(job->mu);
-                    if (!job->cv.wait_for(lock, std::chrono::seconds(1),
-                                          [&] { return job->done(); })) {
-                        lock.unlock();
-                        if (!sink.write(" ", 1)) {
-                            job->cancelled = true;
-                            return false;
-                        }
-                        return true;
-                    }
-                    json choices = json::array();
-                    const int n = rq->n;
-                    for (std::size_t i = 0; i < job->choices.size(); ++i) {
-                        const ChoiceResult& c = job->choices[i];
-                        const std::size_t p = i / n;
-                        json ch = {{"index", i},
-                                   {"text", (rq->echo ? rq->prompt_texts[p] : "") + c.text},
-                                   {"finish_reason", c.finish_reason}};
-                        std::size_t offset = 0;
-                        ch["logprobs"] = rq->logprobs >= 0
-                                             ? logprobs_json(c, *rq, p, 0, rq->echo, offset)
-                                             : json(nullptr);
-                        choices.push_back(std::move(ch));
-                    }
-                    json out = {{"id", id},
-                                {"object", "text_completion"},
-                                {"created", created_at},
-                                {"model", model},
-                                {"choices", choices},
-                                {"usage", usage_json(*job, *rq)}};
+    void observe_latency(const Job& job) {
+        metrics.observe("meshlm_request_latency_seconds",
+                        std::chrono::duration<double>(Clock::now() - job.start).count());
+    }
+
+    // The JSON is written once the job is done; while waiting, a space (JSON allows leading
+    // whitespace) goes out every second so a client that went away is noticed (the write fails)
+    // and its sequences are freed. (With the charset the type is one cpp-httplib does not gzip:
+    // its gzip of a response written in pieces this way breaks its own client.)
+    void write_whole(httplib::Response& res, std::shared_ptr<Job> job,
+                     std::shared_ptr<const CompletionRequest> rq, AnswerHead head,
+                     httplib::ContentProviderResourceReleaser release) {
+        res.set_chunked_content_provider(
+            "application/json; charset=utf-8",
+            [this, job, rq, head](std::size_t, httplib::DataSink& sink) {
+                std::unique_lock<std::mutex> lock(job->mu);
+                if (!job->cv.wait_for(lock, std::chrono::seconds(1), [&] { return job->done(); })) {
                     lock.unlock();
-                    const std::string s = dump(out);
-                    latency();
-                    if (!sink.write(s.data(), s.size())) return false;
-                    sink.done();
+                    if (!sink.write(" ", 1)) {
+                        job->cancelled = true;
+                        return false;
+                    }
                     return true;
-                },
-                release);
-            return;
-        }
+                }
+                json choices = json::array();
+                for (std::size_t i = 0; i < job->choices.size(); ++i)
+                    choices.push_back(choice_json(job->choices[i], *rq, i));
+                json out = {{"id", head.id},           {"object", head.object},
+                            {"created", head.created}, {"model", head.model},
+                            {"choices", choices},      {"usage", usage_json(*job, *rq)}};
+                lock.unlock();
+                const std::string s = dump(out);
+                observe_latency(*job);
+                if (!sink.write(s.data(), s.size())) return false;
+                sink.done();
+                return true;
+            },
+            std::move(release));
+    }
 
-        // Streaming: one event per choice with news (text, tokens, finish), then usage, [DONE].
-        struct Cursor {
-            std::size_t text = 0, tokens = 0, offset = 0;
-            bool started = false, finished = false;
-        };
+    // Where a streamed choice is: what its events have carried so far.
+    struct Cursor {
+        std::size_t text = 0, tokens = 0, offset = 0;
+        bool started = false, finished = false;
+    };
+
+    // Whether some choice has something new to send (job->mu held).
+    static bool has_news(const Job& job, const CompletionRequest& r,
+                         const std::vector<Cursor>& cursors) {
+        if (job.done()) return true;
+        for (std::size_t i = 0; i < job.choices.size(); ++i) {
+            const ChoiceResult& c = job.choices[i];
+            const Cursor& k = cursors[i];
+            if (c.text.size() > k.text || c.tokens.size() > k.tokens ||
+                (!k.started && r.echo && c.prompt_done))
+                return true;
+        }
+        return false;
+    }
+
+    // The event of choice i with what it has new, or nothing (job->mu held).
+    std::string choice_event(const ChoiceResult& c, const CompletionRequest& r, std::size_t i,
+                             Cursor& k, const AnswerHead& head) const {
+        const bool echo_now = !k.started && r.echo && c.prompt_done;
+        const bool fin = !c.finish_reason.empty();
+        if (k.finished || (r.echo && !c.prompt_done)) return "";
+        if (c.text.size() == k.text && c.tokens.size() == k.tokens && !echo_now && !fin) return "";
+        json ch;
+        if (r.chat) {
+            ch = chat_delta_choice(tok, c, i, k.text, k.tokens, !k.started, r.logprobs >= 0);
+        } else {
+            const std::size_t p = i / r.n;
+            ch = {{"index", i},
+                  {"text", (echo_now ? r.prompt_texts[p] : "") + c.text.substr(k.text)}};
+            ch["logprobs"] = r.logprobs >= 0 ? logprobs_json(c, r, p, k.tokens, echo_now, k.offset)
+                                             : json(nullptr);
+        }
+        ch["finish_reason"] = fin ? json(c.finish_reason) : json(nullptr);
+        k.text = c.text.size();
+        k.tokens = c.tokens.size();
+        k.started = true;
+        k.finished = fin;
+        return event(head, {{"choices", json::array({ch})}});
+    }
+
+    static std::string event(const AnswerHead& head, json fields) {
+        json ev = {{"id", head.id},
+                   {"object", head.object},
+                   {"created", head.created},
+                   {"model", head.model}};
+        ev.update(fields);
+        return "data: " + dump(ev) + "\n\n";
+    }
+
+    // Streaming: one event per choice with news (text, tokens, finish), then usage, [DONE].
+    void write_stream(httplib::Response& res, std::shared_ptr<Job> job,
+                      std::shared_ptr<const CompletionRequest> rq, AnswerHead head,
+                      httplib::ContentProviderResourceReleaser release) {
         auto cursors = std::make_shared<std::vector<Cursor>>(job->choices.size());
-        auto sent_done = std::make_shared<bool>(false);
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
             "text/event-stream",
-            [this, job, rq, id, created_at, model, cursors, sent_done, latency](
-                std::size_t, httplib::DataSink& sink) {
+            [this, job, rq, head, cursors](std::size_t, httplib::DataSink& sink) {
                 std::string out;
                 bool all_done;
                 {
                     std::unique_lock<std::mutex> lock(job->mu);
-                    auto news = [&] {
-                        if (job->done()) return true;
-                        for (std::size_t i = 0; i < job->choices.size(); ++i) {
-                            const ChoiceResult& c = job->choices[i];
-                            const Cursor& k = (*cursors)[i];
-                            if (c.text.size() > k.text || c.tokens.size() > k.tokens ||
-                                (!k.started && rq->echo && c.prompt_done))
-                                return true;
-                        }
-                        return false;
-                    };
-                    job->cv.wait_for(lock, std::chrono::seconds(1), news);
+                    job->cv.wait_for(lock, std::chrono::seconds(1),
+                                     [&] { return has_news(*job, *rq, *cursors); });
                     all_done = job->done();
-                    for (std::size_t i = 0; i < job->choices.size(); ++i) {
-                        const ChoiceResult& c = job->choices[i];
-                        Cursor& k = (*cursors)[i];
-                        if (k.finished) continue;
-                        const std::size_t p = i / rq->n;
-                        const bool echo_now = !k.started && rq->echo && c.prompt_done;
-                        const bool fin = !c.finish_reason.empty();
-                        if (c.text.size() == k.text && c.tokens.size() == k.tokens && !echo_now &&
-                            !fin)
-                            continue;
-                        if (rq->echo && !c.prompt_done) continue;
-                        json ch = {{"index", i}};
-                        ch["text"] = (echo_now ? rq->prompt_texts[p] : "") + c.text.substr(k.text);
-                        ch["logprobs"] = rq->logprobs >= 0 ? logprobs_json(c, *rq, p, k.tokens,
-                                                                           echo_now, k.offset)
-                                                           : json(nullptr);
-                        ch["finish_reason"] = fin ? json(c.finish_reason) : json(nullptr);
-                        k.text = c.text.size();
-                        k.tokens = c.tokens.size();
-                        k.started = true;
-                        k.finished = fin;
-                        json ev = {{"id", id},
-                                   {"object", "text_completion"},
-                                   {"created", created_at},
-                                   {"model", model},
-                                   {"choices", json::array({ch})}};
-                        out += "data: " + dump(ev) + "\n\n";
-                    }
-                    if (all_done && rq->include_usage) {
-                        json ev = {{"id", id},
-                                   {"object", "text_completion"},
-                                   {"created", created_at},
-                                   {"model", model},
-                                   {"choices", json::array()},
-                                   {"usage", usage_json(*job, *rq)}};
-                        out += "data: " + dump(ev) + "\n\n";
-                    }
+                    for (std::size_t i = 0; i < job->choices.size(); ++i)
+                        out += choice_event(job->choices[i], *rq, i, (*cursors)[i], head);
+                    if (all_done && rq->include_usage)
+                        out += event(
+                            head, {{"choices", json::array()}, {"usage", usage_json(*job, *rq)}});
                 }
                 if (all_done) out += "data: [DONE]\n\n";
                 if (!out.empty() && !sink.write(out.data(), out.size())) {
@@ -552,13 +612,12 @@ struct Server::Impl {
                     return false;
                 }
                 if (all_done) {
-                    *sent_done = true;
-                    latency();
+                    observe_latency(*job);
                     sink.done();
                 }
                 return true;
             },
-            release);
+            std::move(release));
     }
 
     // The handler behind the API key (checked in the handler, once the body has been read, so
@@ -614,8 +673,17 @@ struct Server::Impl {
 
         http.Post("/v1/completions",
                   guarded([this](const httplib::Request& req, httplib::Response& res) {
-                      completions(req, res);
+                      completions(req, res, false);
                   }));
+        http.Post("/v1/chat/completions",
+                  guarded([this](const httplib::Request& req, httplib::Response& res) {
+                      completions(req, res, true);
+                  }));
+        side_routes();
+    }
+
+    // /v1/models, /health, /metrics, the tokenizer endpoints and the playground page.
+    void side_routes() {
         http.Get("/v1/models", guarded([this](const httplib::Request& req, httplib::Response& res) {
                      json m = {{"id", opt.model_name},
                                {"object", "model"},

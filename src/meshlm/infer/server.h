@@ -1,7 +1,8 @@
 // `meshlm serve`: an OpenAI-compatible HTTP server over the Engine (cpp-httplib, one thread
 // per connection; the engine thread does the compute).
 //
-// Endpoints: POST /v1/completions (streaming with server-sent events), GET /v1/models,
+// Endpoints: POST /v1/completions and POST /v1/chat/completions (both streaming with server-sent
+// events; chat prompts through the model's chat template, chat_request.h), GET /v1/models,
 // GET /health, POST /tokenize, POST /detokenize, GET /tokenizer_info (lm-eval's remote
 // tokenizer), GET /metrics (Prometheus text), GET / (the playground page).
 // With an API key, /v1/*, /tokenize, /detokenize and /tokenizer_info need
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "meshlm/data/tokenizer.h"
+#include "meshlm/infer/chat_request.h"
 #include "meshlm/infer/engine.h"
 #include "meshlm/infer/metrics.h"
 
@@ -33,6 +35,7 @@ struct ServerOptions {
     int max_stop = 8;  // stop strings per request
     int max_logprobs = 20;
     int threads = 0;  // connection threads (0: from the engine's limits)
+    ChatSetup chat;   // /v1/chat/completions (no template: load_chat_setup's fallback)
 };
 
 // The 400-family error of a request: HTTP status, message, and the field it is about.
