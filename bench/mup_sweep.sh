@@ -10,8 +10,9 @@
 #
 # --param mup trains with model.mup.enabled, optim.mup_rule=mup (d_base = the narrowest width);
 # --param sp with the standard parameterization (same init std 0.02, every tensor at lr). The
-# shape (2 blocks of head width 32, RMSNorm, rotary, untied head, T = 64, B = 16, cosine to lr/10
-# after 10 % warmup) is set below; the corpus is the config's (the default: fortunes). --jobs
+# shape (configs/tiny-gpt2.yaml's GPT-2 changed to 2 blocks of head width 32, RMSNorm, rotary,
+# untied head, T = 64, B = 16, cosine to lr/10 after 10 % warmup) is set below; the corpus is
+# that config's (fortunes). --jobs
 # runs share the cores (train.threads = cores / jobs). Writes OUT/table.md, OUT/results.csv,
 # OUT/loss_vs_lr.svg and every run under OUT/w<width>_lr<l>/.
 set -euo pipefail
@@ -41,7 +42,8 @@ threads=$(( cores / JOBS > 0 ? cores / JOBS : 1 ))
 base=${widths[0]}
 warmup=$(( STEPS / 10 ))
 
-common=(--config.model.n_layer=2 --config.model.norm=rmsnorm --config.model.norm_bias=false
+common=(--config "$ROOT/configs/tiny-gpt2.yaml"
+        --config.model.n_layer=2 --config.model.norm=rmsnorm --config.model.norm_bias=false
         --config.model.position=rope --config.model.tied_head=false
         --config.model.qkv_bias=false --config.model.proj_bias=false --config.model.mlp_bias=false
         --config.train.seq_len=64 --config.train.batch_size=16 --config.train.steps="$STEPS"

@@ -12,8 +12,10 @@ out=$root/bench/out/serve
 mkdir -p "$out"
 if [ ! -f "$out/run/model.safetensors" ]; then
   printf 'bench %d\n%%\n' $(seq 1 400) > "$out/corpus.txt"
-  "$meshlm" train --config.model.n_layer=12 --config.model.d_model=768 \
-    --config.model.n_head=12 --config.model.max_seq_len=256 --config.train.seq_len=64 \
+  # A GPT-2 of GPT-2 small's shape (the default run's Transformer-VQ is not served yet).
+  "$meshlm" train --config "$root/configs/tiny-gpt2.yaml" --config.model.n_layer=12 \
+    --config.model.d_model=768 --config.model.n_head=12 --config.model.max_seq_len=256 \
+    --config.train.seq_len=64 \
     --config.train.batch_size=1 --config.train.steps=1 --config.train.threads="$threads" \
     --config.log.sample_tokens=0 --config.log.eval_interval=0 \
     --config.data.path="$out/corpus.txt" --config.data.cache_dir="$out/cache" \

@@ -4,7 +4,8 @@
 #
 #   scripts/gpu_model_check.sh BUNDLE WORKDIR LOG [FLOPS_PER_TOKEN]
 #
-# 3. 50 steps of the default run (on the bundle's copy of its corpus) and of GPT-2 small
+# 3. 50 steps of the former default run (configs/tiny-gpt2.yaml, on the bundle's copy of its
+#    corpus; the default run's Transformer-VQ does not train on the GPU yet) and of GPT-2 small
 #    (synthetic tokens, 2 x 256 per step) with train.device=cuda against train.device=cpu, fp32.
 # 4. Exact resume on the GPU: 40 steps against 20 + 20 resumed from the step-20 checkpoint, the
 #    final model.safetensors compared byte for byte.
@@ -41,7 +42,8 @@ compare() {
       printf "| %s | %d | %s / %s | %s / %s | %.2e |\n", what, n, g1, g, c1, c, max }'
 }
 
-default_args=(--config.data.path="$corpus" --config.train.steps=50 --config.log.interval=1
+default_args=(--config configs/tiny-gpt2.yaml --config.data.path="$corpus"
+  --config.train.steps=50 --config.log.interval=1
   --config.log.eval_interval=0 --config.log.sample_tokens=0 --config.train.precision=fp32)
 gpt2_args=(--config configs/gpt2-small.yaml --config.data.synthetic=true --config.train.steps=50
   --config.train.batch_size=2 --config.train.seq_len=256 --config.train.precision=fp32)
@@ -64,7 +66,7 @@ echo "| run | steps | GPU loss first / last | CPU loss first / last | max abs lo
 echo "|---|---|---|---|---|"
 train default_gpu "${default_args[@]}" --config.train.device="$dev"
 train default_cpu "${default_args[@]}" --config.train.device=cpu
-compare "default run (0.84M GPT-2, fortunes)" default_gpu default_cpu
+compare "former default run (0.84M GPT-2, fortunes)" default_gpu default_cpu
 train gpt2_gpu "${gpt2_args[@]}" --config.train.device="$dev"
 train gpt2_cpu "${gpt2_args[@]}" --config.train.device=cpu
 compare "GPT-2 small (124M, synthetic, 2 x 256)" gpt2_gpu gpt2_cpu

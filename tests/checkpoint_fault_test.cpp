@@ -18,8 +18,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A tiny GPT-2 (configs/tiny-gpt2.yaml's architecture; `meshlm train` without --config trains
+// the default run's Transformer-VQ): the checkpoint sizes below are its.
 std::string flags(const std::string& dir, int steps, int interval) {
-    return " --config.data.synthetic=true --config.model.n_layer=2 --config.model.d_model=32"
+    return " --config " + test::source_dir() + "/configs/tiny-gpt2.yaml" +
+           " --config.data.synthetic=true --config.model.n_layer=2 --config.model.d_model=32"
            " --config.model.n_head=2 --config.model.vocab_size=300 --config.model.max_seq_len=16"
            " --config.train.seq_len=16 --config.train.batch_size=2 --config.train.threads=1"
            " --config.train.precision=fp32 --config.train.peak_gflops=100"

@@ -28,9 +28,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A tiny model on real text (so the data loader's state matters), gradient accumulation on.
+// A tiny model on real text (so the data loader's state matters), gradient accumulation on: a
+// GPT-2 (configs/tiny-gpt2.yaml's architecture; `meshlm train` without --config trains the
+// default run's Transformer-VQ, which has no Hugging Face export).
 std::string tiny_flags(const std::string& corpus, const std::string& cache) {
-    return " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+    return " --config " + test::source_dir() + "/configs/tiny-gpt2.yaml" +
+           " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
            " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.batch_size=4"
            " --config.train.grad_accum=2 --config.train.threads=2 --config.train.peak_gflops=100"
            " --config.log.interval=1 --config.log.eval_interval=4 --config.train.eval_batches=2"

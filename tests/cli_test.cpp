@@ -15,10 +15,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// `--config` for a GPT-2 (configs/tiny-gpt2.yaml, the option table's defaults): `meshlm train`
+// without --config trains the default run's recipe, a Transformer-VQ (configs/default.yaml).
+std::string gpt2_config() {
+    return " --config " + test::source_dir() + "/configs/tiny-gpt2.yaml";
+}
+
 // Flags for a quick run of a tiny model.
 std::string tiny_run(const std::string& corpus, const std::string& run_dir, int steps) {
     std::ostringstream s;
-    s << test::meshlm_binary() << " train --config.model.n_layer=2 --config.model.d_model=32"
+    s << test::meshlm_binary() << " train" << gpt2_config()
+      << " --config.model.n_layer=2 --config.model.d_model=32"
       << " --config.model.n_head=2 --config.model.max_seq_len=32 --config.train.seq_len=32"
       << " --config.train.batch_size=4 --config.train.steps=" << steps
       << " --config.train.threads=2 --config.train.peak_gflops=100"
@@ -159,13 +166,14 @@ TEST_F(Cli, SampleChatAnswersEachLineThroughTheRunsTemplate) {
 
 TEST_F(Cli, ARunWorksFromAnyWorkingDirectory) {
     // Trained with relative paths; its config.yaml stores them absolute.
-    auto r = test::run_command("cd " + dir_ + " && " + test::meshlm_binary() +
-                               " train --config.model.n_layer=1 --config.model.d_model=32"
-                               " --config.model.n_head=2 --config.model.max_seq_len=32"
-                               " --config.train.seq_len=32 --config.train.batch_size=4"
-                               " --config.train.steps=2 --config.train.threads=2"
-                               " --config.log.sample_tokens=0 --config.data.path=corpus.txt"
-                               " --config.data.cache_dir=cache --config.log.dir=run");
+    auto r =
+        test::run_command("cd " + dir_ + " && " + test::meshlm_binary() + " train" + gpt2_config() +
+                          " --config.model.n_layer=1 --config.model.d_model=32"
+                          " --config.model.n_head=2 --config.model.max_seq_len=32"
+                          " --config.train.seq_len=32 --config.train.batch_size=4"
+                          " --config.train.steps=2 --config.train.threads=2"
+                          " --config.log.sample_tokens=0 --config.data.path=corpus.txt"
+                          " --config.data.cache_dir=cache --config.log.dir=run");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const std::string here = fs::canonical(dir_).string();
     const std::string yaml = test::read_file(dir_ + "/run/config.yaml");
@@ -217,8 +225,8 @@ TEST_F(Cli, SampleSaysWhenTheFirstTokenIsEndOfText) {
     test::write_file(dir_ + "/a.jsonl", docs);
     const std::string run = dir_ + "/a_run";
     auto r = test::run_command(
-        test::meshlm_binary() +
-        " train --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
+        test::meshlm_binary() + " train" + gpt2_config() +
+        " --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
         " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.batch_size=4"
         " --config.train.steps=30 --config.train.threads=2 --config.optim.lr=0.01"
         " --config.optim.warmup_steps=0 --config.log.sample_tokens=0 --config.log.eval_interval=0"
@@ -236,7 +244,23 @@ TEST_F(Cli, SampleSaysWhenTheFirstTokenIsEndOfText) {
 }
 
 TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {
-    auto r = test::run_command(test::meshlm_binary() + " info");
+    // Without --config: the default run's built-in recipe, configs/default.yaml (a 0.76M
+    // Transformer-VQ), exactly as the file gives it.
+    auto d = test::run_command(test::meshlm_binary() + " info");
+    ASSERT_EQ(d.exit_code, 0) << d.output;
+    EXPECT_NE(d.output.find("config default: 6 layers, width 128, 1 heads"), std::string::npos)
+        << d.output;
+    EXPECT_NE(d.output.find("parameters: 755968 (0.76M)"), std::string::npos) << d.output;
+    auto f = test::run_command(test::meshlm_binary() + " info --config " + test::source_dir() +
+                               "/configs/default.yaml");
+    ASSERT_EQ(f.exit_code, 0) << f.output;
+    // The same model, FLOPs and batch (the planned memory's runtime line varies run to run).
+    const auto sizes = [](const std::string& out) {
+        return out.substr(0, out.find("planned memory"));
+    };
+    EXPECT_EQ(sizes(d.output), sizes(f.output));
+
+    auto r = test::run_command(test::meshlm_binary() + " info" + gpt2_config());
     ASSERT_EQ(r.exit_code, 0) << r.output;
     // GPT-2 parameter count from its closed form: V*C + P*C + L*(12C^2 + 13C) + 2C.
     const long V = 257, P = 128, C = 128, L = 4;
@@ -257,21 +281,26 @@ TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {
     ASSERT_EQ(c.exit_code, 0) << c.output;
     EXPECT_NE(c.output.find("train.device cuda, per GPU: "), std::string::npos) << c.output;
     EXPECT_EQ(c.output.find("is refused"), std::string::npos) << c.output;
-    auto v = test::run_command(test::meshlm_binary() +
-                               " info --config.train.device=cuda --config.optim.name=adafactor");
+    auto v = test::run_command(test::meshlm_binary() + " info" + gpt2_config() +
+                               " --config.train.device=cuda --config.optim.name=adafactor");
     ASSERT_EQ(v.exit_code, 0) << v.output;
     EXPECT_NE(v.output.find("refused for this run: training on cuda: optim.name adafactor"),
               std::string::npos)
         << v.output;
+    // The default run's Transformer-VQ stays on the CPU.
+    auto q = test::run_command(test::meshlm_binary() + " info --config.train.device=cuda");
+    ASSERT_EQ(q.exit_code, 0) << q.output;
+    EXPECT_NE(q.output.find("refused for this run: training on cuda: Transformer-VQ's attention"),
+              std::string::npos)
+        << q.output;
 
-    // Adafactor (every matrix of the default model is at least 128 x 128, so factored): full
+    // Adafactor (every matrix of the GPT-2 is at least 128 x 128, so factored): full
     // second moments for the vectors only, L * (2C + 3C + C + 2C + 4C + C) + 2C (ln_f) = 6912
     // floats; row and column statistics and the update's factors, 2 * (V + C + P + C +
     // L * (3C + C + C + C + 4C + C + C + 4C)) = 2 * 8833 floats; double sums of those and two
     // per tensor (12 per block + 4).
-    auto a =
-        test::run_command(test::meshlm_binary() +
-                          " info --config.optim.name=adafactor --config.parallel.zero_stage=1");
+    auto a = test::run_command(test::meshlm_binary() + " info" + gpt2_config() +
+                               " --config.optim.name=adafactor --config.parallel.zero_stage=1");
     ASSERT_EQ(a.exit_code, 0) << a.output;
     EXPECT_NE(a.output.find("optimizer state (v, factored)"), std::string::npos) << a.output;
     const long adafactor = 4 * (6912 + 2 * 8833) + 8 * (8833 + 2 * 52);

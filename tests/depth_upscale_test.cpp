@@ -17,7 +17,10 @@ namespace fs = std::filesystem;
 namespace meshlm {
 namespace {
 
+// A tiny GPT-2 (configs/tiny-gpt2.yaml, the option table's defaults; `meshlm train` without
+// --config trains the default run's recipe, a Transformer-VQ).
 const std::string kFlags =
+    " --config " + test::source_dir() + "/configs/tiny-gpt2.yaml" +
     " --config.model.d_model=32 --config.model.n_head=2 --config.model.max_seq_len=32"
     " --config.train.seq_len=32 --config.train.batch_size=2 --config.train.steps=3"
     " --config.log.eval_interval=0 --config.log.sample_tokens=0 --config.checkpoint.interval=0"

@@ -77,8 +77,9 @@ TEST(Flops, MfuIsTokensPerSecondTimesFlopsOverThePeak) {
 TEST(Flops, TheTrainerLogsMfuFromItsThroughput) {
     const std::string run = test::temp_dir("mfu_run") + "/run";
     const auto r = test::run_command(
-        test::meshlm_binary() +
-        " train --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
+        test::meshlm_binary() + " train --config " + test::source_dir() +
+        "/configs/tiny-gpt2.yaml"  // a GPT-2 (without --config: the default run's VQ recipe)
+        " --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
         " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.batch_size=2"
         " --config.train.steps=3 --config.train.threads=2 --config.train.peak_gflops=1000"
         " --config.train.precision=fp32 --config.log.interval=1 --config.log.eval_interval=0"

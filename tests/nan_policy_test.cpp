@@ -23,9 +23,12 @@ namespace fs = std::filesystem;
 
 using test::tiny_model;
 
-// Synthetic tokens, fp32, one thread, a checkpoint every `interval` steps (10 kept).
+// tiny_model(), a GPT-2 (configs/tiny-gpt2.yaml, the option table's defaults; `meshlm train`
+// without --config trains the default run's Transformer-VQ), on synthetic tokens, fp32, one
+// thread, a checkpoint every `interval` steps (10 kept).
 std::string flags(const std::string& dir, int steps, int interval) {
-    return " --config.data.synthetic=true --config.model.n_layer=2 --config.model.d_model=32"
+    return " --config " + test::source_dir() + "/configs/tiny-gpt2.yaml" +
+           " --config.data.synthetic=true --config.model.n_layer=2 --config.model.d_model=32"
            " --config.model.n_head=2 --config.model.vocab_size=300 --config.model.max_seq_len=16"
            " --config.train.seq_len=16 --config.train.batch_size=2 --config.train.threads=1"
            " --config.train.precision=fp32 --config.train.peak_gflops=100"

@@ -110,7 +110,9 @@ TEST(Recompute, PlansLessMemoryInTheDocumentedOrder) {
 // (a model whose activations dominate: T = 1024, B = 8, width 256), with the same losses.
 TEST(Recompute, TrainerPeakMemoryMatchesInfo) {
     const std::string dir = test::temp_dir("recompute_rss");
+    // A GPT-2 (configs/tiny-gpt2.yaml; without --config: the default run's Transformer-VQ).
     const std::string model =
+        " --config " + test::source_dir() + "/configs/tiny-gpt2.yaml" +
         " --config.model.d_model=256 --config.model.n_head=4 --config.model.max_seq_len=1024"
         " --config.train.seq_len=1024 --config.train.batch_size=8";
     std::string first_loss;

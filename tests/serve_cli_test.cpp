@@ -34,8 +34,9 @@ std::string train_chat_run(const std::string& dir) {
             << "<|im_end|>\n\n%\n";
     out.close();
     auto r = test::run_command(
-        test::meshlm_binary() +
-        " train --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+        test::meshlm_binary() + " train --config " + test::source_dir() +
+        "/configs/tiny-gpt2.yaml"  // a GPT-2: `meshlm serve` has no Transformer-VQ yet
+        " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
         " --config.model.max_seq_len=192 --config.train.seq_len=128 --config.train.batch_size=8"
         " --config.train.steps=100 --config.train.threads=2 --config.train.peak_gflops=100"
         " --config.log.interval=50 --config.log.eval_interval=100 --config.log.sample_tokens=0"
@@ -63,8 +64,9 @@ TEST_F(ServeCli, SigtermFinishesInFlightRequestsAndExitsZero) {
     // 2 threads here) and asks for 150 tokens each.
     const std::string slow = *dir_ + "/slow_run";
     auto tr = test::run_command(
-        test::meshlm_binary() +
-        " train --config.model.n_layer=8 --config.model.d_model=512 --config.model.n_head=8"
+        test::meshlm_binary() + " train --config " + test::source_dir() +
+        "/configs/tiny-gpt2.yaml --config.model.n_layer=8 --config.model.d_model=512"
+        " --config.model.n_head=8"
         " --config.model.max_seq_len=256 --config.train.seq_len=16 --config.train.batch_size=1"
         " --config.train.steps=1 --config.train.threads=2 --config.train.peak_gflops=100"
         " --config.log.eval_interval=0 --config.log.sample_tokens=0 --config.data.path=" +

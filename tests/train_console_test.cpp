@@ -26,8 +26,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A tiny GPT-2 (configs/tiny-gpt2.yaml, the option table's defaults; `meshlm train` without
+// --config trains the default run's Transformer-VQ, whose step lines carry VQ statistics and which
+// has no Hugging Face export).
 std::string tiny_flags(const std::string& corpus, const std::string& cache) {
-    return " --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
+    return " --config " + test::source_dir() + "/configs/tiny-gpt2.yaml" +
+           " --config.model.n_layer=1 --config.model.d_model=32 --config.model.n_head=2"
            " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.batch_size=4"
            " --config.train.threads=2 --config.log.interval=2 --config.log.eval_interval=0"
            " --config.log.sample_tokens=0 --config.data.path=" +

@@ -179,15 +179,15 @@ TEST(ShardedCheckpointText, EvalAndSampleOpenIt) {
     const std::string dir = test::temp_dir("ckpt_shard_text");
     test::write_test_corpus(dir);
     auto r = test::run_train(
-        4,
-        " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
-        " --config.model.vocab_size=258 --config.model.max_seq_len=16"
-        " --config.train.seq_len=16 --config.train.steps=4 --config.train.threads=1"
-        " --config.train.peak_gflops=100 --config.train.batch_size=2"
-        " --config.log.sample_tokens=0 --config.checkpoint.interval=4"
-        " --config.data.path=" +
-            dir + "/corpus.txt --config.data.cache_dir=" + dir + "/cache" + mesh(2, 2, 2) +
-            " --config.log.dir=" + dir + "/run");
+        4, test::gpt2_config() +
+               " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+               " --config.model.vocab_size=258 --config.model.max_seq_len=16"
+               " --config.train.seq_len=16 --config.train.steps=4 --config.train.threads=1"
+               " --config.train.peak_gflops=100 --config.train.batch_size=2"
+               " --config.log.sample_tokens=0 --config.checkpoint.interval=4"
+               " --config.data.path=" +
+               dir + "/corpus.txt --config.data.cache_dir=" + dir + "/cache" + mesh(2, 2, 2) +
+               " --config.log.dir=" + dir + "/run");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const std::string ck = dir + "/run/checkpoints/step_4";
     ASSERT_TRUE(fs::exists(ck + "/shard-d1-m1.safetensors"));

@@ -154,15 +154,15 @@ TEST_F(DataParallel, EveryStageMatchesOneProcess) {
 
             // `meshlm info` plans the same bytes (for the same precision: bf16's ZeRO-3 adds
             // bf16 receive buffers).
-            auto info = test::run_command(std::string(MESHLM_BINARY) +
-                                          " info --config.train.precision=fp32"
-                                          " --config.model.n_layer=2 "
-                                          "--config.model.d_model=32 --config.model.n_head=2 "
-                                          "--config.model.vocab_size=300 "
-                                          "--config.model.max_seq_len=16 --config.train.seq_len=16 "
-                                          "--config.parallel.data=" +
-                                          std::to_string(np) +
-                                          " --config.parallel.zero_stage=" + std::to_string(stage));
+            auto info = test::run_command(
+                std::string(MESHLM_BINARY) + " info" + test::gpt2_config() +
+                " --config.train.precision=fp32"
+                " --config.model.n_layer=2 "
+                "--config.model.d_model=32 --config.model.n_head=2 "
+                "--config.model.vocab_size=300 "
+                "--config.model.max_seq_len=16 --config.train.seq_len=16 "
+                "--config.parallel.data=" +
+                std::to_string(np) + " --config.parallel.zero_stage=" + std::to_string(stage));
             EXPECT_EQ(allocated(info.output), a) << info.output;
         }
 }
@@ -232,7 +232,8 @@ TEST(DataParallelText, MatchesOneProcess) {
     const std::string dir = test::temp_dir("dp_text");
     test::write_test_corpus(dir);
     auto text = [&](const std::string& run_dir, int batch) {
-        return " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+        return test::gpt2_config() +
+               " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
                " --config.model.max_seq_len=16 --config.train.seq_len=16 --config.train.steps=12"
                " --config.train.grad_accum=2 --config.train.threads=1"
                " --config.train.peak_gflops=100 --config.log.interval=1"

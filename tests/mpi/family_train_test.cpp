@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "meshlm/cli/config.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/model/transformer_layout.h"
 #include "test_util.h"
@@ -426,19 +427,22 @@ TEST(FamilyTraining, Bf16ShardsAndResumes) {
 namespace meshlm {
 namespace {
 
-// The default model's vocabulary (257) divides by no model-rank count: it is padded inside,
-// so tensor parallelism runs on the default config, and its files keep 257 rows.
+// The default run's vocabulary (257) divides by no model-rank count: it is padded inside,
+// so tensor parallelism runs on the default config (the built-in configs/default.yaml, a
+// Transformer-VQ whose value width 224 splits over the model ranks), and its files keep 257 rows.
 TEST(DefaultConfig, TrainsTensorParallelOnTwoRanks) {
     const std::string dir = test::temp_dir("default_tp") + "/run";
     auto r = test::run_train(2,
                              " --config.parallel.model=2 --config.train.steps=3"
                              " --config.train.threads=1 --config.log.sample_tokens=0"
-                             " --config.log.dir=" +
+                             " --config.train.final_eval_batches=2 --config.log.dir=" +
                                  dir);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("tensor parallel: 2 model ranks per replica"), std::string::npos)
         << r.output;
-    ModelConfig m;  // the default model
+    const ModelConfig m = load_config(kDefaultRecipe, {}).model;  // the default model
+    EXPECT_TRUE(m.vq());
+    EXPECT_EQ(m.vocab_size, 257);
     std::vector<float> w(transformer_layout(m).total());
     EXPECT_NO_THROW(load_weights(dir + "/model.safetensors", transformer_layout(m), w.data()));
 }

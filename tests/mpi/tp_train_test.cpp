@@ -118,7 +118,8 @@ TEST(TensorParallelText, MatchesOneProcess) {
     const std::string dir = test::temp_dir("tp_text");
     test::write_test_corpus(dir);
     auto text = [&](const std::string& run_dir, int batch) {
-        return " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+        return test::gpt2_config() +
+               " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
                " --config.model.vocab_size=258 --config.model.max_seq_len=16"
                " --config.train.seq_len=16 --config.train.steps=12 --config.train.threads=1"
                " --config.train.peak_gflops=100 --config.log.interval=1"

@@ -13,9 +13,14 @@
 
 namespace meshlm::test {
 
+std::string gpt2_config() {
+    return " --config " + source_dir() + "/configs/tiny-gpt2.yaml";
+}
+
 std::string tiny_flags(const std::string& dir, int steps, int batch, int accum,
                        int checkpoint_interval) {
-    return " --config.data.synthetic=true --config.model.n_layer=2 --config.model.d_model=32"
+    return gpt2_config() +
+           " --config.data.synthetic=true --config.model.n_layer=2 --config.model.d_model=32"
            " --config.model.n_head=2 --config.model.vocab_size=300 --config.model.max_seq_len=16"
            " --config.train.seq_len=16 --config.train.steps=" +
            std::to_string(steps) + " --config.train.batch_size=" + std::to_string(batch) +

@@ -13,6 +13,10 @@
 
 namespace meshlm::test {
 
+// " --config SOURCE/configs/tiny-gpt2.yaml": a GPT-2, the option table's defaults, which the
+// --config.model.* overrides of these tests change (without --config, `meshlm train` trains the
+// default run's recipe, a Transformer-VQ).
+std::string gpt2_config();
 // Flags training tiny_model() on synthetic tokens (drawn per global batch) for `steps` steps,
 // `batch` rows per data-parallel rank, `accum` micro-batches, a checkpoint every
 // `checkpoint_interval` steps (0: none), into `dir`, one thread, logging every step.

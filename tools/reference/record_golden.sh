@@ -47,14 +47,14 @@ ranks="--config.train.threads=1 $common" # a thread per rank
 small="--config.train.steps=4 --config.train.batch_size=4 --config.train.seq_len=64"
 # name | ranks | extra environment (- for none) | meshlm train arguments
 cases=(
-  "default|1|-|--config configs/default.yaml --config.train.steps=4 --config.train.precision=fp32 $one"
-  "default_bf16|1|MESHLM_NO_NATIVE_BF16=1|--config configs/default.yaml $small --config.train.precision=bf16 $one"
+  "default|1|-|--config configs/tiny-gpt2.yaml --config.train.steps=4 --config.train.precision=fp32 $one"
+  "default_bf16|1|MESHLM_NO_NATIVE_BF16=1|--config configs/tiny-gpt2.yaml $small --config.train.precision=bf16 $one"
   # GPT-2 small's width, heads, vocabulary and context; 2 of its 12 layers keep it at seconds.
   "gpt2_small|1|-|--config configs/gpt2-small.yaml --config.model.n_layer=2 --config.data.synthetic=true --config.train.steps=2 --config.train.batch_size=1 --config.train.seq_len=64 --config.train.precision=fp32 $one"
   "llama|1|-|--config configs/tiny-llama.yaml $small --config.train.precision=fp32 $one"
   "gptj|1|-|--config configs/tiny-gptj.yaml $small --config.train.precision=fp32 $one"
   "vq|1|-|--config configs/tiny-vq.yaml --config.train.steps=4 --config.train.batch_size=2 --config.train.precision=fp32 $one"
-  "dp2_zero3|2|-|--config configs/default.yaml $small --config.train.precision=fp32 --config.parallel.data=2 --config.parallel.zero_stage=3 $ranks"
+  "dp2_zero3|2|-|--config configs/tiny-gpt2.yaml $small --config.train.precision=fp32 --config.parallel.data=2 --config.parallel.zero_stage=3 $ranks"
   # The vocabulary split over 2 ranks needs an even size: 258 (one unused byte-level id).
   "tp2|2|-|--config configs/tiny-llama.yaml $small --config.model.vocab_size=258 --config.train.precision=fp32 --config.parallel.model=2 $ranks"
 )

@@ -29,7 +29,9 @@ CommandRunner add_config_command(CLI::App& app, const std::vector<std::string>& 
                                "the resolved config of --config FILE and --config.a.b=v "
                                "overrides, as `meshlm train` saves it")
                      ->excludes(list);
-    cmd->add_option("--config", a->config, "with --dump: YAML config file")->needs(dump);
+    cmd->add_option("--config", a->config,
+                    "with --dump: YAML config file (default: configs/default.yaml, built in)")
+        ->needs(dump);
     return [a, &overrides] {
         if (!a->list && !a->dump)
             MESHLM_INVALID("meshlm config needs --list (every key) or --dump (a resolved config)");
@@ -40,7 +42,8 @@ CommandRunner add_config_command(CLI::App& app, const std::vector<std::string>& 
             std::cout << (a->markdown ? config_reference_markdown() : config_reference_text());
             return 0;
         }
-        std::cout << config_to_yaml(resolve_run_config(a->config, overrides));
+        std::cout << config_to_yaml(
+            resolve_run_config(config_path_or_default(a->config), overrides));
         return 0;
     };
 }

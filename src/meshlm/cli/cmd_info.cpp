@@ -38,12 +38,14 @@ void print_gpu_plan(const Config& cfg, double device_bytes, double param_bytes) 
 CommandRunner add_info_command(CLI::App& app, const std::vector<std::string>& overrides) {
     auto* cmd = app.add_subcommand("info", "Show parameters, FLOPs and planned memory of a config");
     auto path = std::make_shared<std::string>();
-    cmd->add_option("--config", *path, "YAML config file");
+    cmd->add_option("--config", *path,
+                    "YAML config file (default: configs/default.yaml, built in)");
     return [path, &overrides] {
         // The resident footprint of this binary and its libraries, before anything is planned:
         // a run has it too, on top of what it allocates.
         const double runtime = static_cast<double>(peak_rss_bytes());
-        Config cfg = resolve_run_config(*path, overrides);  // as `meshlm train` would run it
+        Config cfg = resolve_run_config(config_path_or_default(*path),
+                                        overrides);  // as `meshlm train` would run it
         const ModelConfig& m = cfg.model;
         ParamLayout layout = transformer_layout(m);
         const double P = static_cast<double>(layout.count());

@@ -154,7 +154,10 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
     auto* cmd = app.add_subcommand(
         "train", "Train a model (no arguments: the default small model on the fortunes corpus)");
     auto a = std::make_shared<TrainArgs>();
-    cmd->add_option("--config", a->config, "YAML config file (defaults < file < --config.a.b=v)");
+    cmd->add_option(
+        "--config", a->config,
+        "YAML config file; without one, the default run's recipe (configs/default.yaml, "
+        "built in) (option defaults < file < --config.a.b=v)");
     cmd->add_option("--resume", a->resume,
                     "continue exactly from a checkpoint: a run directory (its latest checkpoint) "
                     "or a checkpoint directory; the config is the checkpoint's, changed only by "
@@ -191,7 +194,7 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
                               : checkpoint_run_dir(job.resume_from);
         } else {
             std::vector<std::string> given;
-            cfg = resolve_run_config(a->config, overrides, &given);
+            cfg = resolve_run_config(config_path_or_default(a->config), overrides, &given);
             job.run_dir = cfg.log.dir;
             if (cfg.checkpoint.resume == "auto") resolve_auto_resume(cfg, job, *a, given, world);
             if (job.resume_from.empty()) {

@@ -862,6 +862,14 @@ class Loader {
     explicit Loader(const OptionTable& table) : table_(table) {}
 
     void load_file(const std::string& path);
+    // YAML text read as the file `name` (in messages).
+    void load_text(const std::string& text, const std::string& name);
+    // The built-in default recipe as the bottom layer: its keys do not count as given.
+    void load_default_recipe() {
+        load_text(default_recipe_yaml(), kDefaultRecipe);
+        origin_.clear();
+        file_names_.clear();
+    }
     void apply_override(const std::string& text);
     void validate();
     Config take(const std::string& name);
@@ -911,10 +919,13 @@ void Loader::load_file(const std::string& path) {
     std::stringstream text;
     if (in.peek() != std::ifstream::traits_type::eof()) text << in.rdbuf();
     if (in.bad()) MESHLM_INVALID("cannot read config file '", path, "'");
+    load_text(text.str(), path);
+}
 
+void Loader::load_text(const std::string& text, const std::string& path) {
     std::vector<YAML::Node> docs;
     try {
-        docs = YAML::LoadAll(text.str());
+        docs = YAML::LoadAll(text);
     } catch (const YAML::Exception& e) {
         MESHLM_INVALID(path, ":", e.mark.line + 1, ":", e.mark.column + 1,
                        ": malformed YAML: ", e.msg);
@@ -1035,11 +1046,16 @@ Config Loader::take(const std::string& name) {
 Config load_config(const std::string& path, const std::vector<std::string>& overrides,
                    std::vector<std::string>* keys_given) {
     Loader loader(option_table());
-    if (!path.empty()) loader.load_file(path);
+    const bool recipe = path == kDefaultRecipe;
+    if (recipe)
+        loader.load_default_recipe();
+    else if (!path.empty())
+        loader.load_file(path);
     for (const auto& o : overrides) loader.apply_override(o);
     loader.validate();
     if (keys_given) *keys_given = loader.keys_given();
-    return loader.take(path.empty() ? "default" : std::filesystem::path(path).stem().string());
+    return loader.take(path.empty() || recipe ? "default"
+                                              : std::filesystem::path(path).stem().string());
 }
 
 std::string config_to_yaml(const Config& c) {

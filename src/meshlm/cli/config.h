@@ -32,13 +32,26 @@ struct Config {
     CheckpointConfig checkpoint;
 };
 
-// Defaults < YAML file at `path` (skipped when empty) < `overrides` ("section.key=value", applied
-// in order, each value read as a YAML scalar). Validates every field and the cross-field rules;
-// throws meshlm::InvalidInput whose message names the key, the file position or override, and
-// what would be valid (several problems are reported together, one per line). `keys_given`, when
-// not null, receives the keys the file or the overrides set (current names, any order).
+// Defaults < YAML file at `path` (skipped when empty; kDefaultRecipe: the built-in recipe) <
+// `overrides` ("section.key=value", applied in order, each value read as a YAML scalar). Validates
+// every field and the cross-field rules; throws meshlm::InvalidInput whose message names the key,
+// the file position or override, and what would be valid (several problems are reported together,
+// one per line). `keys_given`, when not null, receives the keys the file or the overrides set
+// (current names, any order).
 Config load_config(const std::string& path, const std::vector<std::string>& overrides,
                    std::vector<std::string>* keys_given = nullptr);
+
+// configs/default.yaml, built into the binary: the default run's recipe, which `meshlm train`,
+// `meshlm info` and `meshlm config --dump` use when no --config file is given. As a path to
+// load_config or resolve_run_config, kDefaultRecipe names it: it is read like a file, but its keys
+// do not count as given (a prepared data.path's meta.json still supplies the tokenizer and
+// vocabulary) and the config's name is "default".
+const std::string& default_recipe_yaml();
+inline constexpr const char* kDefaultRecipe = "<built-in configs/default.yaml>";
+// `path`, or kDefaultRecipe when it is empty.
+inline std::string config_path_or_default(const std::string& path) {
+    return path.empty() ? std::string(kDefaultRecipe) : path;
+}
 
 // The resolved config as YAML: sections model, data, train, optim, log with every key. Loading
 // this text back with load_config gives an identical Config (floats are written exactly).
