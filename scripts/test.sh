@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test. On first use it installs what only the tests need (the Debian packages below,
-# and openai and lm-eval into .venv/) and builds every target; later runs rebuild what changed.
+# and openai, lm-eval and transformers into .venv/) and builds every target; later runs rebuild what changed.
 # With no arguments: the fast `unit` tests two at a time, then the `slow` ones alone (they train
 # for minutes on both cores, and sharing the cores with other tests only slows everything). Any
 # arguments go to ctest instead (e.g. -L unit).
@@ -20,13 +20,15 @@ packages=(
 bash scripts/install_packages.sh "${packages[@]}"
 
 # Test tooling from PyPI, in .venv/ (ignored by git): the `openai` client and lm-evaluation-harness
-# (no torch needed: its local-completions model talks to `meshlm serve`), for the serving tests.
-if ! .venv/bin/python -c 'import openai, lm_eval, tenacity' 2>/dev/null; then
-  echo "test: installing openai and lm-eval into .venv/"
+# (no torch needed: its local-completions model talks to `meshlm serve`), for the serving tests;
+# transformers and tokenizers (no torch needed for AutoTokenizer) for the HF export's tokenizer.
+if ! .venv/bin/python -c 'import openai, lm_eval, tenacity, transformers, tokenizers' 2>/dev/null; then
+  echo "test: installing openai, lm-eval and transformers into .venv/"
   { [ -x .venv/bin/python ] || python3 -m venv .venv; } &&
-    .venv/bin/pip install -q --disable-pip-version-check "openai>=1.0" "lm-eval[api]>=0.4.9" ||
-    echo "test: WARNING: could not install the Python test tooling; the serving tests that use" \
-         "it will fail until .venv has openai and lm-eval" >&2
+    .venv/bin/pip install -q --disable-pip-version-check "openai>=1.0" "lm-eval[api]>=0.4.9" \
+      "transformers>=5.0" "tokenizers>=0.22" jinja2 ||
+    echo "test: WARNING: could not install the Python test tooling; the serving and export tests" \
+         "that use it will fail until .venv has openai, lm-eval and transformers" >&2
 fi
 
 # A build/ that scripts/setup.sh configured before GoogleTest was installed has no tests yet:

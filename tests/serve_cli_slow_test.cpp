@@ -1,6 +1,7 @@
 // The serving peers that take minutes: lm-evaluation-harness's `local-completions` model pointed
 // at `meshlm serve` agreeing with `meshlm eval --tasks` example by example, and the playground
-// page driven in headless Chromium (a screenshot is kept in build/test-artifacts/).
+// page's completion and chat tabs driven in headless Chromium (screenshots are kept in
+// build/test-artifacts/).
 #include <gtest/gtest.h>
 
 #include "serve_fixture.h"
@@ -33,14 +34,17 @@ TEST_F(ServeCliSlow, LmEvalLocalCompletionsAgreesWithMeshlmEval) {
 TEST_F(ServeCliSlow, PlaygroundStreamsIntoThePageInHeadlessChromium) {
     ASSERT_EQ(test::run_command("command -v chromium").exit_code, 0)
         << "chromium is not installed: run scripts/test.sh";
-    ServeProcess srv(run(), "", *dir_ + "/playground.log");
+    // The chat tab's conversation needs the chat run's context (192 positions).
+    ServeProcess srv(train_chat_run(*dir_), "", *dir_ + "/playground.log");
     const std::string shot = test::meshlm_binary().substr(0, test::meshlm_binary().rfind('/')) +
                              "/test-artifacts/playground.png";
     auto r = test::run_command("timeout 180 python3 " + test::source_dir() +
                                "/tests/serve/playground_check.py " + srv.url() + " " + shot);
     EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << srv.log();
-    EXPECT_NE(r.output.find("1 passed, 0 failed"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("2 passed, 0 failed"), std::string::npos) << r.output;
     EXPECT_FALSE(test::read_file(shot).empty()) << "no screenshot at " << shot;
+    const std::string chat_shot = shot.substr(0, shot.size() - 4) + "_chat.png";
+    EXPECT_FALSE(test::read_file(chat_shot).empty()) << "no screenshot at " << chat_shot;
     std::printf("%s\nscreenshot: %s\n", r.output.c_str(), shot.c_str());
 }
 

@@ -81,6 +81,29 @@ inline std::string python() {
     return access(py.c_str(), X_OK) == 0 ? py : "";
 }
 
+// A run trained on ChatML conversations with a context that holds one (the suite's run has 64
+// positions, fewer than a system and a user turn take in bytes).
+inline std::string train_chat_run(const std::string& dir) {
+    std::ofstream out(dir + "/chat_corpus.txt");
+    for (int i = 0; i < 300; ++i)
+        out << "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nDoc " << i
+            << "?<|im_end|>\n<|im_start|>assistant\nDocument " << i << ": a fox jumps " << i % 5
+            << "<|im_end|>\n\n%\n";
+    out.close();
+    auto r = test::run_command(
+        test::meshlm_binary() + " train --config " + test::source_dir() +
+        "/configs/tiny-gpt2.yaml"  // a GPT-2: `meshlm serve` has no Transformer-VQ yet
+        " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+        " --config.model.max_seq_len=192 --config.train.seq_len=128 --config.train.batch_size=8"
+        " --config.train.steps=100 --config.train.threads=2 --config.train.peak_gflops=100"
+        " --config.log.interval=50 --config.log.eval_interval=100 --config.log.sample_tokens=0"
+        " --config.data.path=" +
+        dir + "/chat_corpus.txt --config.log.dir=" + dir + "/chat_run" +
+        " --config.data.cache_dir=" + dir + "/chat_cache");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return dir + "/chat_run";
+}
+
 class ServeCli : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {

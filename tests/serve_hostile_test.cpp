@@ -145,8 +145,9 @@ class ServeHostile : public ::testing::Test {
             out << "Document " << i << ": a fox jumps " << i % 5 << "\n%\n";
         out.close();
         auto r = test::run_command(
-            test::meshlm_binary() +
-            " train --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
+            test::meshlm_binary() + " train --config " + test::source_dir() +
+            "/configs/tiny-gpt2.yaml"  // a GPT-2: `meshlm serve` has no Transformer-VQ yet
+            " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
             " --config.model.max_seq_len=64 --config.train.seq_len=32 --config.train.batch_size=4"
             " --config.train.steps=10 --config.train.threads=2 --config.train.peak_gflops=100"
             " --config.log.eval_interval=0 --config.log.sample_tokens=0 --config.data.path=" +

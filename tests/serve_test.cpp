@@ -510,6 +510,74 @@ TEST_F(Serve, BadRequestsNameTheirField) {
     EXPECT_TRUE(json::parse(res->body).contains("error"));
 }
 
+// An unknown field is a 400 naming it, as OpenAI answers (a typo is not answered with defaults).
+TEST_F(Serve, UnknownFieldsAreRefusedByName) {
+    auto cli = srv_->client();
+    auto post = [&](const char* path, const json& body) {
+        auto res = cli.Post(path, body.dump(), "application/json");
+        EXPECT_TRUE(res);
+        return res ? std::make_pair(res->status, json::parse(res->body))
+                   : std::make_pair(0, json());
+    };
+    auto [st, j] = post("/v1/completions", {{"prompt", "a"}, {"max_tokenz", 3}});
+    EXPECT_EQ(st, 400) << j;
+    EXPECT_EQ(j["error"]["param"], "max_tokenz") << j;
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error") << j;
+    EXPECT_EQ(j["error"]["message"],
+              "Unrecognized request argument supplied: max_tokenz (did you mean 'max_tokens'?)");
+    std::tie(st, j) = post("/v1/completions", {{"prompt", "a"}, {"frobnicate", true}});
+    EXPECT_EQ(st, 400) << j;
+    EXPECT_EQ(j["error"]["message"], "Unrecognized request argument supplied: frobnicate");
+    // A chat-only field on completions, a completions-only one on chat.
+    std::tie(st, j) = post("/v1/completions", {{"prompt", "a"}, {"messages", json::array()}});
+    EXPECT_EQ(st, 400) << j;
+    EXPECT_EQ(j["error"]["param"], "messages") << j;
+    const json msgs = json::array({{{"role", "user"}, {"content", "hi"}}});
+    std::tie(st, j) =
+        post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 2}, {"temprature", 0}});
+    EXPECT_EQ(st, 400) << j;
+    EXPECT_EQ(j["error"]["param"], "temprature") << j;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("did you mean 'temperature'"),
+              std::string::npos)
+        << j;
+    std::tie(st, j) = post("/v1/chat/completions", {{"messages", msgs}, {"echo", true}});
+    EXPECT_EQ(st, 400) << j;
+    EXPECT_EQ(j["error"]["message"], "'echo' is not a chat completion parameter") << j;
+    // Every documented field together is accepted.
+    std::tie(st, j) = post("/v1/completions", {{"prompt", "a"},
+                                               {"model", "m"},
+                                               {"max_tokens", 2},
+                                               {"temperature", 0},
+                                               {"top_p", 1},
+                                               {"n", 1},
+                                               {"stream", false},
+                                               {"stop", "zz"},
+                                               {"seed", 1},
+                                               {"presence_penalty", 0},
+                                               {"frequency_penalty", 0},
+                                               {"user", "u"},
+                                               {"logit_bias", json::object()},
+                                               {"top_k", 0},
+                                               {"typical_p", 1},
+                                               {"eta_cutoff", 0},
+                                               {"ignore_eos", true},
+                                               {"repetition_penalty", 1},
+                                               {"truncate_prompt_tokens", 8},
+                                               {"echo", false},
+                                               {"logprobs", 1},
+                                               {"suffix", ""},
+                                               {"best_of", 1},
+                                               {"stream_options", nullptr}});
+    EXPECT_EQ(st, 200) << j;
+    std::tie(st, j) = post("/v1/chat/completions", {{"messages", msgs},
+                                                    {"max_completion_tokens", 2},
+                                                    {"logprobs", true},
+                                                    {"top_logprobs", 2},
+                                                    {"temperature", 0},
+                                                    {"ignore_eos", true}});
+    EXPECT_EQ(st, 200) << j;
+}
+
 TEST_F(Serve, SideEndpoints) {
     auto cli = srv_->client();
     auto res = cli.Get("/v1/models");

@@ -2,7 +2,10 @@
 // meshlm convert --from meshlm --to hf IN OUT   (run directory -> HF causal-LM directory)
 //
 // The families and their mapping are io/hf_model.h's; the run directory records the architecture
-// as its model.* keys.
+// as its model.* keys. The tokenizer files (tokenizer.json, tokenizer_config.json with the chat
+// template, special_tokens_map.json, generation_config.json) go both ways
+// (io/hf_tokenizer_files.h); a byte-level run exports the byte tokenizer as a tokenizer.json,
+// which an import recognises as the byte tokenizer again.
 //
 // OUT is built in a hidden sibling directory and renamed into place at the end, so a failure
 // leaves nothing half-written; an existing non-empty OUT is replaced only with --force.
@@ -23,8 +26,10 @@
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/byte_size.h"
 #include "meshlm/core/error.h"
+#include "meshlm/data/byte_tokenizer_json.h"
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/io/hf_model.h"
+#include "meshlm/io/hf_tokenizer_files.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
@@ -53,11 +58,20 @@ std::string choose_tokenizer(const ConvertArgs& a, const ModelConfig& m) {
         MESHLM_INVALID(a.in, " has no tokenizer.json", legacy, " and its vocab_size ", m.vocab_size,
                        " is too small for the byte tokenizer (257); pass --tokenizer FILE");
     }
+    // An export of a byte-level meshlm model: its tokenizer.json is the byte tokenizer's.
+    if (spec.ends_with(".json") && is_byte_tokenizer_json(spec)) spec = "byte";
     auto tok = make_tokenizer(spec);
     if (tok->vocab_size() > m.vocab_size)
         MESHLM_INVALID("tokenizer ", spec, " has ", tok->vocab_size(),
                        " tokens but the model's vocab_size is ", m.vocab_size);
     return spec;
+}
+
+// "; also copied: tokenizer_config.json, ..." for the summary line ("" for none).
+std::string side_files_note(const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "; also copied: " : ", ") + n;
+    return s;
 }
 
 // The imported run's config with the command line's overrides, which may change anything but
@@ -93,6 +107,8 @@ int convert_hf_to_meshlm(const ConvertArgs& a, const std::vector<std::string>& o
         fs::copy_file(tok_spec, out.path() + "/" + name);
         c.data.tokenizer = out.final_path() + "/" + name;
     }
+    // The chat template, special tokens and generation config travel with the run.
+    const std::vector<std::string> side = copy_hf_tokenizer_files(a.in, out.path());
     c = with_overrides(c, out.path() + "/config.yaml", a.in, overrides);
     make_paths_absolute(c);
     write_file_atomic(out.path() + "/config.yaml", config_to_yaml(c));
@@ -102,10 +118,10 @@ int convert_hf_to_meshlm(const ConvertArgs& a, const std::vector<std::string>& o
     out.publish();
     std::printf(
         "converted %s (%s: %d layers, width %d, %d heads, vocab %d, context %d, %zu "
-        "parameters) to the meshlm run directory %s; tokenizer: %s\n",
+        "parameters) to the meshlm run directory %s; tokenizer: %s%s\n",
         a.in.c_str(), hf.architecture.c_str(), hf.model.n_layer, hf.model.d_model, hf.model.n_head,
         hf.model.vocab_size, hf.model.max_seq_len, layout.count(), out.final_path().c_str(),
-        c.data.tokenizer.c_str());
+        c.data.tokenizer.c_str(), side_files_note(side).c_str());
     return 0;
 }
 

@@ -1,11 +1,8 @@
 #include "meshlm/cli/hf_export.h"
 
-#include <filesystem>
-
+#include "meshlm/io/hf_tokenizer_files.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
-
-namespace fs = std::filesystem;
 
 namespace meshlm {
 
@@ -14,16 +11,12 @@ HfExport export_hf_dir(const std::string& dir, const RunDir& run, const float* p
     const ModelConfig& m = run.config.model;
     opt.eot_id = run.tokenizer->eot_id();
     auto ex = write_hf_model(dir, m, transformer_layout(m), params, opt);
-    const std::string& spec = run.tokenizer_spec;
-    if (spec.ends_with(".json")) {
-        fs::copy_file(spec, dir + "/tokenizer.json");
-        tokenizer_note = "tokenizer.json copied";
-    } else {
-        tokenizer_note = "no Hugging Face tokenizer file written (the run's tokenizer is " +
-                         (spec == "byte" ? std::string("the built-in byte tokenizer") : spec) +
-                         "; token ids are the same, give transformers a matching tokenizer "
-                         "yourself)";
-    }
+    HfTokenizerSource src;
+    src.spec = run.tokenizer_spec;
+    src.eot_id = opt.eot_id;
+    src.model_max_length = m.max_seq_len;
+    src.dirs = chat_config_dirs(run);
+    tokenizer_note = write_hf_tokenizer_files(dir, src);
     return ex;
 }
 

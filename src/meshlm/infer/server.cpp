@@ -20,6 +20,7 @@
 #include "meshlm/infer/chat_response.h"
 #include "meshlm/infer/http_front.h"
 #include "meshlm/infer/playground.h"
+#include "meshlm/infer/request_fields.h"
 
 namespace meshlm {
 namespace {
@@ -447,6 +448,7 @@ struct Server::Impl {
         CompletionRequest r;
         try {
             const json body = parse_body(req);
+            if (const auto u = find_unknown_field(body, chat)) bad(u->field, u->message);
             r = chat ? parse_chat(req, body) : parse_completion(body);
         } catch (const ApiError& e) {
             return send_error(req, res, e);
