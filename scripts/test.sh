@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test. On first use it installs what only the tests need (the Debian packages below,
-# and openai, lm-eval and transformers into .venv/) and builds every target; later runs rebuild what changed.
+# and openai, lm-eval and transformers into .venv/) and builds every target; later runs rebuild
+# what changed.
 # With no arguments: the fast `unit` tests two at a time, then the `slow` ones alone (they train
 # for minutes on both cores, and sharing the cores with other tests only slows everything). Any
 # arguments go to ctest instead (e.g. -L unit).
