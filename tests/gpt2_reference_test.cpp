@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "gpt2_fixture.h"
 #include "meshlm/core/threads.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/kernels/kernels.h"
@@ -20,39 +21,15 @@ class Gpt2Reference : public ::testing::Test {
   protected:
     void SetUp() override {
         set_thread_count(2);
-        file_ = std::make_unique<SafetensorsFile>(test::fixture("gpt2_tiny.safetensors"));
-        const auto& md = file_->metadata();
-        auto i = [&](const char* k) { return std::stoi(md.at(k)); };
-        auto f = [&](const char* k) { return std::stof(md.at(k)); };
-        model_.n_layer = i("n_layer");
-        model_.d_model = i("d_model");
-        model_.n_head = i("n_head");
-        model_.vocab_size = i("vocab_size");
-        model_.max_seq_len = i("max_seq_len");
-        B_ = i("batch");
-        T_ = i("seq_len");
-        steps_ = i("steps");
-        optim_.lr = f("lr");
-        optim_.end_lr = f("end_lr");
-        optim_.warmup_steps = i("warmup_steps");
-        optim_.weight_decay = f("weight_decay");
-        optim_.beta1 = f("beta1");
-        optim_.beta2 = f("beta2");
-        optim_.eps = f("eps");
-        optim_.grad_clip = f("grad_clip");
-        optim_.schedule = "cosine";
-        optim_.decay_mask = "matrices";
         learner_ = std::make_unique<Learner>(model_, optim_, B_, T_, steps_);
-        for (const auto& s : learner_->layout().slices()) {
-            auto v = file_->f32("param." + s.name, &s.shape);
-            std::copy(v.begin(), v.end(), learner_->params() + s.offset);
-        }
+        fx_.load_params(learner_->layout(), learner_->params());
     }
 
-    ModelConfig model_;
-    OptimConfig optim_;
-    int B_ = 0, T_ = 0, steps_ = 0;
-    std::unique_ptr<SafetensorsFile> file_;
+    test::Gpt2Fixture fx_ = test::gpt2_fixture();
+    const ModelConfig& model_ = fx_.model;
+    const OptimConfig& optim_ = fx_.optim;
+    const int B_ = fx_.B, T_ = fx_.T, steps_ = fx_.steps;
+    SafetensorsFile* file_ = fx_.file.get();
     std::unique_ptr<Learner> learner_;
 };
 
