@@ -5,6 +5,9 @@
 # With no arguments: the fast `unit` tests two at a time, then the `slow` ones alone (they train
 # for minutes on both cores, and sharing the cores with other tests only slows everything). Any
 # arguments go to ctest instead (e.g. -L unit).
+# --sanitize[=address] [ctest args]: ASan + UBSan build in build-asan/, then the unit and MPI
+# tests (-LE slow) or the given ctest arguments; --sanitize=thread: TSan in build-tsan/ and the
+# serving engine's tests (scripts/sanitize/run.sh says what runs and why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +33,12 @@ if ! .venv/bin/python -c 'import openai, lm_eval, tenacity, transformers, tokeni
       "transformers>=5.0" "tokenizers>=0.22" jinja2 ||
     echo "test: WARNING: could not install the Python test tooling; the serving and export tests" \
          "that use it will fail until .venv has openai, lm-eval and transformers" >&2
+fi
+
+if [[ ${1:-} == --sanitize || ${1:-} == --sanitize=* ]]; then
+  kind=${1#--sanitize}
+  shift
+  exec bash scripts/sanitize/run.sh "${kind#=}" "$@"
 fi
 
 # A build/ that scripts/setup.sh configured before GoogleTest was installed has no tests yet:
