@@ -299,7 +299,8 @@ TEST_F(ServeHostile, HugeOrDeeplyNestedBodiesAreRefusedBeforeTheyCostMemory) {
     }
     const double rss1 = rss_mib(srv.pid());
     std::printf("RSS %.1f MiB before, %.1f MiB after the deep bodies\n", rss0, rss1);
-    EXPECT_LT(rss1 - rss0, 8.0);
+    if (!test::sanitizer_build())
+        EXPECT_LT(rss1 - rss0, 8.0);  // ASan's quarantine holds freed memory
     // Nesting within the limit is parsed as usual (here: a prompt of token-id lists).
     json nested = {{"prompt", json::array({json::array({65, 66})})}, {"max_tokens", 1}};
     const std::string n = nested.dump();
@@ -437,7 +438,7 @@ TEST_F(ServeHostile, SoakOfMixedGoodAndBadClientsEndsAtTheBaselineWithEveryGoodA
     EXPECT_EQ(wrong, 0);
     EXPECT_GT(good, 100);
     EXPECT_GT(bad_done, 50);
-    EXPECT_LT(rss_end, rss_warm + 8.0);
+    if (!test::sanitizer_build()) EXPECT_LT(rss_end, rss_warm + 8.0);  // as above
     // Workers idle for 5 s exit: the thread count goes back to where it started (plus the two
     // workers kept).
     const auto t0 = Clock::now();

@@ -38,6 +38,18 @@ ModelStep model_step(const ModelConfig& cfg, int B, int T, Recompute r = Recompu
                      Precision p = Precision::fp32,
                      const std::function<void(float* params, std::size_t n)>& edit = {});
 
+// True in a sanitizer build (scripts/test.sh --sanitize): shadow memory and ASan's quarantine
+// make resident-memory measurements meaningless there, so those checks are left out.
+constexpr bool sanitizer_build() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return true;
+#elif defined(__has_feature)
+    return __has_feature(address_sanitizer) || __has_feature(thread_sanitizer);
+#else
+    return false;
+#endif
+}
+
 std::string source_dir();                      // repository root
 std::string meshlm_binary();                   // build/meshlm
 std::string fixture(const std::string& name);  // tests/fixtures/<name>
