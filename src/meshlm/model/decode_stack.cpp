@@ -59,6 +59,12 @@ DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision p
 
 void DecodeStack::set_params(const float* params) {
     params_ = params;
+    if (device_ != Device::cpu) {  // the weights as they are now, in the device's memory
+        const std::size_t n = layout_.total();
+        if (dparams_.size() != n) dparams_ = kernels::FloatArray(device_, n);
+        kernels::copy(flat(dparams_.data(), n, device_), flat(params, n, Device::cpu));
+        params_ = params = dparams_.data();
+    }
     binder_.bind_all(const_cast<float*>(params), w_);
     if (t5_) t5_->expand(w_.t5_bias);
     if (precision_ == DecodePrecision::bf16)

@@ -49,8 +49,9 @@ class DecodeStack {
     Device device() const { return device_; }
     DecodePrecision precision() const { return precision_; }
 
-    // Binds the flat parameters (transformer_layout, on device()) for later passes; bf16 makes
-    // its copy, T5's bias its table per distance.
+    // Binds the flat parameters (transformer_layout, host memory) for later passes: off the CPU
+    // they are copied to the device first (params() is then that copy); bf16 makes its copy,
+    // T5's bias its table per distance.
     void set_params(const float* params);
     // Rows 0..M-1 of the residual stream: the embeddings of tokens[m] (plus their learned
     // positions pos[m]); host arrays.
@@ -82,7 +83,8 @@ class DecodeStack {
     DecodePrecision precision_;
     Device device_;  // where the weights and rows live (the ops dispatch on it)
     ModelTensors w_;
-    const float* params_ = nullptr;   // the buffer w_ points into
+    const float* params_ = nullptr;   // the buffer w_ points into, on device_
+    kernels::FloatArray dparams_;     // off the CPU: the parameters copied to the device
     kernels::DeviceBuffer params16_;  // bf16 copy of params (bf16 precision only)
     kernels::FloatArray x_, ln_, qkv_, y_, proj_, h_, a_, mlp_out_, mean_, rstd_, logits_;
     Buffer<float> host_logits_;        // off the CPU: the logits read back

@@ -134,15 +134,10 @@ const float* Decoder::prefill(const float* params, const std::int32_t* tokens, i
     for (int n = 0; n < N; ++n)
         MESHLM_CHECK(tokens[n] >= 0 && tokens[n] < V, "token ", tokens[n], " outside [0, ", V, ")");
     if (cfg_.vq()) return vq_prefill(params, tokens, T, rows);
-    params_ = run_params_ = params;
+    params_ = params;
+    stack_.set_params(params);
+    run_params_ = stack_.params();  // the device's copy off the CPU
     const Device d = device();
-    if (d != Device::cpu) {  // the weights as they are now, in the device's memory
-        const std::size_t n = transformer_layout(cfg_).total();
-        if (dparams_.size() != n) dparams_ = kernels::FloatArray(d, n);
-        kernels::copy(flat(dparams_.data(), n, d), flat(params, n, Device::cpu));
-        run_params_ = dparams_.data();
-    }
-    stack_.set_params(run_params_);
 
     // The prompt runs through the transformer itself; its blocks keep the rotated q | k | v.
     if (!prompt_ || T > prompt_T_ ||

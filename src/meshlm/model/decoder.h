@@ -69,7 +69,6 @@ class Decoder {
     int pos_ = 0;
     const float* params_ = nullptr;           // those of the last prefill
     DecodeStack stack_;                       // rows: the active sequences
-    kernels::FloatArray dparams_;             // off the CPU: params_ copied to the device
     const float* run_params_ = nullptr;       // params_ where the device reads them
     const float* logits_ = nullptr;           // the last call's logits, host memory
     std::vector<kernels::FloatArray> k_, v_;  // per layer: [S, K, max_seq, D]

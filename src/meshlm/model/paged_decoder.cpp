@@ -7,7 +7,6 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/ops/attention_decode.h"
-#include "meshlm/model/transformer_layout.h"
 
 namespace meshlm {
 PagedDecoder::PagedDecoder(const ModelConfig& cfg, int num_blocks, int block_size, int max_rows,
@@ -41,12 +40,7 @@ std::size_t PagedDecoder::block_bytes() const {
 }
 
 void PagedDecoder::set_params(const float* params) {
-    const Device d = device();
-    if (d == Device::cpu) return stack_.set_params(params);
-    const std::size_t n = transformer_layout(cfg_).total();
-    if (dparams_.size() != n) dparams_ = kernels::FloatArray(d, n);
-    kernels::copy(flat(dparams_.data(), n, d), flat(params, n, Device::cpu));
-    stack_.set_params(dparams_.data());
+    stack_.set_params(params);
 }
 
 const float* PagedDecoder::forward(const DecodeRow* rows, int M) {

@@ -56,7 +56,6 @@ class PagedDecoder {
     ModelConfig cfg_;
     int num_blocks_, block_size_;
     DecodeStack stack_;
-    kernels::FloatArray dparams_;             // off the CPU: the parameters on the device
     std::vector<kernels::FloatArray> k_, v_;  // per layer: [num_blocks, K, block_size, D]
     std::vector<std::int32_t> tokens_, pos_, lens_;
     std::vector<std::int32_t> tables_;                    // this pass's [M, n] block table
