@@ -172,7 +172,7 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
         const std::string text = a->chat ? "" : read_prompt(*a, prompt->count() > 0);
         RunDir run = open_run_dir(a->checkpoint, overrides);
         const Tokenizer* tok = run.tokenizer.get();
-        set_thread_count(a->threads > 0 ? a->threads : available_cpus());
+        use_inference_threads(a->threads);
         const ModelConfig& cfg = run.config.model;
         Decoder decoder(cfg, a->num_samples, 0,
                         a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32,

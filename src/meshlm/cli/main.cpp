@@ -11,6 +11,7 @@
 #include "meshlm/cli/suggest.h"
 #include "meshlm/cli/version.h"
 #include "meshlm/core/error.h"
+#include "meshlm/core/omp_wait_policy.h"
 #include "meshlm/core/signal_thread.h"
 #include "meshlm/parallel/failure.h"
 #include "meshlm/parallel/world.h"
@@ -22,6 +23,7 @@ constexpr int kExitFailure = 1, kExitUsage = 2;
 }  // namespace
 
 int main(int argc, char** argv) {
+    meshlm::apply_default_wait_policy(argv);  // may re-execute this binary once, so first
     meshlm::start_signal_thread();  // before any other thread: they inherit its signal mask
     meshlm::MpiGuard mpi;           // MPI only when a launcher started us
     std::unique_ptr<meshlm::Comm> world;

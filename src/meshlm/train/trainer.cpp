@@ -142,16 +142,34 @@ std::string resume_command(int ranks, const std::string& run_dir) {
     return relaunch_command(ranks, "train --resume " + shell_quote(run_dir));
 }
 
+// train.threads, or the CPUs of this rank (shared with the ranks on its CPUs). Unlike sample and
+// serve, training does not leave busy CPUs to other processes by itself: its sums, and so its
+// losses and weights, depend on the thread count, which must not change with the load of the
+// moment. The short OpenMP spin (core/omp_wait_policy.h) keeps the extra thread from costing
+// more than it brings; the run says so and how to choose.
+int training_threads(const TrainConfig& tc, Comm& world, std::ostream& out) {
+    if (tc.threads > 0) {
+        set_thread_count(tc.threads);
+        return tc.threads;
+    }
+    if (world.size() > 1) {
+        set_thread_count(threads_per_rank(world));
+        return thread_count();
+    }
+    const int cpus = available_cpus(), free = cpus_free_of_other_work();
+    if (free < cpus)
+        out << "note: " << cpus - free << " of " << cpus
+            << " CPUs busy with other processes; training keeps " << cpus
+            << " threads, since its losses depend on the thread count (--config.train.threads="
+            << free << " to leave them alone)\n";
+    set_thread_count(cpus);
+    return cpus;
+}
+
 }  // namespace
 
 std::string run_tokenizer_copy(const std::string& run_dir, const std::string& spec) {
     return run_dir + "/" + std::filesystem::path(spec).filename().string();
-}
-
-int available_cpus() {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-    return 1;
 }
 
 TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
@@ -175,10 +193,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const bool writer = world.rank() == 0;  // prints and owns the run directory
     std::ostream silent(nullptr);
     std::ostream& out = writer ? rank0_out : silent;
-    const int threads = tc.threads > 0     ? tc.threads
-                        : world.size() > 1 ? threads_per_rank(world)
-                                           : available_cpus();
-    set_thread_count(threads);
+    const int threads = training_threads(tc, world, out);
 
     // A checkpoint to resume from is verified (sizes, checksums) before anything is written.
     std::optional<TrainerState> resume;
