@@ -1,0 +1,34 @@
+// tokenizer.json "model": the interface of the three models (BPE, Unigram, WordPiece) and the
+// parser that picks one. Anything else (WordLevel, ...) is refused by name.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "meshlm/data/hf/json_read.h"
+
+namespace meshlm::hf {
+
+class Model {
+  public:
+    virtual ~Model() = default;
+    // Appends the ids of one pre-token.
+    virtual void tokenize(std::string_view piece, std::vector<std::int32_t>& out) const = 0;
+    // Every vocabulary entry as (token string as written in tokenizer.json, id).
+    virtual std::vector<std::pair<std::string, std::int32_t>> vocab() const = 0;
+};
+
+// byte_level: the pre-tokenizer has ByteLevel, so pieces are raw bytes and the vocabulary is in
+// bytes_to_unicode characters (only BPE supports it).
+std::unique_ptr<Model> parse_model(const Json& j, const Where& w, bool byte_level);
+
+// The models (bpe_model.cpp, unigram_model.cpp, wordpiece_model.cpp).
+std::unique_ptr<Model> make_bpe_model(const Json& j, const Where& w, bool byte_level);
+std::unique_ptr<Model> make_unigram_model(const Json& j, const Where& w);
+std::unique_ptr<Model> make_wordpiece_model(const Json& j, const Where& w);
+
+}  // namespace meshlm::hf
