@@ -97,7 +97,8 @@ void BpeModel::read_merges(const Json& merges, const Where& w) {
             if (v < 0) w.at(i).fail("token \"", tok, "\" is not in the vocabulary");
             return v;
         };
-        merges_.add(id(a), id(b), rank++, id(a + b));
+        const std::int32_t left = id(a), right = id(b);
+        merges_.add(left, right, rank++, id(a + b));
     }
     merges_.finish();
 }

@@ -80,13 +80,13 @@ void HfTokenizer::load(const Json& j, const Json& config) {
     }
     load_added_tokens(j.value("added_tokens", Json::array()), top.at("added_tokens"));
     special_.resize(tokens_.size(), 0);
-    for (const char* eot : {"<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>"})
+    for (const char* eot : {"<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "[SEP]"})
         if (auto id = token_id(eot); id && eot_id_ < 0) eot_id_ = *id;
     if (auto id = token_id(config_token(config, "eos_token")); id && eot_id_ < 0) eot_id_ = *id;
     if (eot_id_ < 0)
         MESHLM_INVALID(name_,
                        ": no end-of-text token (one of <|endoftext|>, </s>, <|end_of_text|>, "
-                       "<eos>, or tokenizer_config.json's eos_token)");
+                       "<eos>, [SEP], or tokenizer_config.json's eos_token)");
     apply_config(config);
 }
 
