@@ -35,7 +35,11 @@ std::string config_token(const Json& config, const char* key) {
 std::unique_ptr<HfTokenizer> HfTokenizer::from_file(const std::string& path) {
     const auto cfg = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
     std::string config;
-    if (std::filesystem::exists(cfg)) config = read_text(cfg.string());
+    if (std::filesystem::exists(cfg)) {
+        config = read_text(cfg.string());
+        const Json c = Json::parse(config, nullptr, false);
+        if (c.is_discarded() || !c.is_object()) MESHLM_INVALID(cfg.string(), ": not a JSON object");
+    }
     return from_json(read_text(path), path, config);
 }
 
