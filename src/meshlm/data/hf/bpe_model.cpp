@@ -5,8 +5,6 @@
 // BpeMerges (data/bpe_merges.h, shared with the .tiktoken tokenizer). ignore_merges: a piece
 // that is a token is that token. dropout, continuing_subword_prefix and end_of_word_suffix are
 // refused by name.
-#include <cstdio>
-
 #include "meshlm/data/bpe_merges.h"
 #include "meshlm/data/hf/byte_level.h"
 #include "meshlm/data/hf/model.h"
@@ -34,15 +32,16 @@ class BpeModel : public Model {
 
     bool byte_level_;
     std::vector<std::pair<std::string, std::int32_t>> entries_;
-    StringIdMap ids_;             // raw form (bytes when byte-level) -> id
-    std::int32_t single_[256];    // one-byte token ids (-1: none)
-    std::int32_t fallback_[256];  // <0xXX> ids (-1: none)
+    StringIdMap ids_;           // raw form (bytes when byte-level) -> id
+    std::int32_t single_[256];  // one-byte token ids (-1: none)
+    ByteFallbackIds fallback_;
     bool byte_fallback_, fuse_unk_, ignore_merges_;
     std::int32_t unk_id_ = -1;
     BpeMerges merges_;
 };
 
-BpeModel::BpeModel(const Json& j, const Where& w, bool byte_level) : byte_level_(byte_level) {
+BpeModel::BpeModel(const Json& j, const Where& w, bool byte_level)
+    : byte_level_(byte_level), fallback_([](std::string_view) { return -1; }) {
     if (j.contains("dropout") && !j["dropout"].is_null() && j["dropout"].get<double>() > 0)
         w.at("dropout").fail("BPE dropout is not supported (must be null)");
     for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
@@ -58,12 +57,8 @@ BpeModel::BpeModel(const Json& j, const Where& w, bool byte_level) : byte_level_
         entries_.emplace_back(tok, id.get<std::int32_t>());
         ids_[byte_level ? unmap_byte_level(tok) : tok] = id.get<std::int32_t>();
     }
-    for (int b = 0; b < 256; ++b) {
-        single_[b] = id_of(std::string(1, static_cast<char>(b)));
-        char name[8];
-        std::snprintf(name, sizeof name, "<0x%02X>", b);
-        fallback_[b] = id_of(name);
-    }
+    for (int b = 0; b < 256; ++b) single_[b] = id_of(std::string(1, static_cast<char>(b)));
+    fallback_ = ByteFallbackIds([&](std::string_view name) { return id_of(name); });
     const std::string unk = json_string(j, "unk_token", "", w);
     if (!unk.empty()) {
         unk_id_ = id_of(byte_level ? unmap_byte_level(unk) : unk);
@@ -105,14 +100,7 @@ void BpeModel::read_merges(const Json& merges, const Where& w) {
 
 void BpeModel::unknown_char(std::string_view s, std::vector<std::int32_t>& syms,
                             std::int32_t& pending_unk) const {
-    if (byte_fallback_) {
-        bool all = true;
-        for (char c : s) all = all && fallback_[static_cast<unsigned char>(c)] >= 0;
-        if (all) {
-            for (char c : s) syms.push_back(fallback_[static_cast<unsigned char>(c)]);
-            return;
-        }
-    }
+    if (byte_fallback_ && fallback_.append(s, syms)) return;
     if (unk_id_ < 0) return;  // HF drops the character
     if (pending_unk >= 0 && !fuse_unk_) syms.push_back(pending_unk);
     pending_unk = unk_id_;

@@ -22,6 +22,30 @@ class Model {
     virtual std::vector<std::pair<std::string, std::int32_t>> vocab() const = 0;
 };
 
+// The <0xXX> tokens of a vocabulary, for byte_fallback (BPE and Unigram).
+class ByteFallbackIds {
+  public:
+    // id_of(std::string_view) -> id or -1.
+    template <typename IdOf>
+    explicit ByteFallbackIds(IdOf&& id_of) {
+        static const char* kHex = "0123456789ABCDEF";
+        for (int b = 0; b < 256; ++b) {
+            const char name[7] = {'<', '0', 'x', kHex[b >> 4], kHex[b & 15], '>', 0};
+            ids_[b] = id_of(std::string_view(name, 6));
+        }
+    }
+    // Appends the byte tokens of s when all of them exist; false (nothing appended) otherwise.
+    bool append(std::string_view s, std::vector<std::int32_t>& out) const {
+        for (char c : s)
+            if (ids_[static_cast<unsigned char>(c)] < 0) return false;
+        for (char c : s) out.push_back(ids_[static_cast<unsigned char>(c)]);
+        return true;
+    }
+
+  private:
+    std::int32_t ids_[256];
+};
+
 // byte_level: the pre-tokenizer has ByteLevel, so pieces are raw bytes and the vocabulary is in
 // bytes_to_unicode characters (only BPE supports it).
 std::unique_ptr<Model> parse_model(const Json& j, const Where& w, bool byte_level);

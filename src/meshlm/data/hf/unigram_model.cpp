@@ -3,7 +3,6 @@
 // (found through a byte trie), a character no piece covers costs min_score - 10 as the unknown
 // token; consecutive unknowns are fused; an unknown string becomes its <0xXX> byte tokens when
 // byte_fallback is on and they all exist, else the unk id (none is an error, as in HF).
-#include <cstdio>
 #include <limits>
 #include <unordered_map>
 
@@ -35,7 +34,7 @@ class UnigramModel : public Model {
     std::int32_t unk_id_ = -1;
     double unk_score_ = 0;
     bool byte_fallback_;
-    std::int32_t fallback_[256];
+    ByteFallbackIds fallback_{[](std::string_view) { return -1; }};
 };
 
 UnigramModel::UnigramModel(const Json& j, const Where& w) {
@@ -68,12 +67,10 @@ UnigramModel::UnigramModel(const Json& j, const Where& w) {
     if (unk_id_ >= static_cast<std::int32_t>(pieces_.size()))
         w.at("unk_id").fail(unk_id_, " is outside the vocabulary");
     unk_score_ = min_score - 10.0;
-    for (int b = 0; b < 256; ++b) {
-        char name[8];
-        std::snprintf(name, sizeof name, "<0x%02X>", b);
-        auto it = ids_.find(std::string_view(name));
-        fallback_[b] = it == ids_.end() ? -1 : it->second;
-    }
+    fallback_ = ByteFallbackIds([&](std::string_view name) {
+        auto it = ids_.find(name);
+        return it == ids_.end() ? -1 : it->second;
+    });
 }
 
 std::vector<std::pair<std::string, std::int32_t>> UnigramModel::vocab() const {
@@ -85,14 +82,7 @@ std::vector<std::pair<std::string, std::int32_t>> UnigramModel::vocab() const {
 
 void UnigramModel::emit(std::string_view s, std::vector<std::int32_t>& out) const {
     if (auto it = ids_.find(s); it != ids_.end()) return out.push_back(it->second);
-    if (byte_fallback_) {
-        bool all = true;
-        for (char c : s) all = all && fallback_[static_cast<unsigned char>(c)] >= 0;
-        if (all) {
-            for (char c : s) out.push_back(fallback_[static_cast<unsigned char>(c)]);
-            return;
-        }
-    }
+    if (byte_fallback_ && fallback_.append(s, out)) return;
     if (unk_id_ < 0)
         MESHLM_INVALID("Unigram model: \"", s,
                        "\" is not in the vocabulary and there is no unk_id");
