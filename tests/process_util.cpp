@@ -70,6 +70,13 @@ int mpi_rank_of(pid_t pid) {
     return -1;
 }
 
+bool process_ended(pid_t pid) {
+    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) return true;
+    return stat[close + 2] == 'Z' || stat[close + 2] == 'X';
+}
+
 bool wait_for(const std::function<bool()>& ready, double seconds) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (std::chrono::steady_clock::now() < deadline) {

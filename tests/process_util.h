@@ -30,6 +30,9 @@ std::vector<pid_t> children_of(pid_t parent);
 // The world rank of an MPI rank's process (OMPI_COMM_WORLD_RANK in its environment; -1: none).
 int mpi_rank_of(pid_t pid);
 
+// Whether process `pid` has ended: gone, or a zombie its parent has not collected yet.
+bool process_ended(pid_t pid);
+
 // Polls `ready` every 100 ms for up to `seconds`; whether it became true.
 bool wait_for(const std::function<bool()>& ready, double seconds);
 
