@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 
 pid_t spawn_logged(const std::string& cmd, const std::string& log) {
     // exec (not a child shell that forwards nothing): signals must reach the command itself.
-    const std::string full = "exec " + cmd + " > " + log + " 2>&1";
+    // No stdin: mpirun reads it, and a test run in the background would be stopped (SIGTTIN).
+    const std::string full = "exec " + cmd + " < /dev/null > " + log + " 2>&1";
     const char* argv[] = {"/bin/sh", "-c", full.c_str(), nullptr};
     pid_t pid = -1;
     if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)

@@ -13,7 +13,7 @@
 namespace meshlm::test {
 
 // `cmd` in the background through a shell that execs it (so signals reach the command itself),
-// stdout and stderr to `log`; its pid (-1 if it cannot start).
+// stdin from /dev/null, stdout and stderr to `log`; its pid (-1 if it cannot start).
 pid_t spawn_logged(const std::string& cmd, const std::string& log);
 
 // A child process's exit, collected once.

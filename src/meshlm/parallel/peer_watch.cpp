@@ -61,16 +61,16 @@ namespace {
 
 std::atomic<PeerWatch::State*> g_watch{nullptr};
 
+// One line on stderr (a plain write: no lock another thread may hold), then the exit.
 [[noreturn]] void report_loss(PeerWatch::State& st, int lost, const char* how) {
     const PeerInfo& p = st.peers[static_cast<std::size_t>(lost)];
     const std::string line =
         "error: rank " + std::to_string(st.rank) + "/" + std::to_string(st.size) + ": lost rank " +
         std::to_string(lost) + " (pid " + std::to_string(p.pid) + " on " + p.host + "): " + how +
         " while this rank was in " + describe(rank_activity()) +
-        "; the job cannot go on without it and ends here. Its last checkpoint is intact: run the "
-        "same command with --config.checkpoint.resume=auto (or --resume RUN_DIR) to continue, on "
-        "this layout or another\n";
-    std::fflush(stdout);
+        "; the job cannot go on without it and ends here. The checkpoints written so far are "
+        "intact: run the same command with --config.checkpoint.resume=auto (or --resume RUN_DIR) "
+        "to continue from the last one, on this layout or another\n";
     (void)!write(STDERR_FILENO, line.data(), line.size());
     std::_Exit(kExitLost);
 }

@@ -5,7 +5,7 @@
 // later) or until the collective timeout (MESHLM_COMM_TIMEOUT) passes:
 //
 //   error: rank 0/2: lost rank 1 (pid 4242 on node7): its process ended while this rank was in
-//   all_reduce in training step 5; the job cannot go on without it. ...
+//   all_reduce in training step 5; the job cannot go on without it and ends here. ...
 //
 // How: every rank holds a TCP link to rank 0, made at start-up (parallel/peer_link.h). The
 // kernel closes a process's sockets however it ends, so rank 0 sees a rank's end at once and

@@ -36,16 +36,18 @@ void set_activity_phase(const char* phase) {
     g_phase.store(phase, std::memory_order_relaxed);
 }
 
-ActivityPhase::ActivityPhase(const char* phase)
-    : previous_(g_phase.exchange(phase, std::memory_order_relaxed)) {}
-ActivityPhase::~ActivityPhase() {
-    g_phase.store(previous_, std::memory_order_relaxed);
+template <ActivityLabel L>
+ActivityScope<L>::ActivityScope(const char* label)
+    : previous_((L == ActivityLabel::phase ? g_phase : g_collective)
+                    .exchange(label, std::memory_order_relaxed)) {}
+
+template <ActivityLabel L>
+ActivityScope<L>::~ActivityScope() {
+    (L == ActivityLabel::phase ? g_phase : g_collective)
+        .store(previous_, std::memory_order_relaxed);
 }
 
-ActivityCollective::ActivityCollective(const char* collective)
-    : previous_(g_collective.exchange(collective, std::memory_order_relaxed)) {}
-ActivityCollective::~ActivityCollective() {
-    g_collective.store(previous_, std::memory_order_relaxed);
-}
+template class ActivityScope<ActivityLabel::phase>;
+template class ActivityScope<ActivityLabel::collective>;
 
 }  // namespace meshlm

@@ -27,28 +27,20 @@ std::string describe(const RankActivity& a);
 void set_activity_step(long step);
 void set_activity_phase(const char* phase);
 
-// Sets the phase for a scope (the previous one comes back after it).
-class ActivityPhase {
+// Sets one of the labels for a scope; the previous value comes back after it.
+enum class ActivityLabel { phase, collective };
+template <ActivityLabel L>
+class ActivityScope {
   public:
-    explicit ActivityPhase(const char* phase);
-    ~ActivityPhase();
-    ActivityPhase(const ActivityPhase&) = delete;
-    ActivityPhase& operator=(const ActivityPhase&) = delete;
+    explicit ActivityScope(const char* label);
+    ~ActivityScope();
+    ActivityScope(const ActivityScope&) = delete;
+    ActivityScope& operator=(const ActivityScope&) = delete;
 
   private:
     const char* previous_;
 };
-
-// Marks this rank blocked in a collective for a scope.
-class ActivityCollective {
-  public:
-    explicit ActivityCollective(const char* collective);
-    ~ActivityCollective();
-    ActivityCollective(const ActivityCollective&) = delete;
-    ActivityCollective& operator=(const ActivityCollective&) = delete;
-
-  private:
-    const char* previous_;
-};
+using ActivityPhase = ActivityScope<ActivityLabel::phase>;            // the trainer's phase
+using ActivityCollective = ActivityScope<ActivityLabel::collective>;  // blocked in a collective
 
 }  // namespace meshlm
