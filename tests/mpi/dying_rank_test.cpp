@@ -135,6 +135,7 @@ struct Moment {
     int np, victim;
     std::string fault, held;
     std::map<int, std::string> what;
+    long latest = 4;  // the checkpoint the run resumes from (0: none yet)
 };
 
 class DyingRank : public ::testing::Test {
@@ -173,20 +174,24 @@ void DyingRank::kill_at(const Moment& m) {
     const Ending e = kill_rank(mpirun, pids, m.victim, log);
     expect_loss_reported(e, m.np, m.victim, pids[m.victim], m.what);
     // The previous checkpoint is intact and still the latest; the one cut short never appeared.
-    EXPECT_EQ(latest_checkpoint_step(run), 4) << e.output;
+    EXPECT_EQ(latest_checkpoint_step(run), m.latest) << e.output;
     EXPECT_FALSE(fs::exists(run + "/checkpoints/step_8"));
+    const std::string ckpt = run + "/checkpoints/step_" + std::to_string(m.latest);
 
-    // On another layout, from the step-4 checkpoint: as the uninterrupted run resumed there.
-    const std::string moved = run + "-other";
-    auto r = run_train(m.np == 2 ? 1 : 2, " --resume " + run + "/checkpoints/step_4" +
-                                              other_layout(m.np) + " --config.log.dir=" + moved);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    expect_same_run(reference(m.np, true), moved, m.name + " resumed on another layout");
+    // On another layout, from that checkpoint: as the uninterrupted run resumed there.
+    if (m.latest == 4) {
+        const std::string moved = run + "-other";
+        auto r = run_train(m.np == 2 ? 1 : 2,
+                           " --resume " + ckpt + other_layout(m.np) + " --config.log.dir=" + moved);
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        expect_same_run(reference(m.np, true), moved, m.name + " resumed on another layout");
+    }
     // The same command again (what a scheduler requeues): the uninterrupted run, bitwise.
-    r = run_train(m.np, flags(run, m.np, 0) + " --config.checkpoint.resume=auto");
+    auto r = run_train(m.np, flags(run, m.np, 0) + " --config.checkpoint.resume=auto");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find("continuing from " + run + "/checkpoints/step_4"), std::string::npos)
-        << r.output;
+    // (Killed before its run directory was written, a run simply starts.)
+    if (m.latest > 0)
+        EXPECT_NE(r.output.find("continuing from " + ckpt), std::string::npos) << r.output;
     expect_same_run(reference(m.np, false), run, m.name + " resumed");
 }
 
@@ -225,6 +230,18 @@ TEST_F(DyingRank, MidCheckpoint) {
                       waiting = "all_reduce in checkpoint write \\(step 8\\)";
     kill_at({"ckpt2", 2, 1, hang(1, at), held(1, at), {{0, waiting}}});
     kill_at({"ckpt4", 4, 3, hang(3, at), held(3, at), {{0, waiting}, {1, waiting}, {2, waiting}}});
+}
+
+// Outside the training loop, where a SIGTERM is not a graceful stop: rank 0 waits in a start-up
+// all-reduce when rank 1 dies, and mpirun's SIGTERM must not end it before it says why.
+TEST_F(DyingRank, InStartUp) {
+    kill_at({"start2",
+             2,
+             1,
+             hang(1, "train_start"),
+             held(1, "train_start"),
+             {{0, "all_reduce in start-up"}},
+             0});
 }
 
 // 20 SIGKILLs of a random rank at seeded-random moments (from start-up on; in a step, a

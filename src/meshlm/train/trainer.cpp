@@ -200,6 +200,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             else if (!job.replace_run)
                 check_run_dir_free(job.run_dir, job.model.init_from);
         });
+    fault_point(world.rank(), "train_start");
     throw_if_any_failed(world, refused, "");
     TrainResult result;
     result.final_val_loss = std::numeric_limits<float>::quiet_NaN();
