@@ -75,7 +75,7 @@ std::atomic<PeerWatch::State*> g_watch{nullptr};
     std::_Exit(kExitLost);
 }
 
-// The hub lost a spoke: it tells the others which, then reports.
+// A link ended without a word: the hub first tells the other spokes which rank it was.
 [[noreturn]] void on_loss(PeerWatch::State& st, int lost, const char* how) {
     if (st.hub()) {
         char msg[5] = {kLost};
