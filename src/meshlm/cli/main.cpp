@@ -14,6 +14,7 @@
 #include "meshlm/core/omp_wait_policy.h"
 #include "meshlm/core/signal_thread.h"
 #include "meshlm/parallel/failure.h"
+#include "meshlm/parallel/peer_watch.h"
 #include "meshlm/parallel/world.h"
 
 namespace {
@@ -27,8 +28,10 @@ int main(int argc, char** argv) {
     meshlm::start_signal_thread();  // before any other thread: they inherit its signal mask
     meshlm::MpiGuard mpi;           // MPI only when a launcher started us
     std::unique_ptr<meshlm::Comm> world;
+    std::unique_ptr<meshlm::PeerWatch> watch;  // ends this rank at once if another is lost
     try {
         world = meshlm::make_world_comm(mpi);
+        watch = std::make_unique<meshlm::PeerWatch>(*world);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return kExitFailure;

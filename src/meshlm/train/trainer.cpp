@@ -33,6 +33,7 @@
 #include "meshlm/parallel/fault.h"
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/mesh.h"
+#include "meshlm/parallel/rank_activity.h"
 #include "meshlm/parallel/threads.h"
 #include "meshlm/train/all_ranks.h"
 #include "meshlm/train/checkpoint.h"
@@ -214,6 +215,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             else if (!job.replace_run)
                 check_run_dir_free(job.run_dir, job.model.init_from);
         });
+    fault_point(world.rank(), "train_start");
     throw_if_any_failed(world, refused, "");
     TrainResult result;
     result.final_val_loss = std::numeric_limits<float>::quiet_NaN();
@@ -333,6 +335,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const bool live = writer && ::isatty(STDOUT_FILENO);
     auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt,
                             const char* what) {
+        ActivityPhase phase(what);
         LoaderOptions opt = train_opt;
         opt.shuffle = false;
         auto val = DataLoader::open_split(data_dir, "val", opt);
@@ -446,6 +449,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     // Writes the checkpoint of `step`; false when it failed and checkpoint.on_error=continue
     // (`must`: the run stops after it anyway, so a failure always throws).
     auto save_checkpoint = [&](long step, bool must) {
+        ActivityPhase phase("checkpoint write");
         TrainerState st;
         st.step = step;
         st.tokens_seen = tokens_seen;
@@ -622,6 +626,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             copy_row_chunk(batch_tok, accum * B, T, chunk, U, tokens.data());
             copy_row_chunk(batch_tgt, accum * B, T, chunk, U, targets.data());
         }
+        set_activity_step(step + 1);
+        set_activity_phase("training step");
         fault_point(world.rank(), "train_step", step + 1);
         mesh.reset_bytes_sent();
         // Dropout masks follow each row's place in the global batch (this rank's rows come
@@ -784,6 +790,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         return result;
     }
     // Every rank writes its chunk in place: no rank gathers the model.
+    set_activity_phase("final weights write");
     write_final_weights(mesh, learner, job.model, weights_path, weights_meta);
     out << "saved " << weights_path << " (written by all " << world.size() << " ranks)\n";
     if (writer && job.on_finish) {  // the sample: rank 0 reads the model back
