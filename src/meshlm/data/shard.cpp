@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -106,10 +107,12 @@ ShardReader::ShardReader(const std::string& path) : path_(path) {
     }
     Header h;
     std::memcpy(&h, map_, sizeof(h));
+    // The message first: its values may be references into the mapping.
     auto fail = [&](auto&&... why) {
+        const std::string msg = detail::concat("token shard ", path, " ", why...);
         ::munmap(map_, map_bytes_);
         map_ = nullptr;
-        MESHLM_INVALID("token shard ", path, " ", why...);
+        throw InvalidInput(msg);
     };
     if (std::memcmp(h.magic, kMagic, 8) != 0)
         fail("is not a meshlm token shard (bad magic; prepare data with `meshlm prepare`)");
@@ -167,12 +170,32 @@ std::int32_t ShardReader::token(std::uint64_t i) const {
 void ShardReader::copy_tokens(std::uint64_t begin, std::uint64_t n, std::int32_t* out) const {
     MESHLM_CHECK(begin + n <= n_tokens_, "tokens [", begin, ", ", begin + n, ") outside ", path_,
                  " (", n_tokens_, " tokens)");
+    // A token outside the vocabulary (a corrupt shard) would be read past the embedding table.
+    std::uint32_t largest = 0;
     if (token_bytes_ == 2) {
         const auto* p = reinterpret_cast<const std::uint16_t*>(tokens_) + begin;
-        for (std::uint64_t i = 0; i < n; ++i) out[i] = p[i];
+        for (std::uint64_t i = 0; i < n; ++i) {
+            out[i] = p[i];
+            largest = std::max<std::uint32_t>(largest, p[i]);
+        }
     } else {
         const auto* p = reinterpret_cast<const std::uint32_t*>(tokens_) + begin;
-        for (std::uint64_t i = 0; i < n; ++i) out[i] = static_cast<std::int32_t>(p[i]);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            out[i] = static_cast<std::int32_t>(p[i]);
+            largest = std::max(largest, p[i]);
+        }
+    }
+    if (n > 0 && largest >= static_cast<std::uint32_t>(vocab_size_)) {
+        const std::uint64_t at =
+            begin + static_cast<std::uint64_t>(
+                        std::find_if(out, out + n,
+                                     [&](std::int32_t t) {
+                                         return static_cast<std::uint32_t>(t) >=
+                                                static_cast<std::uint32_t>(vocab_size_);
+                                     }) -
+                        out);
+        MESHLM_INVALID("token shard ", path_, " holds token ", token(at), " at position ", at,
+                       ", outside its vocabulary of ", vocab_size_, " (a corrupt shard)");
     }
 }
 
