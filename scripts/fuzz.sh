@@ -3,9 +3,10 @@
 #   scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]   build fuzz_TARGET, fuzz it for SECONDS
 #   scripts/fuzz.sh TARGET 0 [flags...]                   build it, then just run the corpus
 #   scripts/fuzz.sh --list                                the targets
-# The build (build-fuzz/): clang++-14, -DMESHLM_SANITIZE=address (ASan + UBSan, as
-# scripts/sanitize/run.sh) and -DMESHLM_FUZZ=ON (libFuzzer coverage on every source), only the
-# target asked for. The run starts from fuzz/corpus/TARGET (the seeds) and fuzz/regressions/TARGET
+# The build: the ordinary g++ build's library first (build/, meshlm_lib only), then build-fuzz/:
+# clang++-14, -DMESHLM_SANITIZE=address (ASan + UBSan, as scripts/sanitize/run.sh) and
+# -DMESHLM_FUZZ=ON (libFuzzer coverage) on the parsers' sources and the kernels, linked with the
+# rest of build/'s library (cmake/fuzz.cmake), only the target asked for. The run starts from fuzz/corpus/TARGET (the seeds) and fuzz/regressions/TARGET
 # (inputs of crashes found and fixed); new inputs go to build-fuzz/corpus/TARGET, a crash, leak,
 # timeout (-timeout 10 s) or allocation over 512 MB (-malloc_limit_mb) to fuzz/crashes/TARGET/.
 # The libFuzzer flags given replace none of these; later ones win (e.g. -runs=1000000 -jobs=1).
@@ -37,6 +38,8 @@ command -v clang++-14 >/dev/null || {
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+[ -f build/CMakeCache.txt ] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
+nice -n 15 cmake --build build -j "${MESHLM_FUZZ_JOBS:-2}" --target meshlm_lib
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHLM_SANITIZE=address -DMESHLM_FUZZ=ON \
   -DMESHLM_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null

@@ -75,7 +75,8 @@ SafetensorsEntry parse_entry(const nlohmann::json& e, const std::string& path,
         const std::uint64_t n = d.get<std::uint64_t>();
         if (n > data_size || (n > 0 && bytes > data_size / n))
             MESHLM_INVALID(path, ": tensor '", name, "' ", shape.dump(),
-                           " is larger than the data section (", data_size, " bytes)");
+                           " is larger than the data section (", data_size,
+                           " bytes): truncated file?");
         bytes *= n;
         entry.shape.dims[entry.shape.ndim++] = static_cast<std::int64_t>(n);
     }
