@@ -121,7 +121,7 @@ ShardReader::ShardReader(const std::string& path) : path_(path) {
              " (re-run `meshlm prepare`)");
     if (h.token_bytes != 2 && h.token_bytes != 4)
         fail("has invalid token width ", h.token_bytes, " bytes");
-    if (h.vocab_size == 0 || h.eot_id >= h.vocab_size ||
+    if (h.vocab_size == 0 || h.vocab_size > INT32_MAX || h.eot_id >= h.vocab_size ||
         static_cast<int>(h.token_bytes) != shard_token_bytes(static_cast<int>(h.vocab_size)))
         fail("has an inconsistent header (vocab_size ", h.vocab_size, ", eot_id ", h.eot_id,
              ", token width ", h.token_bytes, ")");
