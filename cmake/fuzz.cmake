@@ -4,13 +4,13 @@
 # build-fuzz/fuzz/fuzz_<target>. Without it, the same target sources are built into one replay
 # driver that the test suite runs (fuzz/CMakeLists.txt).
 #
-# What clang builds: the kernels and the parsers' own sources (MESHLM_FUZZ_SOURCES_REGEX), with
-# coverage (-fsanitize=fuzzer-no-link), ASan and UBSan. The rest of the library -- model,
-# engine, optimizer, trainer, the code the parsers hand their results to -- comes uninstrumented
-# from the ordinary g++ build's libmeshlm_lib.a (MESHLM_FUZZ_GXX_BUILD, build/ by default;
-# scripts/fuzz.sh builds it first): a sixth of the sources for clang to compile, and libFuzzer's
-# coverage counts the parsers only. The two archives are linked as one group, the clang objects
-# first, so a parser's symbols come from its instrumented object.
+# What clang builds: the parsers' own sources (MESHLM_FUZZ_SOURCES_REGEX, 31 files), with
+# coverage (-fsanitize=fuzzer-no-link), ASan and UBSan. The rest -- kernels, model, engine,
+# optimizer, trainer, the code the parsers hand their results to -- comes uninstrumented from the
+# ordinary g++ build's libmeshlm_lib.a and libmeshlm_kernels.a (MESHLM_FUZZ_GXX_BUILD, build/ by
+# default; scripts/fuzz.sh builds them first): an eighth of the sources for clang to compile, and
+# libFuzzer's coverage counts the parsers only. The archives are linked as one group, the clang
+# objects first, so a parser's symbols come from its instrumented object.
 option(MESHLM_FUZZ "Build the libFuzzer targets of fuzz/ (clang, with MESHLM_SANITIZE=address)" OFF)
 
 if(MESHLM_FUZZ)
@@ -32,10 +32,12 @@ if(MESHLM_FUZZ)
   string(JOIN "" MESHLM_FUZZ_SOURCES_REGEX ${MESHLM_FUZZ_SOURCES_REGEX})
   set(MESHLM_FUZZ_GXX_BUILD "${PROJECT_SOURCE_DIR}/build" CACHE PATH
       "The g++ build whose libmeshlm_lib.a supplies the uninstrumented rest of the library")
-  if(NOT EXISTS "${MESHLM_FUZZ_GXX_BUILD}/libmeshlm_lib.a")
-    message(FATAL_ERROR "MESHLM_FUZZ: ${MESHLM_FUZZ_GXX_BUILD}/libmeshlm_lib.a not found; build "
-                        "meshlm_lib there first (scripts/fuzz.sh does)")
-  endif()
+  foreach(lib libmeshlm_lib.a libmeshlm_kernels.a)
+    if(NOT EXISTS "${MESHLM_FUZZ_GXX_BUILD}/${lib}")
+      message(FATAL_ERROR "MESHLM_FUZZ: ${MESHLM_FUZZ_GXX_BUILD}/${lib} not found; build "
+                          "meshlm_lib there first (scripts/fuzz.sh does)")
+    endif()
+  endforeach()
   add_library(meshlm_gxx_lib STATIC IMPORTED)
   set_target_properties(meshlm_gxx_lib PROPERTIES
                         IMPORTED_LOCATION "${MESHLM_FUZZ_GXX_BUILD}/libmeshlm_lib.a")
