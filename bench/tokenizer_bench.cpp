@@ -1,4 +1,5 @@
-// Tokenizer encode throughput, one thread: meshlm's byte-level BPE on a corpus of documents.
+// Tokenizer encode throughput, one thread: a meshlm tokenizer (a .tiktoken rank file or a
+// tokenizer.json through the HF pipeline) on a corpus of documents.
 //   tokenizer_bench SPEC CORPUS [--sep LINE] [--repeat N]
 // Documents are separated by lines equal to --sep (default "%", the fortunes format). Prints
 // MB/s and tokens; bench/tokenizer_bench.sh runs it next to HF tokenizers and tiktoken.
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "meshlm/data/bpe_tokenizer.h"
+#include "meshlm/data/hf/hf_tokenizer.h"
 #include "meshlm/data/tokenizer.h"
 
 int main(int argc, char** argv) {
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
             bytes += line.size() + 1;
         }
         auto* bpe = dynamic_cast<meshlm::BpeTokenizer*>(tok.get());
+        auto* hf = dynamic_cast<meshlm::HfTokenizer*>(tok.get());
         std::vector<std::int32_t> ids;
         double best = 1e30;
         std::size_t n_tokens = 0;
@@ -51,6 +54,8 @@ int main(int argc, char** argv) {
                 ids.clear();
                 if (bpe)
                     bpe->encode_ordinary_into(d, ids);
+                else if (hf)
+                    hf->encode_into(d, ids);
                 else
                     ids = tok->encode(d);
                 n_tokens += ids.size();

@@ -4,7 +4,7 @@
 # build-fuzz/fuzz/fuzz_<target>. Without it, the same target sources are built into one replay
 # driver that the test suite runs (fuzz/CMakeLists.txt).
 #
-# What clang builds: the parsers' own sources (MESHLM_FUZZ_SOURCES_REGEX, 31 files), with
+# What clang builds: the parsers' own sources (MESHLM_FUZZ_SOURCES_REGEX), with
 # coverage (-fsanitize=fuzzer-no-link), ASan and UBSan. The rest -- kernels, model, engine,
 # optimizer, trainer, the code the parsers hand their results to -- comes uninstrumented from the
 # ordinary g++ build's libmeshlm_lib.a and libmeshlm_kernels.a (MESHLM_FUZZ_GXX_BUILD, build/ by
@@ -26,7 +26,7 @@ if(MESHLM_FUZZ)
       "/cli/(config|overrides|suggest|validators|yaml_documents)\\.cpp$"
       "|/io/safetensors(_set)?\\.cpp$"
       "|/data/(tokenizer|bpe_tokenizer|byte_tokenizer_json|spm_tokenizer|pretokenize)\\.cpp$"
-      "|/data/(shard|loader|prepare|corpus_reader|chat_template)\\.cpp$|/data/jinja/"
+      "|/data/(shard|loader|prepare|corpus_reader|chat_template)\\.cpp$|/data/(jinja|hf)/"
       "|/train/(checkpoint|shard_format)\\.cpp$"
       "|/infer/(server|http_front|request_fields|chat_request)\\.cpp$")
   string(JOIN "" MESHLM_FUZZ_SOURCES_REGEX ${MESHLM_FUZZ_SOURCES_REGEX})

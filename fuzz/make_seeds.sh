@@ -33,6 +33,9 @@ cp $fx/hf_llama_tiny_sharded/model.safetensors.index.json "$out/safetensors_inde
 
 # tokenizer_json: every tokenizer.json fixture.
 cp $fx/tokenizers/*.json "$out/tokenizer_json/"
+for f in $fx/tokenizers/hf/*.json; do  # every family: BPE, WordPiece, Unigram, normalizers
+  [ "$(basename "$f")" = expected.json ] || cp "$f" "$out/tokenizer_json/hf_$(basename "$f")"
+done
 # tiktoken: the first ranks of GPT-2's (the whole file is 836 KB).
 head -n 400 $fx/tokenizers/gpt2.tiktoken >"$out/tiktoken/gpt2_head.tiktoken"
 head -n 40 $fx/tokenizers/gpt2.tiktoken >"$out/tiktoken/gpt2_head40.tiktoken"

@@ -2,7 +2,9 @@
 # Two-"host" data-parallel run on one machine: two network namespaces (meshlm-h1, meshlm-h2)
 # joined by a veth pair, one rank in each, Open MPI over TCP only. Checks that the ranks sat
 # in different namespaces, that the losses equal one process with the same global batch, and
-# that the veth carried at least the all-reduce bytes. Tears everything down on exit.
+# that the veth carried at least the all-reduce bytes; then that a rank killed in one namespace
+# is reported at once by the rank in the other (parallel/peer_watch.h), both ways. Tears
+# everything down on exit.
 # Usage (root): scripts/netns_mpi.sh [path/to/meshlm]    Exit 77: cannot run here (skip).
 set -euo pipefail
 
@@ -68,7 +70,7 @@ printf '%s slots=1\n%s slots=1\n' "$ns1" "$ns2" >"$work/hosts"
 # Each rank reports where it runs, then becomes meshlm.
 cat >"$work/rank.sh" <<'EOF'
 #!/bin/sh
-echo "rank $OMPI_COMM_WORLD_RANK: host $(hostname) netns $(ip netns identify $$) $(readlink /proc/self/ns/net) addr $(ip -o -4 addr show scope global | awk '{print $2, $4}')"
+echo "rank $OMPI_COMM_WORLD_RANK: host $(hostname) netns $(ip netns identify $$) $(readlink /proc/self/ns/net) addr $(ip -o -4 addr show scope global | awk '{print $2, $4}') pid $$"
 exec "$@"
 EOF
 chmod +x "$work/rank.sh"
@@ -85,19 +87,26 @@ counters() {  # "rx tx" bytes of a veth end, as `ip -s link` reports them
 }
 read -r rx0 tx0 < <(counters "$ns1" "$if1")
 
-start=$(date +%s%N)
 # mpirun itself runs in meshlm-h1 (as a login node would); only TCP between the namespaces:
 # no shared memory (vader), and both the MPI traffic (btl) and the launch channel (oob) on the
 # veth subnet.
 # shellcheck disable=SC2016  # expanded by the inner sh
-ip netns exec "$ns1" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$ns1" \
-  env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-  timeout -s KILL 120 mpirun --hostfile "$work/hosts" -np 2 --map-by node \
-  --mca plm_rsh_agent "$work/agent.sh" \
-  --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 \
-  -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=PASSIVE -x MESHLM_COMM_TIMEOUT=60 \
-  "$work/rank.sh" "$meshlm" train "${flags[@]}" --config.train.batch_size=2 \
-  --config.parallel.data=2 "--config.log.dir=$work/dp2" >"$work/dp2.log" 2>&1 ||
+launch() {  # launch LOG ENV... -- FLAGS...: 2 ranks, one per namespace
+  local log=$1; shift
+  local env=()
+  while [ "$1" != -- ]; do env+=(-x "$1"); shift; done
+  shift
+  ip netns exec "$ns1" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$ns1" \
+    env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    timeout -s KILL 120 mpirun --hostfile "$work/hosts" -np 2 --map-by node \
+    --mca plm_rsh_agent "$work/agent.sh" \
+    --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 \
+    -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=PASSIVE -x MESHLM_COMM_TIMEOUT=60 "${env[@]}" \
+    "$work/rank.sh" "$meshlm" train "${flags[@]}" --config.train.batch_size=2 \
+    --config.parallel.data=2 "$@" </dev/null >"$log" 2>&1
+}
+start=$(date +%s%N)
+launch "$work/dp2.log" -- "--config.log.dir=$work/dp2" ||
   { cat "$work/dp2.log"; die "the two-namespace mpirun failed"; }
 ms=$((($(date +%s%N) - start) / 1000000))
 read -r rx1 tx1 < <(counters "$ns1" "$if1")
@@ -139,3 +148,27 @@ fi
 
 echo "netns_mpi: OK: 2 ranks in $ns1 ($ip1) and $ns2 ($ip2), TCP over veth, $steps steps in $((ms / 1000)).$((ms % 1000 / 100)) s (launch included)"
 echo "netns_mpi: $if1 tx $dtx B, rx $drx B; the all-reduces need $need B each way ($((need / steps)) B/step)"
+
+# A lost rank across "hosts" (parallel/peer_watch.h): rank VICTIM is held at step 5 and killed;
+# the other, in the other namespace, must end at once naming it, its pid and its host.
+lose() {
+  local victim=$1 other=$((1 - $1)) log="$work/lost$1.log"
+  launch "$log" MESHLM_FAULT_RANK="$victim" MESHLM_FAULT_AT=train_step:5 MESHLM_FAULT_KIND=hang -- \
+    --config.train.steps=1000 "--config.log.dir=$work/lost$victim" &
+  local job=$! i pid
+  for i in $(seq 600); do grep -q "hangs at train_step:5" "$log" 2>/dev/null && break; sleep 0.1; done
+  pid=$(sed -n "s/^rank $victim: .* pid \([0-9]*\)$/\1/p" "$log")
+  [ -n "$pid" ] || { cat "$log"; die "rank $victim did not start"; }
+  sleep 0.5
+  local t0; t0=$(date +%s%N)
+  kill -9 "$pid"
+  wait "$job" || true
+  local took=$((($(date +%s%N) - t0) / 1000000))
+  local host; host=$([ "$victim" = 0 ] && echo "$ns1" || echo "$ns2")
+  grep -q "error: rank $other/2: lost rank $victim (pid $pid on $host): its process ended.* while this rank was in .*training step 5" "$log" ||
+    { cat "$log"; die "rank $other did not report the loss of rank $victim"; }
+  [ "$took" -lt 30000 ] || die "the job took $took ms to end after the loss of rank $victim"
+  echo "netns_mpi: OK: rank $victim ($host) killed; rank $other reported it, the job ended in $took ms"
+}
+lose 1
+lose 0

@@ -12,6 +12,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libzstd-dev      # .gz / .zst corpora (meshlm prepare)
   libsentencepiece-dev        # SentencePiece .model tokenizers and spm-* train-tokenizer
+  libpcre2-dev                # tokenizer.json pre-tokenizer and normalizer regexes
   libcairo2-dev               # the coordinate check's plots (SVG and PNG)
   openmpi-bin libopenmpi-dev  # distributed runs (mpirun)
   libcpp-httplib-dev          # meshlm serve's HTTP server (cpp-httplib)

@@ -9,6 +9,7 @@
 #include "meshlm/data/bpe_tokenizer.h"
 #include "meshlm/data/bpe_trainer.h"
 #include "meshlm/data/corpus_reader.h"
+#include "meshlm/data/hf/hf_tokenizer.h"
 #include "test_util.h"
 
 namespace meshlm {
@@ -36,7 +37,7 @@ TEST(BpeTrainer, EncodesLikeHfTokenizers) {
     const std::string dir = test::temp_dir("bpe_trainer");
     const std::string path = dir + "/tokenizer.json";
     std::ofstream(path, std::ios::binary) << train_json(2);
-    auto tok = BpeTokenizer::from_hf_json(path);
+    auto tok = HfTokenizer::from_file(path);
     EXPECT_EQ(tok->vocab_size(), 400);
     EXPECT_EQ(tok->eot_id(), 0);
 

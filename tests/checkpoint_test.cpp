@@ -4,7 +4,6 @@
 // storm of kills), model.init_from, and checkpoints opened by sample / eval.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,9 +18,8 @@
 #include <thread>
 
 #include "meshlm/io/safetensors.h"
+#include "process_util.h"
 #include "test_util.h"
-
-extern char** environ;
 
 namespace meshlm {
 namespace {
@@ -253,19 +251,6 @@ TEST_F(Checkpoint, AutoResumeContinuesTheLatestCheckpoint) {
     EXPECT_EQ(first_line(a + "/checkpoints/latest"), "step_9");
 }
 
-// Runs the trainer in the background (output to a file) and returns its pid.
-pid_t spawn_train(const std::string& cmd, const std::string& log) {
-    std::string full = cmd + " > " + log + " 2>&1";
-    const char* argv[] = {"/bin/sh", "-c", full.c_str(), nullptr};
-    pid_t pid;
-    // exec (not a child shell that forwards nothing): signals must reach meshlm itself.
-    full = "exec " + full;
-    argv[2] = full.c_str();
-    if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
-        return -1;
-    return pid;
-}
-
 // Waits until `path` holds at least `lines` lines (or 60 s pass).
 bool wait_for_lines(const std::string& path, std::size_t lines) {
     for (int i = 0; i < 600; ++i) {
@@ -288,11 +273,12 @@ std::size_t line_count(const std::string& path) {
 ::testing::AssertionResult kill_before_first_checkpoint(const std::string& flags,
                                                         const std::string& run,
                                                         const std::string& log) {
-    const pid_t pid = spawn_train(test::meshlm_binary() + " train" + flags +
-                                      " --config.train.steps=100000"
-                                      " --config.checkpoint.interval=100000 --config.log.dir=" +
-                                      run,
-                                  log);
+    const pid_t pid =
+        test::spawn_logged(test::meshlm_binary() + " train" + flags +
+                               " --config.train.steps=100000"
+                               " --config.checkpoint.interval=100000 --config.log.dir=" +
+                               run,
+                           log);
     if (pid <= 0) return ::testing::AssertionFailure() << "cannot start meshlm";
     const bool logged = wait_for_lines(run + "/metrics.jsonl", 2);
     kill(pid, SIGKILL);
@@ -357,40 +343,6 @@ TEST_F(Checkpoint, AutoResumeWithoutACheckpointRefusesAnotherRun) {
     EXPECT_EQ(test::read_file(b + "/model.safetensors"), weights);
 }
 
-// A child process's exit, collected once.
-struct Child {
-    pid_t pid = -1;
-    int status = 0;
-    bool done = false;
-    bool exited() {
-        if (!done && waitpid(pid, &status, WNOHANG) == pid) done = true;
-        return done;
-    }
-    void kill_and_wait() {
-        if (done) return;
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        done = true;
-    }
-};
-
-// The step of run's latest checkpoint (0: none).
-long latest_step(const std::string& run) {
-    const std::string name = first_line(run + "/checkpoints/latest");
-    return name.rfind("step_", 0) == 0 ? std::stol(name.substr(5)) : 0;
-}
-
-// The last step a trainer's own output shows done (0: none yet). Its metrics.jsonl would not
-// do: until a resume trims it, it still holds the steps the killed start logged.
-long last_step_done(const std::string& log) {
-    static const std::regex re("step +([0-9]+)/[0-9]+ \\| loss");
-    const std::string text = test::read_file(log);
-    long last = 0;
-    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it)
-        last = std::stol((*it)[1]);
-    return last;
-}
-
 // A preempted job requeued again and again: 20 SIGKILLs at seeded-random moments from the first
 // step on (some before the first checkpoint, some while one is written), each followed by the
 // same command with checkpoint.resume=auto, then a run to the end. Each restart continues the
@@ -409,8 +361,8 @@ TEST_F(Checkpoint, AutoResumeSurvivesAKillStormFromTheFirstStep) {
     int before_first = 0, restarted = 0, continued = 0;
     for (int n = 0; n < 20; ++n) {
         const std::string log = dir_ + "/storm" + std::to_string(n) + ".log";
-        const long from = latest_step(run);
-        Child child{spawn_train(cmd + run, log)};
+        const long from = test::latest_checkpoint_step(run);
+        test::Child child{test::spawn_logged(cmd + run, log)};
         ASSERT_GT(child.pid, 0);
         // The moment: k = 0, a random time in start-up (cut short by a first step); else just
         // after step from + k is done, a random fraction of a step later (in the next step, or
@@ -422,7 +374,7 @@ TEST_F(Checkpoint, AutoResumeSurvivesAKillStormFromTheFirstStep) {
         const auto deadline =
             std::chrono::steady_clock::now() +
             (k == 0 ? std::chrono::milliseconds(rng() % 300) : std::chrono::milliseconds(60000));
-        while (last_step_done(log) < from + std::max(k, 1L) && !child.exited() &&
+        while (test::last_step_logged(log) < from + std::max(k, 1L) && !child.exited() &&
                std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         if (k > 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 10000));
@@ -431,9 +383,9 @@ TEST_F(Checkpoint, AutoResumeSurvivesAKillStormFromTheFirstStep) {
         const std::string out = test::read_file(log);
         restarted += out.find("stopped before its first checkpoint") != std::string::npos;
         continued += out.find("checkpoint.resume=auto: continuing from") != std::string::npos;
-        before_first += latest_step(run) == 0;
+        before_first += test::latest_checkpoint_step(run) == 0;
     }
-    ASSERT_LT(latest_step(run), kSteps - 2) << "the storm nearly finished the run";
+    ASSERT_LT(test::latest_checkpoint_step(run), kSteps - 2) << "the storm nearly finished the run";
     auto r = test::run_command(cmd + run);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_GE(before_first, 2);
@@ -447,11 +399,12 @@ TEST_F(Checkpoint, AutoResumeSurvivesAKillStormFromTheFirstStep) {
 TEST_F(Checkpoint, SignalWritesACheckpointAndExitsZero) {
     for (int sig : {SIGINT, SIGTERM}) {
         const std::string a = dir_ + "/sig" + std::to_string(sig);
-        pid_t pid = spawn_train(test::meshlm_binary() + " train" + flags_ +
-                                    " --config.train.steps=100000 --config.checkpoint.interval=0"
-                                    " --config.log.dir=" +
-                                    a,
-                                dir_ + "/log");
+        pid_t pid =
+            test::spawn_logged(test::meshlm_binary() + " train" + flags_ +
+                                   " --config.train.steps=100000 --config.checkpoint.interval=0"
+                                   " --config.log.dir=" +
+                                   a,
+                               dir_ + "/log");
         ASSERT_GT(pid, 0);
         ASSERT_TRUE(wait_for_lines(a + "/metrics.jsonl", 3));
         kill(pid, sig);
@@ -480,13 +433,13 @@ TEST_F(Checkpoint, SecondSignalExitsAtOnce) {
     // (The two are sent apart: a signal that is still pending when the same one arrives is
     // merged with it.)
     const std::string a = dir_ + "/a";
-    pid_t pid = spawn_train(test::meshlm_binary() + " train" + flags_ +
-                                " --config.model.d_model=128 --config.model.n_head=4"
-                                " --config.model.max_seq_len=128 --config.train.seq_len=128"
-                                " --config.train.batch_size=64 --config.train.steps=100000"
-                                " --config.checkpoint.interval=0 --config.log.dir=" +
-                                a,
-                            dir_ + "/log");
+    pid_t pid = test::spawn_logged(test::meshlm_binary() + " train" + flags_ +
+                                       " --config.model.d_model=128 --config.model.n_head=4"
+                                       " --config.model.max_seq_len=128 --config.train.seq_len=128"
+                                       " --config.train.batch_size=64 --config.train.steps=100000"
+                                       " --config.checkpoint.interval=0 --config.log.dir=" +
+                                       a,
+                                   dir_ + "/log");
     ASSERT_GT(pid, 0);
     ASSERT_TRUE(wait_for_lines(a + "/metrics.jsonl", 2));
     kill(pid, SIGINT);

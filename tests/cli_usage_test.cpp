@@ -69,6 +69,33 @@ TEST(CliUsage, VersionSaysCommitCudaCpuFeaturesOnednnAndMpi) {
     EXPECT_TRUE(std::regex_search(r.output, std::regex("\nMPI: [A-Za-z].*[0-9]"))) << r.output;
 }
 
+// The OpenMP wait policy (core/omp_wait_policy.h): meshlm's short spin unless the user chose
+// one, and libgomp itself runs with it (it reads the variable once, when it loads).
+TEST(CliUsage, OpenMpSpinsBrieflyUnlessTheUserChoseAPolicy) {
+    const std::string clean =
+        "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u MESHLM_DEFAULT_WAIT_POLICY ";
+    auto r = test::run_command(clean + "OMP_DISPLAY_ENV=VERBOSE " + MESHLM_BINARY + " --version");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("\nOpenMP wait: GOMP_SPINCOUNT=300 (meshlm's default)\n"),
+              std::string::npos)
+        << r.output;
+    // libgomp prints its settings each time it loads: last in the image that ran main.
+    const auto last = r.output.rfind("GOMP_SPINCOUNT = '");
+    ASSERT_NE(last, std::string::npos) << r.output;
+    EXPECT_EQ(r.output.substr(last, 23), "GOMP_SPINCOUNT = '300'\n") << r.output;
+
+    r = test::run_command(clean + "OMP_WAIT_POLICY=PASSIVE " + MESHLM_BINARY + " --version");
+    EXPECT_NE(r.output.find("\nOpenMP wait: OMP_WAIT_POLICY=PASSIVE (from the environment)"),
+              std::string::npos)
+        << r.output;
+    r = test::run_command(clean + "GOMP_SPINCOUNT=7 OMP_DISPLAY_ENV=VERBOSE " + MESHLM_BINARY +
+                          " --version");
+    EXPECT_NE(r.output.find("\nOpenMP wait: GOMP_SPINCOUNT=7 (from the environment)"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("GOMP_SPINCOUNT = '300"), std::string::npos) << r.output;
+}
+
 TEST(CliUsage, EveryCommandChecksConfigOverrides) {
     const std::string dir = test::temp_dir("overrides");
     // Each command with what it needs to parse; the override is checked before anything is read.

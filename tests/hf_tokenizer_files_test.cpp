@@ -18,6 +18,7 @@
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/io/hf_model.h"
 #include "meshlm/model/transformer_layout.h"
+#include "serve_fixture.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -130,12 +131,13 @@ TEST(HfTokenizerFiles, ByteRunRoundTrips) {
 }
 
 // A GPT-2 shaped HF directory of vocab 512 with `tokenizer` (a tokenizer.json) beside it.
-std::string write_hf_gpt2(const std::string& dir, const std::string& tokenizer) {
+std::string write_hf_gpt2(const std::string& dir, const std::string& tokenizer,
+                          int vocab_size = 512) {
     ModelConfig m;
     m.n_layer = 1;
     m.d_model = 16;
     m.n_head = 2;
-    m.vocab_size = 512;
+    m.vocab_size = vocab_size;
     m.max_seq_len = 32;
     const ParamLayout layout = transformer_layout(m);
     Buffer<float> params(layout.total());
@@ -192,6 +194,35 @@ TEST(HfTokenizerFiles, BpeRunGetsItsSpecialTokens) {
     EXPECT_FALSE(cfg.contains("split_special_tokens"));
     EXPECT_EQ(json::parse(test::read_file(tmp + "/hf2/generation_config.json"))["eos_token_id"], 0);
     expect_transformers_agree(tmp + "/hf2", tmp + "/run/tokenizer.json", "<|endoftext|>", 0);
+}
+
+// A Llama-3 style tokenizer puts BOS before a document (its post-processor's template): a text
+// prompt of `/v1/completions` gets it, as in transformers and vLLM; `/tokenize` adds it when
+// asked (`add_special_tokens`).
+TEST(HfTokenizerFiles, TextPromptsGetTheTokenizersBos) {
+    const std::string tmp = test::temp_dir("hf_tok_bos");
+    write_hf_gpt2(tmp + "/hf", test::fixture("tokenizers/hf/llama3.json"), 900);
+    auto r = convert("--from hf --to meshlm " + tmp + "/hf " + tmp + "/run");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ServeProcess server(tmp + "/run", "", tmp + "/serve.log");
+    ASSERT_GT(server.port(), 0);
+    const auto post = [&](const std::string& path, const std::string& body) {
+        auto res = test::run_command("curl -s " + server.url() + path +
+                                     " -H 'Content-Type: application/json' -d '" + body + "'");
+        EXPECT_EQ(res.exit_code, 0) << res.output;
+        return json::parse(res.output);
+    };
+    const json plain = post("/tokenize", R"({"prompt": "Hello world"})");
+    const json with_bos =
+        post("/tokenize", R"({"prompt": "Hello world", "add_special_tokens": true})");
+    ASSERT_FALSE(plain["tokens"].empty()) << plain;
+    EXPECT_NE(plain["tokens"][0], 0) << plain;  // 0 is <|begin_of_text|>
+    json expected = json::array({0});
+    for (const auto& id : plain["tokens"]) expected.push_back(id);
+    EXPECT_EQ(with_bos["tokens"], expected);
+    const json done =
+        post("/v1/completions", R"({"prompt": "Hello world", "max_tokens": 1, "temperature": 0})");
+    EXPECT_EQ(done["usage"]["prompt_tokens"], expected.size()) << done;
 }
 
 TEST(HfTokenizerFiles, BrokenSideFileIsRefusedByName) {

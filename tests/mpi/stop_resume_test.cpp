@@ -5,7 +5,6 @@
 // the checkpoint's saved config). checkpoint.resume=auto continues a tensor-parallel run.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -13,57 +12,21 @@
 #include <regex>
 #include <thread>
 
+#include "process_util.h"
 #include "train_runs.h"
-
-extern char** environ;
 
 namespace meshlm::test {
 namespace {
 
 namespace fs = std::filesystem;
 
-// `cmd` in the background through a shell that execs it (output to `log`); its pid.
-pid_t spawn(const std::string& cmd, const std::string& log) {
-    const std::string full = "exec " + cmd + " > " + log + " 2>&1";
-    const char* argv[] = {"/bin/sh", "-c", full.c_str(), nullptr};
-    pid_t pid = -1;
-    if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
-        return -1;
-    return pid;
-}
-
-// The pids whose parent is `parent` (the ranks mpirun started).
-std::vector<pid_t> children_of(pid_t parent) {
-    std::vector<pid_t> out;
-    for (const auto& e : fs::directory_iterator("/proc")) {
-        const std::string name = e.path().filename().string();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        const std::string stat = read_file(e.path().string() + "/stat");
-        const auto close = stat.rfind(')');
-        if (close == std::string::npos) continue;
-        std::istringstream rest(stat.substr(close + 2));
-        char state;
-        pid_t ppid = 0;
-        rest >> state >> ppid;
-        if (ppid == parent) out.push_back(static_cast<pid_t>(std::stol(name)));
-    }
-    return out;
-}
-
-bool wait_for(const std::function<bool()>& ready, int seconds) {
-    for (int i = 0; i < seconds * 10; ++i) {
-        if (ready()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-}
-
 TEST(StopResume, SigintOnTwoRanksCheckpointsExitsZeroAndThePrintedCommandResumes) {
     const std::string dir = temp_dir("stop"), run = dir + "/run", log = dir + "/log";
     const std::string flags = tiny_flags(run, 1000000, 2, 1, 0) + mesh_flags(2, 1, 0);
-    const pid_t mpirun = spawn("env MESHLM_COMM_TIMEOUT=60 " + std::string(MESHLM_MPIRUN) +
-                                   " -np 2 " + MESHLM_BINARY + " train" + flags,
-                               log);
+    const pid_t mpirun =
+        test::spawn_logged("env MESHLM_COMM_TIMEOUT=60 " + std::string(MESHLM_MPIRUN) + " -np 2 " +
+                               MESHLM_BINARY + " train" + flags,
+                           log);
     ASSERT_GT(mpirun, 0);
     ASSERT_TRUE(wait_for([&] { return read_file(run + "/metrics.jsonl").size() > 200; }, 60))
         << read_file(log);

@@ -43,8 +43,10 @@ CommandResult run_train(int np, const std::string& args, const std::string& env)
     const std::string launch =
         np == 1 ? std::string(MESHLM_BINARY)
                 : std::string(MESHLM_MPIRUN) + " -np " + std::to_string(np) + " " + MESHLM_BINARY;
+    // No stdin: mpirun forwards it, and reading a terminal from the background process group
+    // that `timeout` makes stops it (SIGTTIN).
     return run_command("env OMP_WAIT_POLICY=PASSIVE MESHLM_COMM_TIMEOUT=60 " + env +
-                       " timeout -s KILL 120 " + launch + " train" + args);
+                       " timeout -s KILL 120 " + launch + " train" + args + " < /dev/null");
 }
 
 TrainedRun train_run(int np, const std::string& dir, const std::string& args,

@@ -156,14 +156,14 @@ CommandRunner add_eval_command(CLI::App& app, const std::vector<std::string>& ov
         RunDir run = open_run_dir(a->checkpoint, overrides);
         const Config& cfg = run.config;
         if (!a->tasks.empty()) {
-            set_thread_count(a->threads > 0 ? a->threads : available_cpus());
+            use_inference_threads(a->threads);
             return run_tasks(*a, run);
         }
         if (cfg.data.synthetic)
             MESHLM_INVALID(a->checkpoint,
                            " was trained on synthetic data: there is no split to "
                            "evaluate");
-        set_thread_count(a->threads > 0 ? a->threads : available_cpus());
+        use_inference_threads(a->threads);
         DataConfig data = cfg.data;
         data.tokenizer = run.tokenizer_spec;
         const std::string dir = resolve_prepared_data(data, *run.tokenizer, std::cerr);

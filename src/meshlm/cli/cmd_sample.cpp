@@ -172,7 +172,7 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
         const std::string text = a->chat ? "" : read_prompt(*a, prompt->count() > 0);
         RunDir run = open_run_dir(a->checkpoint, overrides);
         const Tokenizer* tok = run.tokenizer.get();
-        set_thread_count(a->threads > 0 ? a->threads : available_cpus());
+        use_inference_threads(a->threads);
         const ModelConfig& cfg = run.config.model;
         Decoder decoder(cfg, a->num_samples, 0,
                         a->precision == "bf16" ? DecodePrecision::bf16 : DecodePrecision::fp32,
@@ -180,7 +180,8 @@ CommandRunner add_sample_command(CLI::App& app, const std::vector<std::string>& 
         Buffer<float> params(transformer_layout(cfg).total());
         load_run_weights(run, transformer_layout(cfg), params.data());
         if (a->chat) return chat_loop(*a, run, decoder, params.data());
-        const std::vector<std::int32_t> ids = tok->encode(text);
+        // As a document reaches the model: with the tokenizer's BOS where it adds one.
+        const std::vector<std::int32_t> ids = tok->encode_for_model(text);
         if (static_cast<int>(ids.size()) > cfg.max_seq_len)
             std::cerr << "note: the prompt has " << ids.size()
                       << " tokens; the model sees the last " << cfg.max_seq_len << "\n";

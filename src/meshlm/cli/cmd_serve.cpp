@@ -135,7 +135,7 @@ CommandRunner add_serve_command(CLI::App& app, const std::vector<std::string>& o
             if (const char* k = std::getenv("MESHLM_API_KEY")) a->server.api_key = k;
         RunDir run = open_run_dir(a->checkpoint, overrides);
         if (name->count() == 0) a->server.model_name = base_name(a->checkpoint);
-        set_thread_count(a->threads > 0 ? a->threads : available_cpus());
+        use_inference_threads(a->threads);
         const ModelConfig& cfg = run.config.model;
         Buffer<float> params(transformer_layout(cfg).total());
         load_run_weights(run, transformer_layout(cfg), params.data());

@@ -11,8 +11,10 @@
 #include "meshlm/cli/suggest.h"
 #include "meshlm/cli/version.h"
 #include "meshlm/core/error.h"
+#include "meshlm/core/omp_wait_policy.h"
 #include "meshlm/core/signal_thread.h"
 #include "meshlm/parallel/failure.h"
+#include "meshlm/parallel/peer_watch.h"
 #include "meshlm/parallel/world.h"
 
 namespace {
@@ -22,11 +24,14 @@ constexpr int kExitFailure = 1, kExitUsage = 2;
 }  // namespace
 
 int main(int argc, char** argv) {
+    meshlm::apply_default_wait_policy(argv);  // may re-execute this binary once, so first
     meshlm::start_signal_thread();  // before any other thread: they inherit its signal mask
     meshlm::MpiGuard mpi;           // MPI only when a launcher started us
     std::unique_ptr<meshlm::Comm> world;
+    std::unique_ptr<meshlm::PeerWatch> watch;  // ends this rank at once if another is lost
     try {
         world = meshlm::make_world_comm(mpi);
+        watch = std::make_unique<meshlm::PeerWatch>(*world);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return kExitFailure;

@@ -11,6 +11,7 @@ namespace {
 
 std::atomic<bool> g_running{false}, g_graceful{false};
 std::atomic<int> g_signal{0};
+std::atomic<void (*)(int)> g_fatal_hook{nullptr};
 
 sigset_t stop_set() {
     sigset_t set;
@@ -45,6 +46,7 @@ void start_signal_thread() {
                 g_signal.store(sig);
                 continue;
             }
+            if (auto hook = g_fatal_hook.load()) hook(sig);
             die_by(sig);
         }
     }).detach();
@@ -61,6 +63,10 @@ void set_graceful_stop(bool on) {
 
 int stop_signal() {
     return g_signal.load();
+}
+
+void set_fatal_signal_hook(void (*hook)(int sig)) {
+    g_fatal_hook.store(hook);
 }
 
 }  // namespace meshlm

@@ -19,4 +19,9 @@ bool signal_thread_running();
 void set_graceful_stop(bool on);
 int stop_signal();  // 0 if none was recorded
 
+// Called on the signal thread before a signal ends the process (outside a graceful scope, or a
+// second one), to let a watcher say first why the job ends (parallel/peer_watch.h: a launcher
+// kills the other ranks when one is lost). Returning lets the signal end the process.
+void set_fatal_signal_hook(void (*hook)(int sig));  // nullptr: none
+
 }  // namespace meshlm

@@ -4,8 +4,6 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
-#include <nlohmann/json.hpp>
-#include <queue>
 #include <sstream>
 
 #include "meshlm/core/error.h"
@@ -15,54 +13,6 @@
 namespace meshlm {
 
 namespace {
-
-constexpr std::uint64_t kEmptyKey = ~std::uint64_t{0};
-
-// GPT-2's bytes_to_unicode (HF ByteLevel bytes_char): printable bytes map to themselves, the
-// other 68 to U+0100.. in increasing byte order.
-struct ByteChars {
-    char32_t to_char[256];
-    std::int16_t to_byte[324];  // code point -> byte, -1 if not in the table
-    ByteChars() {
-        std::fill(std::begin(to_byte), std::end(to_byte), -1);
-        int n = 0;
-        for (int b = 0; b < 256; ++b) {
-            const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-            to_char[b] = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++);
-            to_byte[to_char[b]] = static_cast<std::int16_t>(b);
-        }
-    }
-};
-const ByteChars& byte_chars() {
-    static const ByteChars t;
-    return t;
-}
-
-// A tokenizer.json token string -> raw bytes. Characters outside the byte table keep their
-// UTF-8 bytes (as HF's ByteLevel decoder does).
-std::string unmap_bytelevel(std::string_view s) {
-    const auto& t = byte_chars();
-    std::string out;
-    out.reserve(s.size());
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    for (std::size_t i = 0; i < s.size();) {
-        char32_t cp;
-        const std::size_t len = unicode::decode_utf8(p + i, s.size() - i, cp);
-        if (cp < 324 && t.to_byte[cp] >= 0)
-            out.push_back(static_cast<char>(t.to_byte[cp]));
-        else
-            out.append(s.substr(i, len));
-        i += len;
-    }
-    return out;
-}
-
-std::uint64_t mix(std::uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    return k;
-}
 
 std::string printable(std::string_view s) {
     std::string out;
@@ -102,172 +52,14 @@ void BpeTokenizer::add_token(std::string bytes, std::int32_t id) {
     token_ids_[std::move(bytes)] = id;
 }
 
-void BpeTokenizer::add_merge(std::int32_t left, std::int32_t right, std::int32_t rank,
-                             std::int32_t merged) {
-    pending_.push_back(
-        {(std::uint64_t(std::uint32_t(left)) << 32) | std::uint32_t(right), {rank, merged}});
-}
-
 void BpeTokenizer::finish(const std::string& path) {
-    std::size_t cap = 16;
-    while (cap < 2 * pending_.size()) cap *= 2;
-    merges_.assign(cap, Merge{kEmptyKey, 0, 0});
-    for (const auto& [key, rm] : pending_) {
-        std::size_t i = mix(key) & (cap - 1);
-        while (merges_[i].key != kEmptyKey && merges_[i].key != key) i = (i + 1) & (cap - 1);
-        merges_[i] = Merge{key, rm.first, rm.second};  // a repeated pair: the later one wins
-    }
-    pending_.clear();
-    pending_.shrink_to_fit();
+    merges_.finish();
     for (int b = 0; b < 256; ++b) {
         auto it = token_ids_.find(std::string(1, static_cast<char>(b)));
         byte_ids_[b] = it == token_ids_.end() ? -1 : it->second;
     }
     vocab_size_ = std::max<int>(vocab_size_, static_cast<int>(id_bytes_.size()));
-    if (eot_id_ < 0)
-        MESHLM_INVALID(path,
-                       ": no end-of-text token (one of <|endoftext|>, </s>, "
-                       "<|end_of_text|>, <eos> among the added tokens)");
-}
-
-const BpeTokenizer::Merge* BpeTokenizer::find_merge(std::int32_t left, std::int32_t right) const {
-    const std::uint64_t key = (std::uint64_t(std::uint32_t(left)) << 32) | std::uint32_t(right);
-    const std::size_t mask = merges_.size() - 1;
-    for (std::size_t i = mix(key) & mask;; i = (i + 1) & mask) {
-        const Merge& m = merges_[i];
-        if (m.key == key) return &m;
-        if (m.key == kEmptyKey) return nullptr;
-    }
-}
-
-std::unique_ptr<BpeTokenizer> BpeTokenizer::from_hf_json(const std::string& path) {
-    using nlohmann::json;
-    std::unique_ptr<BpeTokenizer> t(new BpeTokenizer);
-    t->path_ = path;
-    t->name_ = path;
-    json j;
-    try {
-        j = json::parse(read_file(path));
-    } catch (const json::exception& e) {
-        MESHLM_INVALID(path, ": not valid JSON: ", e.what());
-    }
-    try {
-        if (!j.contains("model") || !j["model"].is_object())
-            MESHLM_INVALID(path, ": no \"model\" object; not a tokenizer.json");
-        const json& m = j["model"];
-        const std::string type = m.value("type", "");
-        if (type != "BPE")
-            MESHLM_INVALID(path, ": model.type is '", type, "'; only \"BPE\" is supported");
-        if (m.contains("dropout") && !m["dropout"].is_null())
-            MESHLM_INVALID(path, ": BPE dropout is not supported");
-        for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
-            if (m.contains(k) && m[k].is_string() && !m[k].get<std::string>().empty())
-                MESHLM_INVALID(path, ": model.", k, " is not supported (byte-level BPE only)");
-        if (m.value("byte_fallback", false))
-            MESHLM_INVALID(path, ": byte_fallback is not supported");
-        t->whole_piece_lookup_ = m.value("ignore_merges", false);
-        if (j.contains("normalizer") && !j["normalizer"].is_null())
-            MESHLM_INVALID(path, ": normalizers are not supported (normalizer must be null)");
-
-        if (!m.contains("vocab") || !m["vocab"].is_object())
-            MESHLM_INVALID(path, ": model.vocab is missing");
-        const json added = j.value("added_tokens", json::array());
-        t->id_limit_ = static_cast<std::int64_t>(m["vocab"].size() + added.size()) + kIdGap;
-        for (const auto& [tok, id] : m["vocab"].items())
-            t->add_token(unmap_bytelevel(tok), id.get<std::int32_t>());
-
-        // Pre-tokenizer.
-        const json pt = j.value("pre_tokenizer", json());
-        auto bytelevel = [&](const json& b, bool in_sequence) {
-            const bool use_regex = b.value("use_regex", true);
-            if (in_sequence && use_regex)
-                MESHLM_INVALID(path,
-                               ": Sequence[Split, ByteLevel] needs ByteLevel use_regex=false");
-            if (!in_sequence && !use_regex)
-                MESHLM_INVALID(path, ": ByteLevel with use_regex=false alone is not supported");
-            t->add_prefix_space_ = b.value("add_prefix_space", false);
-            if (in_sequence && t->add_prefix_space_)
-                MESHLM_INVALID(path, ": add_prefix_space inside a Sequence is not supported");
-        };
-        const std::string pt_type = pt.is_object() ? pt.value("type", "") : "";
-        if (pt_type == "ByteLevel") {
-            bytelevel(pt, false);
-        } else if (pt_type == "Sequence" && pt.contains("pretokenizers") &&
-                   pt["pretokenizers"].size() == 2 &&
-                   pt["pretokenizers"][0].value("type", "") == "Split" &&
-                   pt["pretokenizers"][1].value("type", "") == "ByteLevel") {
-            const json& s = pt["pretokenizers"][0];
-            const json pat = s.value("pattern", json());
-            const std::string re = pat.is_object() ? pat.value("Regex", "") : "";
-            if (re != kGpt2Pattern)
-                MESHLM_INVALID(path, ": Split pattern ", pat.dump(),
-                               " is not supported; only the GPT-2 pattern is");
-            if (s.value("behavior", "") != "Isolated" || s.value("invert", false))
-                MESHLM_INVALID(path, ": Split must have behavior Isolated and invert false");
-            bytelevel(pt["pretokenizers"][1], true);
-        } else {
-            MESHLM_INVALID(path, ": pre_tokenizer ", pt.dump(),
-                           " is not supported; use ByteLevel or Sequence[Split(GPT-2 pattern), "
-                           "ByteLevel(use_regex=false)]");
-        }
-
-        // Merges: "a b" strings or ["a", "b"] pairs; rank = index.
-        if (!m.contains("merges") || !m["merges"].is_array())
-            MESHLM_INVALID(path, ": model.merges is missing");
-        std::int32_t rank = 0;
-        for (const auto& e : m["merges"]) {
-            std::string a, b;
-            if (e.is_string()) {
-                const std::string s = e.get<std::string>();
-                if (s.rfind("#version", 0) == 0) continue;
-                const auto sp = s.find(' ');
-                if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-                    MESHLM_INVALID(path, ": bad merge #", rank, " \"", s,
-                                   "\": expected two tokens separated by one space");
-                a = s.substr(0, sp);
-                b = s.substr(sp + 1);
-            } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
-                a = e[0].get<std::string>();
-                b = e[1].get<std::string>();
-            } else {
-                MESHLM_INVALID(path, ": bad merge #", rank, " ", e.dump(),
-                               ": expected \"a b\" or [\"a\", \"b\"]");
-            }
-            auto id_of = [&](const std::string& tok) {
-                auto it = t->token_ids_.find(unmap_bytelevel(tok));
-                if (it == t->token_ids_.end())
-                    MESHLM_INVALID(path, ": merge #", rank, " (\"", a, "\", \"", b, "\"): token \"",
-                                   tok, "\" is not in the vocab");
-                return it->second;
-            };
-            const std::int32_t left = id_of(a), right = id_of(b);
-            t->add_merge(left, right, rank, id_of(a + b));
-            ++rank;
-        }
-
-        // Added tokens: matched on the raw text before pre-tokenization.
-        for (const auto& a : j.value("added_tokens", json::array())) {
-            Special s{a.at("content").get<std::string>(), a.at("id").get<std::int32_t>(),
-                      a.value("special", false), a.value("lstrip", false),
-                      a.value("rstrip", false)};
-            if (a.value("single_word", false))
-                MESHLM_INVALID(path, ": added token \"", s.text,
-                               "\": single_word is not supported");
-            if (s.text.empty()) MESHLM_INVALID(path, ": empty added token");
-            t->add_token(s.text, s.id);
-            t->id_skip_[s.id] = s.special ? 1 : 0;
-            t->specials_.push_back(std::move(s));
-        }
-    } catch (const nlohmann::json::exception& e) {
-        MESHLM_INVALID(path, ": malformed tokenizer.json: ", e.what());
-    }
-    for (const char* eot : {"<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>"}) {
-        for (const auto& s : t->specials_)
-            if (s.text == eot && t->eot_id_ < 0) t->eot_id_ = s.id;
-    }
-    t->specials_in_encode_ = true;
-    t->finish(path);
-    return t;
+    if (eot_id_ < 0) MESHLM_INVALID(path, ": no end-of-text token");
 }
 
 std::unique_ptr<BpeTokenizer> BpeTokenizer::from_tiktoken(const std::string& path) {
@@ -329,8 +121,8 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_tiktoken(const std::string& pat
             if (l == t->token_ids_.end()) continue;
             auto r = t->token_ids_.find(std::string_view(s).substr(k));
             if (r == t->token_ids_.end()) continue;
-            t->add_merge(l->second, r->second, static_cast<std::int32_t>(id),
-                         static_cast<std::int32_t>(id));
+            t->merges_.add(l->second, r->second, static_cast<std::int32_t>(id),
+                           static_cast<std::int32_t>(id));
         }
     }
     const std::int32_t eot = 50256;
@@ -374,83 +166,20 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<std::int32_t
             return;
         }
     }
-    constexpr std::int32_t kNone = INT32_MAX;
     if (n <= 128) {
-        // Short pieces: arrays of part ids and pair ranks, linear scan for the lowest rank.
-        std::int32_t ids[128], ranks[128], merged[128];
-        std::size_t m = n;
+        std::int32_t ids[128];
         for (std::size_t i = 0; i < n; ++i) ids[i] = byte_id(i);
-        auto set_pair = [&](std::size_t i) {
-            const Merge* mg = find_merge(ids[i], ids[i + 1]);
-            ranks[i] = mg ? mg->rank : kNone;
-            merged[i] = mg ? mg->merged : -1;
-        };
-        for (std::size_t i = 0; i + 1 < m; ++i) set_pair(i);
-        while (m > 1) {
-            std::size_t best = 0;
-            std::int32_t best_rank = ranks[0];
-            for (std::size_t i = 1; i + 1 < m; ++i)
-                if (ranks[i] < best_rank) best_rank = ranks[i], best = i;
-            if (best_rank == kNone) break;
-            ids[best] = merged[best];
-            for (std::size_t i = best + 1; i + 1 < m; ++i) ids[i] = ids[i + 1];
-            for (std::size_t i = best + 1; i + 2 < m; ++i)
-                ranks[i] = ranks[i + 1], merged[i] = merged[i + 1];
-            --m;
-            if (best + 1 < m) set_pair(best);
-            if (best > 0) set_pair(best - 1);
-        }
-        out.insert(out.end(), ids, ids + m);
+        merges_.merge(ids, n, out);
         return;
     }
-    // Long pieces: doubly linked parts and a heap of (rank, position); stale entries are
-    // recognised by their ids no longer being adjacent.
-    struct Cand {
-        std::int32_t rank;
-        std::uint32_t pos;
-        std::int32_t left, right, merged;
-        bool operator>(const Cand& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-    };
-    std::vector<std::int32_t> ids(n), prev(n), next(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        ids[i] = byte_id(i);
-        prev[i] = static_cast<std::int32_t>(i) - 1;
-        next[i] = i + 1 < n ? static_cast<std::int32_t>(i + 1) : -1;
-    }
-    std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
-    auto push = [&](std::int32_t i) {
-        if (i < 0 || next[i] < 0) return;
-        if (const Merge* mg = find_merge(ids[i], ids[next[i]]))
-            heap.push(
-                Cand{mg->rank, static_cast<std::uint32_t>(i), ids[i], ids[next[i]], mg->merged});
-    };
-    for (std::size_t i = 0; i + 1 < n; ++i) push(static_cast<std::int32_t>(i));
-    while (!heap.empty()) {
-        const Cand c = heap.top();
-        heap.pop();
-        const std::int32_t i = static_cast<std::int32_t>(c.pos);
-        const std::int32_t j = next[i];
-        if (ids[i] != c.left || j < 0 || ids[j] != c.right) continue;  // stale
-        ids[i] = c.merged;
-        ids[j] = -1;
-        next[i] = next[j];
-        if (next[j] >= 0) prev[next[j]] = i;
-        push(prev[i]);
-        push(i);
-    }
-    for (std::int32_t i = 0; i >= 0; i = next[i]) out.push_back(ids[i]);
+    std::vector<std::int32_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = byte_id(i);
+    merges_.merge(ids.data(), n, out);
 }
 
 void BpeTokenizer::encode_ordinary_into(std::string_view text,
                                         std::vector<std::int32_t>& out) const {
     if (text.empty()) return;
-    std::string prefixed;
-    if (add_prefix_space_ && text.front() != ' ') {
-        prefixed.reserve(text.size() + 1);
-        prefixed.push_back(' ');
-        prefixed.append(text);
-        text = prefixed;
-    }
     gpt2_pretokenize(text, [&](std::string_view piece) { encode_piece(piece, out); });
 }
 

@@ -4,6 +4,7 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/data/bpe_tokenizer.h"
+#include "meshlm/data/hf/hf_tokenizer.h"
 #include "meshlm/data/spm_tokenizer.h"
 
 namespace meshlm {
@@ -31,7 +32,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec) {
     if (ends_with(".json") || ends_with(".tiktoken") || ends_with(".model")) {
         if (!std::filesystem::exists(spec))
             MESHLM_INVALID("tokenizer file '", spec, "' does not exist");
-        if (ends_with(".json")) return BpeTokenizer::from_hf_json(spec);
+        if (ends_with(".json")) return HfTokenizer::from_file(spec);
         if (ends_with(".model")) return SpmTokenizer::from_file(spec);
         return BpeTokenizer::from_tiktoken(spec);
     }

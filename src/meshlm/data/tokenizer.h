@@ -12,7 +12,14 @@ namespace meshlm {
 class Tokenizer {
   public:
     virtual ~Tokenizer() = default;
+    // The text's tokens alone (HF: add_special_tokens=False); special tokens written in the
+    // text are matched where the format has them.
     virtual std::vector<std::int32_t> encode(std::string_view text) const = 0;
+    // As a model sees a document: with the tokens the tokenizer adds around it (HF: the
+    // post-processor's template, e.g. BOS). Most formats add none.
+    virtual std::vector<std::int32_t> encode_for_model(std::string_view text) const {
+        return encode(text);
+    }
     // Special tokens decode to nothing.
     virtual std::string decode(const std::vector<std::int32_t>& ids) const = 0;
     virtual int vocab_size() const = 0;
@@ -30,9 +37,9 @@ class ByteTokenizer : public Tokenizer {
     std::string name() const override { return "byte"; }
 };
 
-// Builds the tokenizer named by data.tokenizer: "byte", a HF tokenizer.json (*.json) or a
-// tiktoken rank file (*.tiktoken; bpe_tokenizer.h) or a SentencePiece model (*.model;
-// spm_tokenizer.h). Throws InvalidInput for anything else.
+// Builds the tokenizer named by data.tokenizer: "byte", a HF tokenizer.json (*.json;
+// hf/hf_tokenizer.h) or a tiktoken rank file (*.tiktoken; bpe_tokenizer.h) or a SentencePiece
+// model (*.model; spm_tokenizer.h). Throws InvalidInput for anything else.
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec);
 
 }  // namespace meshlm

@@ -209,8 +209,10 @@ struct Server::Impl {
         auto it = body.find("prompt");
         if (it == body.end() || it->is_null()) bad("prompt", "'prompt' is required");
         const json& p = *it;
+        // A text prompt is a document as the model sees one (the tokenizer's BOS, where it adds
+        // one), as transformers and vLLM encode it; chat prompts carry BOS in their template.
         auto add_text = [&](const std::string& s) {
-            std::vector<std::int32_t> ids = tok.encode(s);
+            std::vector<std::int32_t> ids = tok.encode_for_model(s);
             if (ids.empty()) ids = {tok.eot_id()};  // an empty prompt starts a new document
             r.prompts.push_back(std::move(ids));
             r.prompt_texts.push_back(s);
@@ -751,8 +753,10 @@ struct Server::Impl {
                           if (it == body.end()) it = body.find("text");
                           if (it == body.end() || !it->is_string())
                               bad("prompt", "'prompt' must be a string");
-                          boolean(body, "add_special_tokens", false);
-                          std::vector<std::int32_t> ids = tok.encode(it->get<std::string>());
+                          const std::string text = it->get<std::string>();
+                          std::vector<std::int32_t> ids = boolean(body, "add_special_tokens", false)
+                                                              ? tok.encode_for_model(text)
+                                                              : tok.encode(text);
                           send_json(req, res,
                                     {{"tokens", ids},
                                      {"count", ids.size()},

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "meshlm/parallel/peer_watch.h"
+
 namespace meshlm {
 
 // Long enough for rank 0 to print and MPI_Abort to reach this rank.
@@ -18,7 +20,8 @@ int fail_all_ranks(Comm& world, const std::exception& e, int exit_code, FailureS
         std::this_thread::sleep_for(kAlikeGrace);
     std::fprintf(stderr, "error: rank %d/%d: %s\n", world.rank(), world.size(), e.what());
     std::fflush(stderr);
-    world.abort(exit_code);  // does not return
+    PeerWatch::announce_failure();  // its end, and the job's, are no lost rank
+    world.abort(exit_code);         // does not return
     return exit_code;
 }
 

@@ -1,6 +1,7 @@
 #include "meshlm/parallel/fault.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -21,8 +22,11 @@ void fault_point(int world_rank, std::string_view point, long step) {
         if (std::string_view(at) != here) return;
     }
     const char* kind = std::getenv("MESHLM_FAULT_KIND");
-    if (kind && std::string_view(kind) == "hang")
+    if (kind && std::string_view(kind) == "hang") {
+        std::fprintf(stderr, "fault: rank %d hangs at %s\n", world_rank, here.c_str());
+        std::fflush(stderr);  // a test waits for this line
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
     throw Error(detail::concat("injected fault at ", here, " on rank ", world_rank));
 }
 

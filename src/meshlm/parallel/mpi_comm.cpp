@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "meshlm/core/error.h"
+#include "meshlm/parallel/rank_activity.h"
 
 namespace meshlm {
 
@@ -82,6 +83,7 @@ class MpiPending final : public CommRequest::Pending {
     }
 
     void wait() override {
+        ActivityCollective busy(op_);  // what a lost peer's message names (peer_watch.h)
         if (timeout_s_ <= 0) {
             check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
                                   MPI_STATUSES_IGNORE),

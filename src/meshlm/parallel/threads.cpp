@@ -33,12 +33,6 @@ std::vector<std::int64_t> my_record() {
 }
 }  // namespace
 
-int affinity_cpus() {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-    return 1;
-}
-
 int threads_per_rank(Comm& world) {
     const int n = world.size(), me = world.rank();
     std::vector<std::int64_t> all(static_cast<std::size_t>(kRecord) * n);

@@ -3,12 +3,10 @@
 // them; a rank bound to its own cores (mpirun --bind-to core, srun --cpu-bind) keeps them.
 #pragma once
 
+#include "meshlm/core/threads.h"  // affinity_cpus
 #include "meshlm/parallel/comm.h"
 
 namespace meshlm {
-
-// CPUs in this process's affinity mask (sched_getaffinity).
-int affinity_cpus();
 
 // max(1, affinity_cpus() / k), where k counts the ranks of `world` on this host (this one
 // included) whose affinity masks overlap this rank's. Collective over `world` (an all-gather

@@ -33,6 +33,7 @@
 #include "meshlm/parallel/fault.h"
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/mesh.h"
+#include "meshlm/parallel/rank_activity.h"
 #include "meshlm/parallel/threads.h"
 #include "meshlm/train/all_ranks.h"
 #include "meshlm/train/checkpoint.h"
@@ -142,16 +143,34 @@ std::string resume_command(int ranks, const std::string& run_dir) {
     return relaunch_command(ranks, "train --resume " + shell_quote(run_dir));
 }
 
+// train.threads, or the CPUs of this rank (shared with the ranks on its CPUs). Unlike sample and
+// serve, training does not leave busy CPUs to other processes by itself: its sums, and so its
+// losses and weights, depend on the thread count, which must not change with the load of the
+// moment. The short OpenMP spin (core/omp_wait_policy.h) keeps the extra thread from costing
+// more than it brings; the run says so and how to choose.
+int training_threads(const TrainConfig& tc, Comm& world, std::ostream& out) {
+    if (tc.threads > 0) {
+        set_thread_count(tc.threads);
+        return tc.threads;
+    }
+    if (world.size() > 1) {
+        set_thread_count(threads_per_rank(world));
+        return thread_count();
+    }
+    const int cpus = available_cpus(), free = cpus_free_of_other_work();
+    if (free < cpus)
+        out << "note: " << cpus - free << " of " << cpus
+            << " CPUs busy with other processes; training keeps " << cpus
+            << " threads, since its losses depend on the thread count (--config.train.threads="
+            << free << " to leave them alone)\n";
+    set_thread_count(cpus);
+    return cpus;
+}
+
 }  // namespace
 
 std::string run_tokenizer_copy(const std::string& run_dir, const std::string& spec) {
     return run_dir + "/" + std::filesystem::path(spec).filename().string();
-}
-
-int available_cpus() {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-    return 1;
 }
 
 TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
@@ -175,10 +194,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const bool writer = world.rank() == 0;  // prints and owns the run directory
     std::ostream silent(nullptr);
     std::ostream& out = writer ? rank0_out : silent;
-    const int threads = tc.threads > 0     ? tc.threads
-                        : world.size() > 1 ? threads_per_rank(world)
-                                           : available_cpus();
-    set_thread_count(threads);
+    const int threads = training_threads(tc, world, out);
 
     // A checkpoint to resume from is verified (sizes, checksums) before anything is written.
     std::optional<TrainerState> resume;
@@ -199,6 +215,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             else if (!job.replace_run)
                 check_run_dir_free(job.run_dir, job.model.init_from);
         });
+    fault_point(world.rank(), "train_start");
     throw_if_any_failed(world, refused, "");
     TrainResult result;
     result.final_val_loss = std::numeric_limits<float>::quiet_NaN();
@@ -318,6 +335,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const bool live = writer && ::isatty(STDOUT_FILENO);
     auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt,
                             const char* what) {
+        ActivityPhase phase(what);
         LoaderOptions opt = train_opt;
         opt.shuffle = false;
         auto val = DataLoader::open_split(data_dir, "val", opt);
@@ -431,6 +449,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     // Writes the checkpoint of `step`; false when it failed and checkpoint.on_error=continue
     // (`must`: the run stops after it anyway, so a failure always throws).
     auto save_checkpoint = [&](long step, bool must) {
+        ActivityPhase phase("checkpoint write");
         TrainerState st;
         st.step = step;
         st.tokens_seen = tokens_seen;
@@ -607,6 +626,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             copy_row_chunk(batch_tok, accum * B, T, chunk, U, tokens.data());
             copy_row_chunk(batch_tgt, accum * B, T, chunk, U, targets.data());
         }
+        set_activity_step(step + 1);
+        set_activity_phase("training step");
         fault_point(world.rank(), "train_step", step + 1);
         mesh.reset_bytes_sent();
         // Dropout masks follow each row's place in the global batch (this rank's rows come
@@ -769,6 +790,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         return result;
     }
     // Every rank writes its chunk in place: no rank gathers the model.
+    set_activity_phase("final weights write");
     write_final_weights(mesh, learner, job.model, weights_path, weights_meta);
     out << "saved " << weights_path << " (written by all " << world.size() << " ranks)\n";
     if (writer && job.on_finish) {  // the sample: rank 0 reads the model back

@@ -60,7 +60,4 @@ TrainResult run_training(const TrainJob& job, std::ostream& out);
 // original moves): RUN_DIR/<file name>.
 std::string run_tokenizer_copy(const std::string& run_dir, const std::string& spec);
 
-// Threads to use when train.threads is 0: the CPUs this process may run on.
-int available_cpus();
-
 }  // namespace meshlm
