@@ -7,6 +7,7 @@
 // line or the override that set the value. All problems are collected and thrown together.
 #include "meshlm/cli/config.h"
 #include "meshlm/cli/suggest.h"
+#include "meshlm/cli/yaml_documents.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -923,18 +924,16 @@ void Loader::load_file(const std::string& path) {
 }
 
 void Loader::load_text(const std::string& text, const std::string& path) {
-    std::vector<YAML::Node> docs;
-    try {
-        docs = YAML::LoadAll(text);
-    } catch (const YAML::Exception& e) {
-        MESHLM_INVALID(path, ":", e.mark.line + 1, ":", e.mark.column + 1,
-                       ": malformed YAML: ", e.msg);
-    }
-    if (docs.size() > 1)
-        MESHLM_INVALID(path, ": holds ", docs.size(), " YAML documents; expected one");
-    if (docs.empty() || docs[0].IsNull()) return;  // an empty file: defaults
+    const YAML::Node root = [&] {
+        try {
+            return load_single_yaml_document(text, path);
+        } catch (const YAML::Exception& e) {
+            MESHLM_INVALID(path, ":", e.mark.line + 1, ":", e.mark.column + 1,
+                           ": malformed YAML: ", e.msg);
+        }
+    }();
+    if (root.IsNull()) return;  // an empty file: defaults
 
-    const YAML::Node& root = docs[0];
     const std::string sections = join(table_.sections, ", ");
     if (!root.IsMap())
         throw InvalidInput(

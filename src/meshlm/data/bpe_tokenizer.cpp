@@ -40,6 +40,10 @@ std::string read_file(const std::string& path) {
 
 void BpeTokenizer::add_token(std::string bytes, std::int32_t id) {
     if (id < 0) MESHLM_INVALID(path_, ": negative token id ", id);
+    if (id > id_limit_)
+        MESHLM_INVALID(path_, ": token id ", id, " is out of range: the file declares ",
+                       id_limit_ - kIdGap, " tokens, and ids may exceed that count by at most ",
+                       kIdGap);
     if (static_cast<std::size_t>(id) >= id_bytes_.size()) {
         id_bytes_.resize(id + 1);
         id_skip_.resize(id + 1, 0);
@@ -70,6 +74,8 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_tiktoken(const std::string& pat
         for (int i = 0; i < 64; ++i) v[static_cast<unsigned char>(a[i])] = static_cast<int8_t>(i);
         return v;
     }();
+    t->id_limit_ =
+        static_cast<std::int64_t>(std::count(data.begin(), data.end(), '\n')) + 1 + kIdGap;
     std::size_t pos = 0;
     int line_no = 0;
     while (pos < data.size()) {

@@ -74,6 +74,10 @@ class BpeTokenizer : public Tokenizer {
     bool specials_in_encode_ = false;
     int vocab_size_ = 0;
     std::int32_t eot_id_ = -1;
+    // The largest id add_token accepts: a loader sets it from the number of tokens its file
+    // declares, plus kIdGap, so a 20-byte file cannot ask for a table of 2^31 ids.
+    std::int64_t id_limit_ = INT32_MAX;
+    static constexpr std::int64_t kIdGap = 65536;
 };
 
 }  // namespace meshlm

@@ -18,6 +18,7 @@
 #include "meshlm/core/error.h"
 #include "meshlm/core/hash.h"
 #include "meshlm/core/rng.h"
+#include "meshlm/data/json_int.h"
 #include "meshlm/data/shard.h"
 
 namespace fs = std::filesystem;
@@ -412,7 +413,7 @@ PreparedMeta read_prepared_meta(const std::string& dir) {
     try {
         if (j.is_discarded() || j.value("format", "") != "meshlm-prepared")
             MESHLM_INVALID(path, " is not a meshlm prepared-data meta.json");
-        if (j.at("version").get<int>() != 1)
+        if (json_int<int>(j.at("version")) != 1)
             MESHLM_INVALID(path, " has version ", j.at("version"),
                            "; this meshlm reads version 1 (re-run `meshlm prepare`)");
         PreparedMeta m;
@@ -420,15 +421,16 @@ PreparedMeta read_prepared_meta(const std::string& dir) {
         m.tokenizer_name = t.at("name");
         m.tokenizer_spec = t.at("spec");
         m.tokenizer_hash = t.at("hash");
-        m.vocab_size = t.at("vocab_size");
-        m.eot_id = t.at("eot_id");
+        m.vocab_size = json_int<int>(t.at("vocab_size"));
+        m.eot_id = json_int<std::int32_t>(t.at("eot_id"));
         m.token_bytes = j.at("token_dtype") == "uint16" ? 2 : 4;
         for (const auto& [name, s] : j.at("splits").items()) {
             PreparedSplit& ps = m.splits[name];
-            ps.documents = s.at("documents");
-            ps.tokens = s.at("tokens");
+            ps.documents = json_int<std::uint64_t>(s.at("documents"));
+            ps.tokens = json_int<std::uint64_t>(s.at("tokens"));
             for (const auto& sh : s.at("shards"))
-                ps.shards.push_back({sh.at("file"), sh.at("documents"), sh.at("tokens")});
+                ps.shards.push_back({sh.at("file"), json_int<std::uint64_t>(sh.at("documents")),
+                                     json_int<std::uint64_t>(sh.at("tokens"))});
         }
         return m;
     } catch (const json::exception& e) {

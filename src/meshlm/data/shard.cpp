@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -106,10 +107,12 @@ ShardReader::ShardReader(const std::string& path) : path_(path) {
     }
     Header h;
     std::memcpy(&h, map_, sizeof(h));
+    // The message first: its values may be references into the mapping.
     auto fail = [&](auto&&... why) {
+        const std::string msg = detail::concat("token shard ", path, " ", why...);
         ::munmap(map_, map_bytes_);
         map_ = nullptr;
-        MESHLM_INVALID("token shard ", path, " ", why...);
+        throw InvalidInput(msg);
     };
     if (std::memcmp(h.magic, kMagic, 8) != 0)
         fail("is not a meshlm token shard (bad magic; prepare data with `meshlm prepare`)");
@@ -118,7 +121,7 @@ ShardReader::ShardReader(const std::string& path) : path_(path) {
              " (re-run `meshlm prepare`)");
     if (h.token_bytes != 2 && h.token_bytes != 4)
         fail("has invalid token width ", h.token_bytes, " bytes");
-    if (h.vocab_size == 0 || h.eot_id >= h.vocab_size ||
+    if (h.vocab_size == 0 || h.vocab_size > INT32_MAX || h.eot_id >= h.vocab_size ||
         static_cast<int>(h.token_bytes) != shard_token_bytes(static_cast<int>(h.vocab_size)))
         fail("has an inconsistent header (vocab_size ", h.vocab_size, ", eot_id ", h.eot_id,
              ", token width ", h.token_bytes, ")");
@@ -167,12 +170,32 @@ std::int32_t ShardReader::token(std::uint64_t i) const {
 void ShardReader::copy_tokens(std::uint64_t begin, std::uint64_t n, std::int32_t* out) const {
     MESHLM_CHECK(begin + n <= n_tokens_, "tokens [", begin, ", ", begin + n, ") outside ", path_,
                  " (", n_tokens_, " tokens)");
+    // A token outside the vocabulary (a corrupt shard) would be read past the embedding table.
+    std::uint32_t largest = 0;
     if (token_bytes_ == 2) {
         const auto* p = reinterpret_cast<const std::uint16_t*>(tokens_) + begin;
-        for (std::uint64_t i = 0; i < n; ++i) out[i] = p[i];
+        for (std::uint64_t i = 0; i < n; ++i) {
+            out[i] = p[i];
+            largest = std::max<std::uint32_t>(largest, p[i]);
+        }
     } else {
         const auto* p = reinterpret_cast<const std::uint32_t*>(tokens_) + begin;
-        for (std::uint64_t i = 0; i < n; ++i) out[i] = static_cast<std::int32_t>(p[i]);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            out[i] = static_cast<std::int32_t>(p[i]);
+            largest = std::max(largest, p[i]);
+        }
+    }
+    if (n > 0 && largest >= static_cast<std::uint32_t>(vocab_size_)) {
+        const std::uint64_t at =
+            begin + static_cast<std::uint64_t>(
+                        std::find_if(out, out + n,
+                                     [&](std::int32_t t) {
+                                         return static_cast<std::uint32_t>(t) >=
+                                                static_cast<std::uint32_t>(vocab_size_);
+                                     }) -
+                        out);
+        MESHLM_INVALID("token shard ", path_, " holds token ", token(at), " at position ", at,
+                       ", outside its vocabulary of ", vocab_size_, " (a corrupt shard)");
     }
 }
 

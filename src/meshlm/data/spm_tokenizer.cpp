@@ -14,10 +14,26 @@ namespace meshlm {
 SpmTokenizer::SpmTokenizer() : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
 SpmTokenizer::~SpmTokenizer() = default;
 
+namespace {
+
+// SentencePiece's status, or the exception its double-array trie builder throws on a malformed
+// model (Darts::Details::Exception, "zero-length key"), as InvalidInput naming the model.
+template <typename Load>
+void load_spm(const Load& load, const std::string& name) {
+    sentencepiece::util::Status st;
+    try {
+        st = load();
+    } catch (const std::exception& e) {
+        MESHLM_INVALID("cannot load SentencePiece model '", name, "': ", e.what());
+    }
+    if (!st.ok()) MESHLM_INVALID("cannot load SentencePiece model '", name, "': ", st.ToString());
+}
+
+}  // namespace
+
 std::unique_ptr<SpmTokenizer> SpmTokenizer::from_file(const std::string& path) {
     std::unique_ptr<SpmTokenizer> t(new SpmTokenizer());
-    const auto st = t->sp_->Load(path);
-    if (!st.ok()) MESHLM_INVALID("cannot load SentencePiece model '", path, "': ", st.ToString());
+    load_spm([&] { return t->sp_->Load(path); }, path);
     t->init(path);
     return t;
 }
@@ -25,8 +41,7 @@ std::unique_ptr<SpmTokenizer> SpmTokenizer::from_file(const std::string& path) {
 std::unique_ptr<SpmTokenizer> SpmTokenizer::from_serialized(const std::string& model_proto,
                                                             const std::string& name) {
     std::unique_ptr<SpmTokenizer> t(new SpmTokenizer());
-    const auto st = t->sp_->LoadFromSerializedProto(model_proto);
-    if (!st.ok()) MESHLM_INVALID("cannot load SentencePiece model '", name, "': ", st.ToString());
+    load_spm([&] { return t->sp_->LoadFromSerializedProto(model_proto); }, name);
     t->init(name);
     return t;
 }

@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace meshlm {
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -35,6 +37,38 @@ void linger(int fd) {
         if (::recv(fd, buf, sizeof buf, 0) <= 0) return;
     }
 }
+
+// A connection held in memory: reads come from the request's bytes, writes go to a string.
+class MemoryStream : public httplib::Stream {
+  public:
+    explicit MemoryStream(std::string_view in) : in_(in) {}
+    bool is_readable() const override { return true; }
+    bool is_writable() const override { return true; }
+    ssize_t read(char* ptr, size_t size) override {
+        const std::size_t n = std::min(size, in_.size());
+        std::copy_n(in_.data(), n, ptr);
+        in_.remove_prefix(n);
+        return static_cast<ssize_t>(n);
+    }
+    ssize_t write(const char* ptr, size_t size) override {
+        out_.append(ptr, size);
+        return static_cast<ssize_t>(size);
+    }
+    void get_remote_ip_and_port(std::string& ip, int& port) const override {
+        ip = "127.0.0.1";
+        port = 1;
+    }
+    void get_local_ip_and_port(std::string& ip, int& port) const override {
+        ip = "127.0.0.1";
+        port = 2;
+    }
+    socket_t socket() const override { return INVALID_SOCKET; }
+    std::string& out() { return out_; }
+
+  private:
+    std::string_view in_;
+    std::string out_;
+};
 
 // The accept loop's queue: parking a socket takes microseconds, so it runs on that thread.
 class InlineQueue : public httplib::TaskQueue {
@@ -96,6 +130,14 @@ bool HttpFront::process_and_close_socket(socket_t sock) {
 void HttpFront::park(std::shared_ptr<HttpConnection> c) {
     if (stopping_ || !is_running()) return;  // c closes as it goes
     parker_.park(std::move(c), Clock::now() + millis(limits_.idle_timeout_s));
+}
+
+std::string HttpFront::answer(std::string_view request) {
+    MemoryStream stream(request);
+    bool closed = false;
+    t_close_after_answer = false;
+    process_request(stream, true, closed, nullptr);
+    return std::move(stream.out());
 }
 
 // One request of a connection whose bytes have arrived; then back to the parker.

@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
+#include <string_view>
 
 #include "meshlm/infer/connection_parker.h"
 #include "meshlm/infer/worker_pool.h"
@@ -37,6 +39,10 @@ class HttpFront : public httplib::Server {
     // Once listen_after_bind() has returned: closes waiting connections, finishes the requests
     // being read or answered (reads give up at once) and joins the workers.
     void finish();
+    // Answers the request in `request` (raw HTTP bytes) as a connection would -- httplib's
+    // parsing, the Content-Length check, the routes -- without a socket, on the calling thread;
+    // returns the response's bytes. For the fuzz targets (fuzz/serve_http.cpp).
+    std::string answer(std::string_view request);
     // Connections waiting for a request, and worker threads alive.
     std::size_t idle_connections() const { return parker_.parked(); }
     std::size_t open_connections() const { return open_; }

@@ -793,6 +793,10 @@ Server::~Server() {
     impl_->http.finish();
 }
 
+std::string Server::answer(std::string_view request) {
+    return impl_->http.answer(request);
+}
+
 namespace {
 // cpp-httplib (Debian's 0.11, a compiled library) listens with a backlog of 5: a burst of clients
 // -- an API server's normal load -- overflows the accept queue, the kernel drops their

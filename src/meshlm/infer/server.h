@@ -13,6 +13,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "meshlm/data/tokenizer.h"
 #include "meshlm/infer/chat_request.h"
@@ -73,6 +74,9 @@ class Server {
     // drain first). Thread-safe, any thread.
     void stop();
     bool draining() const { return draining_; }
+    // Answers one request given as raw HTTP bytes, without a socket (HttpFront::answer): the
+    // response's bytes. For the fuzz targets; the engine must be running as for run().
+    std::string answer(std::string_view request);
 
   private:
     struct Impl;

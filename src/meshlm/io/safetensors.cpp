@@ -37,6 +37,61 @@ const char* dtype_tag(DType t) {
     return "?";
 }
 
+// A field of a tensor's header entry, or a named error (never a JSON exception).
+const nlohmann::json& field(const nlohmann::json& e, const char* key, const std::string& path,
+                            const std::string& name) {
+    if (!e.is_object() || !e.contains(key))
+        MESHLM_INVALID(path, ": tensor '", name, "' has no \"", key, "\" in its header entry");
+    return e[key];
+}
+
+std::size_t offset_at(const nlohmann::json& offsets, std::size_t i, const std::string& path,
+                      const std::string& name) {
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[i].is_number_unsigned())
+        MESHLM_INVALID(path, ": tensor '", name, "' has data_offsets ", offsets.dump(),
+                       "; expected [begin, end] in bytes");
+    return offsets[i].get<std::size_t>();
+}
+
+// One tensor's header entry: dtype, shape (at most Shape::kMaxDims dims, none negative) and
+// data_offsets that span exactly the shape's bytes inside a data section of data_size bytes.
+SafetensorsEntry parse_entry(const nlohmann::json& e, const std::string& path,
+                             const std::string& name, std::size_t data_size) {
+    SafetensorsEntry entry;
+    const nlohmann::json& dtype = field(e, "dtype", path, name);
+    if (!dtype.is_string())
+        MESHLM_INVALID(path, ": tensor '", name, "' has dtype ", dtype.dump(), ", not a string");
+    entry.dtype = parse_dtype(dtype.get<std::string>(), path, name);
+    const nlohmann::json& shape = field(e, "shape", path, name);
+    if (!shape.is_array() || shape.size() > static_cast<std::size_t>(Shape::kMaxDims))
+        MESHLM_INVALID(path, ": tensor '", name, "' has shape ", shape.dump(),
+                       "; expected a list of at most ", Shape::kMaxDims, " sizes");
+    // The element count, checked against the data section before it can overflow.
+    std::size_t bytes = dtype_size(entry.dtype);
+    for (const auto& d : shape) {
+        if (!d.is_number_unsigned())
+            MESHLM_INVALID(path, ": tensor '", name, "' has shape ", shape.dump(),
+                           "; sizes must be whole numbers >= 0");
+        const std::uint64_t n = d.get<std::uint64_t>();
+        if (n > data_size || (n > 0 && bytes > data_size / n))
+            MESHLM_INVALID(path, ": tensor '", name, "' ", shape.dump(),
+                           " is larger than the data section (", data_size,
+                           " bytes): truncated file?");
+        bytes *= n;
+        entry.shape.dims[entry.shape.ndim++] = static_cast<std::int64_t>(n);
+    }
+    const nlohmann::json& offsets = field(e, "data_offsets", path, name);
+    entry.begin = offset_at(offsets, 0, path, name);
+    entry.end = offset_at(offsets, 1, path, name);
+    if (entry.end < entry.begin || entry.end - entry.begin != bytes)
+        MESHLM_INVALID(path, ": tensor '", name, "' ", entry.shape.str(), " needs ", bytes,
+                       " bytes but its data_offsets span ", offsets.dump());
+    if (entry.end > data_size)
+        MESHLM_INVALID(path, ": tensor '", name, "' ends at byte ", entry.end,
+                       " but the data section has ", data_size, " bytes (truncated file?)");
+    return entry;
+}
+
 }  // namespace
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
@@ -64,23 +119,13 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     std::vector<std::pair<std::size_t, std::size_t>> ranges;
     for (auto it = header.begin(); it != header.end(); ++it) {
         if (it.key() == "__metadata__") {
+            if (!it->is_object())
+                MESHLM_INVALID(path, ": __metadata__ is ", it->type_name(), ", not an object");
             for (auto m = it->begin(); m != it->end(); ++m)
                 metadata_[m.key()] = m->is_string() ? m->get<std::string>() : m->dump();
             continue;
         }
-        const auto& e = *it;
-        SafetensorsEntry entry;
-        entry.dtype = parse_dtype(e.at("dtype").get<std::string>(), path, it.key());
-        for (auto d : e.at("shape")) entry.shape.dims[entry.shape.ndim++] = d.get<std::int64_t>();
-        entry.begin = e.at("data_offsets").at(0).get<std::size_t>();
-        entry.end = e.at("data_offsets").at(1).get<std::size_t>();
-        const std::size_t want = entry.shape.numel() * dtype_size(entry.dtype);
-        if (entry.end < entry.begin || entry.end - entry.begin != want)
-            MESHLM_INVALID(path, ": tensor '", it.key(), "' ", entry.shape.str(), " needs ", want,
-                           " bytes but its data_offsets span ", entry.end - entry.begin);
-        if (entry.end > data_size)
-            MESHLM_INVALID(path, ": tensor '", it.key(), "' ends at byte ", entry.end,
-                           " but the data section has ", data_size, " bytes (truncated file?)");
+        const SafetensorsEntry entry = parse_entry(*it, path, it.key(), data_size);
         ranges.push_back({entry.begin, entry.end});
         entries_[it.key()] = entry;
     }

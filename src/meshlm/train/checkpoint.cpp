@@ -12,6 +12,7 @@
 #include "meshlm/core/byte_size.h"
 #include "meshlm/core/error.h"
 #include "meshlm/core/file_sync.h"
+#include "meshlm/data/json_int.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
@@ -264,9 +265,14 @@ TrainerState read_checkpoint(const std::string& dir) {
                            kShardedCheckpointVersion, " (sharded)");
         const bool sharded = version == kShardedCheckpointVersion;
         for (const auto& [file, info] : j.at("files").items()) {
+            // A name inside the checkpoint directory, never a path out of it or the directory.
+            if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos)
+                MESHLM_INVALID(path, " lists \"", file, "\", which is not a file name");
             const std::string p = dir + "/" + file;
-            if (!fs::exists(p)) MESHLM_INVALID("checkpoint file ", p, " is missing");
-            const auto bytes = info.at("bytes").get<std::uintmax_t>();
+            std::error_code ec;
+            if (!fs::is_regular_file(p, ec))
+                MESHLM_INVALID("checkpoint file ", p, " is missing (or not a regular file)");
+            const auto bytes = json_int<std::uintmax_t>(info.at("bytes"));
             if (fs::file_size(p) != bytes)
                 MESHLM_INVALID("checkpoint file ", p, " has ", fs::file_size(p),
                                " bytes but trainer.json records ", bytes,
@@ -283,11 +289,11 @@ TrainerState read_checkpoint(const std::string& dir) {
         for (const char* need : {sharded ? "layout.json" : "optimizer.safetensors", "config.yaml"})
             if (!j.at("files").contains(need)) MESHLM_INVALID(path, " does not list ", need);
         if (sharded) st.layout = j.at("layout");
-        st.step = j.at("step");
-        st.tokens_seen = j.at("tokens_seen");
+        st.step = json_int<long>(j.at("step"));
+        st.tokens_seen = json_int<std::uint64_t>(j.at("tokens_seen"));
         st.loader = j.at("loader");
-        st.seed = j.at("rng").at("seed");
-        st.batch_offset = j.at("rng").value("batch_offset", 0L);
+        st.seed = json_int<std::uint64_t>(j.at("rng").at("seed"));
+        st.batch_offset = json_int<long>(j.at("rng").value("batch_offset", nlohmann::json(0)));
         if (!j.at("best_val_loss").is_null()) st.best_val = j.at("best_val_loss").get<double>();
         st.config_yaml = j.at("config");
         st.run_id = j.value("run_id", std::string());

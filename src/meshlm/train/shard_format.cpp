@@ -9,6 +9,7 @@
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
 #include "meshlm/core/file_sync.h"
+#include "meshlm/data/json_int.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/parallel/tp_shard.h"
@@ -160,7 +161,8 @@ ShardManifest read_shard_manifest(const std::string& dir, const ModelConfig& cfg
         if (j.at("format") != kManifestFormat)
             MESHLM_INVALID(path, " has format ", j.at("format").dump(), ", expected \"",
                            kManifestFormat, "\"");
-        const int D = j.at("data"), M = j.at("model"), S = j.at("zero_stage");
+        const int D = json_int<int>(j.at("data")), M = json_int<int>(j.at("model")),
+                  S = json_int<int>(j.at("zero_stage"));
         // The layouts recomputed from the config; the manifest must describe exactly these.
         auto g = [&] {
             try {
@@ -171,8 +173,8 @@ ShardManifest read_shard_manifest(const std::string& dir, const ModelConfig& cfg
             }
         }();
         const std::string other = " (was it written for another model config?)";
-        if (j.at("chunk").get<std::size_t>() != g.chunk ||
-            j.at("local_total").get<std::size_t>() != g.local.total())
+        if (json_int<std::size_t>(j.at("chunk")) != g.chunk ||
+            json_int<std::size_t>(j.at("local_total")) != g.local.total())
             MESHLM_INVALID(path, " records chunk ", j.at("chunk"), " and local_total ",
                            j.at("local_total"), " but the config gives ", g.chunk, " and ",
                            g.local.total(), other);
@@ -203,9 +205,12 @@ ShardManifest read_shard_manifest(const std::string& dir, const ModelConfig& cfg
         std::vector<bool> seen(n, false);
         for (const auto& e : list) {
             ShardFile f;
-            f.data_index = e.at("data_index"), f.model_index = e.at("model_index");
-            f.name = e.at("file"), f.begin = e.at("begin"), f.count = e.at("count");
-            f.bytes = e.at("bytes");
+            f.data_index = json_int<int>(e.at("data_index"));
+            f.model_index = json_int<int>(e.at("model_index"));
+            f.name = e.at("file");
+            f.begin = json_int<std::size_t>(e.at("begin"));
+            f.count = json_int<std::size_t>(e.at("count"));
+            f.bytes = json_int<std::uint64_t>(e.at("bytes"));
             f.crc32 = crc_value(path, e.at("crc32"));
             const int d = f.data_index, m = f.model_index;
             if (d < 0 || d >= D || m < 0 || m >= M || seen[d * M + m])

@@ -77,7 +77,13 @@ void HfTokenizer::load(const Json& j, const Json& config) {
     model_ = hf::parse_model(j["model"], top.at("model"), byte_level);
     post_ = hf::parse_post_processor(j.value("post_processor", Json()), top.at("post_processor"));
     decoder_ = hf::parse_decoder(j.value("decoder", Json()), top.at("decoder"));
-    for (auto& [tok, id] : model_->vocab()) {
+    // Ids may exceed the file's token count by at most kIdGap: a 20-byte file must not ask for
+    // a table of 2^31 ids (found by fuzz/tokenizer_json.cpp).
+    const auto vocab = model_->vocab();
+    const Json added = j.value("added_tokens", Json::array());
+    id_limit_ = vocab.size() + (added.is_array() ? added.size() : 0) + kIdGap;
+    for (auto& [tok, id] : vocab) {
+        check_id(id, top.at("model").at("vocab").at(tok));
         if (static_cast<std::size_t>(id) >= tokens_.size()) tokens_.resize(id + 1);
         tokens_[id] = tok;
         token_ids_[tok] = id;
@@ -94,6 +100,13 @@ void HfTokenizer::load(const Json& j, const Json& config) {
     apply_config(config);
 }
 
+void HfTokenizer::check_id(std::int32_t id, const Where& w) const {
+    if (id < 0 || static_cast<std::size_t>(id) > id_limit_)
+        w.fail("id " + std::to_string(id) + " is out of range: the file declares " +
+               std::to_string(id_limit_ - kIdGap) +
+               " tokens, and ids may exceed that count by at most " + std::to_string(kIdGap));
+}
+
 void HfTokenizer::load_added_tokens(const Json& list, const Where& w) {
     if (!list.is_array()) w.fail("expected an array");
     for (std::size_t i = 0; i < list.size(); ++i) {
@@ -108,6 +121,7 @@ void HfTokenizer::load_added_tokens(const Json& list, const Where& w) {
             hf::json_bool(a, "normalized", !hf::json_bool(a, "special", false, wi), wi),
             hf::json_bool(a, "single_word", false, wi)};
         if (t.id < 0 || t.content.empty()) wi.fail("needs a content and an id >= 0");
+        check_id(t.id, wi.at("id"));
         if (static_cast<std::size_t>(t.id) >= tokens_.size()) tokens_.resize(t.id + 1);
         special_.resize(tokens_.size(), 0);
         tokens_[t.id] = t.content;

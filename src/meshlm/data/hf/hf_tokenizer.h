@@ -53,6 +53,8 @@ class HfTokenizer : public Tokenizer {
     HfTokenizer() = default;
     void load(const hf::Json& j, const hf::Json& config);
     void load_added_tokens(const hf::Json& j, const hf::Where& w);
+    // Refuses an id beyond id_limit_ (or negative), naming where it was read.
+    void check_id(std::int32_t id, const hf::Where& w) const;
     void apply_config(const hf::Json& config);
     void encode_normalized(std::string_view seg, bool at_start,
                            std::vector<std::int32_t>& out) const;
@@ -69,6 +71,9 @@ class HfTokenizer : public Tokenizer {
     std::vector<std::uint8_t> special_;  // id -> 1 for special added tokens
     hf::StringIdMap token_ids_;          // token string -> id
     std::int32_t eot_id_ = -1;
+    // The largest id accepted: the file's token count (vocab and added tokens) plus kIdGap.
+    std::size_t id_limit_ = 0;
+    static constexpr std::size_t kIdGap = 65536;
 };
 
 }  // namespace meshlm
