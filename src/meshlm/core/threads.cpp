@@ -33,8 +33,7 @@ int available_cpus() {
     return std::max(1, quota > 0 ? std::min(cpus, quota) : cpus);
 }
 
-int cpus_free_of_other_work() {
-    const int cpus = available_cpus();
+int cpus_free_of_other_work(int cpus) {
     const int online = std::max(cpus, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
     return std::clamp(online - busy_cpus_elsewhere(), 1, cpus);
 }
@@ -44,7 +43,7 @@ int use_inference_threads(int requested, std::ostream& note) {
         set_thread_count(requested);
         return requested;
     }
-    const int cpus = available_cpus(), threads = cpus_free_of_other_work();
+    const int cpus = available_cpus(), threads = cpus_free_of_other_work(cpus);
     if (threads < cpus)
         note << "note: " << cpus - threads << " of " << cpus
              << " CPUs busy with other processes; using " << threads

@@ -16,10 +16,10 @@ int affinity_cpus();
 // The CPUs this process may use: its affinity mask, capped by its cgroup's CPU quota.
 int available_cpus();
 
-// The available CPUs less those other processes keep busy now (at least one). Other processes
-// are taken to run outside this process's CPUs first (an affinity mask or a quota smaller than
-// the machine), and on them only when the machine has no other room.
-int cpus_free_of_other_work();
+// `cpus` (the available CPUs) less those other processes keep busy now (at least one). Other
+// processes are taken to run outside this process's CPUs first (an affinity mask or a quota smaller
+// than the machine), and on them only when the machine has no other room.
+int cpus_free_of_other_work(int cpus = available_cpus());
 
 // Threads for a command that decodes or scores (sample, eval, serve), set as the pool's size:
 // `requested` when > 0; otherwise the available CPUs less those other processes keep busy (at

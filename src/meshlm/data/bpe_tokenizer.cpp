@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "meshlm/core/error.h"
 #include "meshlm/data/pretokenize.h"
@@ -26,14 +24,6 @@ std::string printable(std::string_view s) {
         }
     }
     return out;
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) MESHLM_INVALID("cannot open tokenizer file '", path, "'");
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
 }
 
 }  // namespace
@@ -66,7 +56,7 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_tiktoken(const std::string& pat
     std::unique_ptr<BpeTokenizer> t(new BpeTokenizer);
     t->path_ = path;
     t->name_ = path;
-    const std::string data = read_file(path);
+    const std::string data = read_tokenizer_file(path);
     static const auto b64 = [] {
         std::array<std::int8_t, 256> v{};
         v.fill(-1);

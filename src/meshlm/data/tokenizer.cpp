@@ -1,6 +1,8 @@
 #include "meshlm/data/tokenizer.h"
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "meshlm/core/error.h"
 #include "meshlm/data/bpe_tokenizer.h"
@@ -21,6 +23,14 @@ std::string ByteTokenizer::decode(const std::vector<std::int32_t>& ids) const {
     for (auto id : ids)
         if (id >= 0 && id < 256) s.push_back(static_cast<char>(id));
     return s;
+}
+
+std::string read_tokenizer_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) MESHLM_INVALID("cannot open tokenizer file '", path, "'");
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
 }
 
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec) {

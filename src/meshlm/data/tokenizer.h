@@ -42,4 +42,7 @@ class ByteTokenizer : public Tokenizer {
 // model (*.model; spm_tokenizer.h). Throws InvalidInput for anything else.
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec);
 
+// The bytes of a tokenizer file (or a file beside one); InvalidInput naming it if unreadable.
+std::string read_tokenizer_file(const std::string& path);
+
 }  // namespace meshlm

@@ -157,7 +157,7 @@ int training_threads(const TrainConfig& tc, Comm& world, std::ostream& out) {
         set_thread_count(threads_per_rank(world));
         return thread_count();
     }
-    const int cpus = available_cpus(), free = cpus_free_of_other_work();
+    const int cpus = available_cpus(), free = cpus_free_of_other_work(cpus);
     if (free < cpus)
         out << "note: " << cpus - free << " of " << cpus
             << " CPUs busy with other processes; training keeps " << cpus

@@ -2,8 +2,6 @@
 #include "meshlm/data/hf/hf_tokenizer.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace meshlm {
 
@@ -11,14 +9,6 @@ using hf::Json;
 using hf::Where;
 
 namespace {
-
-std::string read_text(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) MESHLM_INVALID("cannot open tokenizer file '", path, "'");
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 // bos_token / eos_token of tokenizer_config.json: a string or {"content": ...}.
 std::string config_token(const Json& config, const char* key) {
@@ -36,11 +26,11 @@ std::unique_ptr<HfTokenizer> HfTokenizer::from_file(const std::string& path) {
     const auto cfg = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
     std::string config;
     if (std::filesystem::exists(cfg)) {
-        config = read_text(cfg.string());
+        config = read_tokenizer_file(cfg.string());
         const Json c = Json::parse(config, nullptr, false);
         if (c.is_discarded() || !c.is_object()) MESHLM_INVALID(cfg.string(), ": not a JSON object");
     }
-    return from_json(read_text(path), path, config);
+    return from_json(read_tokenizer_file(path), path, config);
 }
 
 std::unique_ptr<HfTokenizer> HfTokenizer::from_json(const std::string& json_text,
