@@ -10,6 +10,7 @@
 
 #include "meshlm/core/cpu_load.h"
 #include "meshlm/core/threads.h"
+#include "test_util.h"
 
 namespace meshlm {
 namespace {
@@ -78,6 +79,28 @@ TEST(CpuLoad, AnExplicitThreadCountIsKept) {
     EXPECT_EQ(use_inference_threads(3, note), 3);
     EXPECT_EQ(thread_count(), 3);
     EXPECT_EQ(note.str(), "");
+}
+
+// Training keeps every CPU (its losses depend on the thread count) and says so, naming the
+// setting that would leave the busy one alone.
+TEST(CpuLoad, TrainingKeepsEveryCpuAndSaysSo) {
+    if (available_cpus() < 2) GTEST_SKIP() << "one CPU: nothing to leave to others";
+    Spinner spinner;
+    usleep(20000);
+    const std::string dir = test::temp_dir("cpu_load_train");
+    const auto r = test::run_command(
+        test::meshlm_binary() + " train --config " + test::source_dir() +
+        "/configs/tiny-gpt2.yaml --config.model.n_layer=1 --config.model.d_model=32"
+        " --config.model.n_head=2 --config.train.steps=1 --config.train.batch_size=2"
+        " --config.train.final_eval_batches=1 --config.log.sample_tokens=0"
+        " --config.train.peak_gflops=100 --config.log.dir=" +
+        dir + "/run");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string cpus = std::to_string(available_cpus());
+    EXPECT_NE(r.output.find("CPUs busy with other processes; training keeps " + cpus + " threads"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("--config.train.threads="), std::string::npos) << r.output;
 }
 
 }  // namespace
