@@ -233,6 +233,21 @@ void Transformer::add_vq_stats(const VqAttention::Acts& a, float err, int N) {
     vq_stats_.entropy += w * static_cast<float>(entropy);
 }
 
+void Transformer::record_scores(int l, const float* qkv, int B, int T) {
+    using namespace coord_site;
+    const Attention& at = block_.attn;
+    // Scores over every (i, j) pair; softmax rows sum to 1, masked entries are 0.
+    const double pairs = static_cast<double>(B) * at.Hl * T * T;
+    coord_->sum[coord_->slot(l, as)] += ops::attention_score_abs_sum(
+        view(qkv, {B * T, at.qkv_width()}, device_), B, T, at.Hl, at.Kl, at.D, at.scale);
+    coord_->count[coord_->slot(l, as)] += pairs;
+    // Softmax rows sum to 1; other nonlinearities' rows are not counted (no 'ap' record).
+    if (at.act.act == k::AttnAct::softmax) {
+        coord_->sum[coord_->slot(l, ap)] += static_cast<double>(B) * at.Hl * T;
+        coord_->count[coord_->slot(l, ap)] += pairs;
+    }
+}
+
 const float* Transformer::block_qkv(int layer) const {
     MESHLM_CHECK(recompute_ == Recompute::none,
                  "block_qkv: blocks share their q | k | v buffer under recomputation");
