@@ -68,7 +68,7 @@ DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision p
     // A Transformer-VQ model decodes through the Transformer itself: only logits_ is used.
     if (cfg.vq()) return;
     const Attention& attn = block_.attn;
-    x_[0] = rows(C), x_[1] = rows(C), ln_ = rows(C), mid_ = rows(C), scratch_ = rows(C);
+    x_[0] = rows(C), x_[1] = rows(C), ln_ = rows(C), mid_ = rows(C);
     qkv_ = rows(attn.qkv_width());
     y_ = rows(attn.y_width());
     h_ = rows(block_.mlp.h_width());
@@ -111,8 +111,9 @@ void DecodeStack::linear(float* y, const float* x, const float* W, const float* 
 void DecodeStack::Linear::forward(float* y, const float* x, const float* W, const float* b, int M,
                                   int I, int O, bool accumulate) const {
     if (!accumulate) return stack->linear(y, x, W, b, M, I, O);
-    // A parallel block's second branch: computed apart, then y = y + branch.
-    float* branch = stack->scratch_.data();
+    // A parallel block's second branch (in mid_, which only sequential blocks use otherwise):
+    // computed apart, then y = y + branch.
+    float* branch = stack->mid_.data();
     stack->linear(branch, x, W, b, M, I, O);
     const Tensor yv = view(y, {M, O}, stack->device_);
     ops::residual_forward(yv, yv, view(branch, yv.shape, stack->device_));

@@ -93,9 +93,9 @@ class DecodeStack {
     kernels::FloatArray dparams_;     // off the CPU: the parameters copied to the device
     kernels::DeviceBuffer params16_;  // bf16 copy of params (bf16 precision only)
     // The residual stream alternates between x_[0] and x_[1] (cur_ holds it): a block reads
-    // one and writes the other. mid_: after a sequential block's attention; scratch_: the
-    // second branch of a parallel block before it joins the first.
-    kernels::FloatArray x_[2], ln_, qkv_, y_, mid_, h_, a_, scratch_, mean_, rstd_, logits_;
+    // one and writes the other. mid_: after a sequential block's attention, or a parallel
+    // block's second branch before it joins the first.
+    kernels::FloatArray x_[2], ln_, qkv_, y_, mid_, h_, a_, mean_, rstd_, logits_;
     int cur_ = 0;
     Buffer<float> host_logits_;        // off the CPU: the logits read back
     kernels::DeviceIds tokens_, pos_;  // the pass's ids on device_
