@@ -124,7 +124,7 @@ void Attention::project_in(float* qkv, const float* x, const BlockTensors& w, in
 
 void Attention::project(float* qkv, const float* x, const BlockTensors& w, int N,
                         const std::uint16_t* x16) const {
-    linear::forward(device, qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width(), false, bf16, x16);
+    linear::forward(linear, device, qkv, x, w.qkv_w, w.qkv_b, N, C, qkv_width(), false, bf16, x16);
 }
 
 void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
@@ -136,8 +136,9 @@ void Attention::core(float* y, float* lse, const float* qkv, int B, int T,
 }
 
 void Attention::project_out(float* out, const float* y, const BlockTensors& w, int N,
-                            bool accumulate) const {
-    linear::forward(device, out, y, w.proj_w, nullptr, N, y_width(), C, accumulate, bf16);
+                            bool accumulate, bool bias) const {
+    linear::forward(linear, device, out, y, w.proj_w, bias ? w.proj_b : nullptr, N, y_width(), C,
+                    accumulate, bf16, nullptr);
 }
 
 void Attention::backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,

@@ -36,6 +36,8 @@ struct Attention {
     std::vector<float> slopes;    // this rank's heads' ALiBi slopes; empty without ALiBi
     // Both tables as the ops read them: on `device` (place() copies them there).
     Bf16Scratch* bf16 = nullptr;  // the projections' GEMMs in bf16 (linear.h); null: fp32
+    // The forward projections' kernel (linear.h); null: linear::forward's GEMMs.
+    const LinearKernel* linear = nullptr;
     Device device = Device::cpu;  // where its views live (the ops dispatch on it)
     // position t5_bias: this rank's heads' bias per distance, shared by the layers; the owner
     // resolves it from the table before a pass (t5_bias.h) and folds its gradient after.
@@ -63,8 +65,9 @@ struct Attention {
                  const std::uint16_t* x16 = nullptr) const;  // no rotary
     void core(float* y, float* lse, const float* qkv, int B, int T,
               const kernels::AttnDropout* drop) const;
-    void project_out(float* out, const float* y, const BlockTensors& w, int N,
-                     bool accumulate) const;
+    // With `bias`, adds bp too (a decoder's fused kernel; training adds it after the reduce).
+    void project_out(float* out, const float* y, const BlockTensors& w, int N, bool accumulate,
+                     bool bias = false) const;
     // dx (=, or += when accumulate) this rank's part of dL/dx; dy (N, Hl D) and dqkv (N, qkv
     // width) are scratch.
     void backward(float* dx, BlockTensors& g, float* dy, float* dqkv, const float* dout,

@@ -4,7 +4,6 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/device.h"
-#include "meshlm/kernels/ops/activation.h"
 #include "meshlm/kernels/ops/bf16.h"
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/linear_decode.h"
@@ -15,14 +14,40 @@
 
 namespace meshlm {
 
+namespace {
+
+// The decode pass: the caller's attention over its cache, at the rows' positions; the linears
+// add their biases (linear_decode fuses them) and a branch closes as residual + branch.
+class DecodePass final : public BlockPass {
+  public:
+    DecodePass(const DecodeStack::Attend& attend, const std::int32_t* pos)
+        : attend_(attend), pos_(pos) {}
+    const std::int32_t* positions() const override { return pos_; }
+    void attend(int layer, float* y, float*, const float* qkv, int, int) override {
+        attend_(layer, qkv, y);
+    }
+    bool linear_biases() const override { return true; }
+    // x + branch: the biases came with the linears. residual_forward keeps decode's few rows on
+    // the calling thread (bias_residual would wake the others).
+    void close(const Tensor& out, const Tensor& b1, const Tensor& b2, const Tensor& residual, int,
+               int, int) override {
+        MESHLM_CHECK(!b1.data && !b2.data, "a decode pass adds the biases in its linears");
+        ops::residual_forward(out, out, residual);
+    }
+
+  private:
+    const DecodeStack::Attend& attend_;
+    const std::int32_t* pos_;
+};
+
+}  // namespace
+
 DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision precision,
                          Device device)
     : cfg_(for_inference(cfg)),
       layout_(transformer_layout(cfg)),
       binder_(layout_),
-      norm_(cfg),
-      attn_(cfg, 1, 0),
-      mlp_(cfg, 1),
+      block_(cfg, 1, 0),
       max_rows_(max_rows),
       precision_(precision),
       device_(device),
@@ -33,8 +58,8 @@ DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision p
         throw InvalidInput(detail::concat("this model cannot decode on ",
                                           kernels::device_name(device), ": ", gap,
                                           "; decode it on the CPU"));
-    attn_.place(device);
-    norm_.device = mlp_.device = device;
+    block_.place(device);
+    block_.attn.linear = block_.mlp.linear = &linear_;
     const std::size_t R = max_rows, C = cfg.d_model, V = cfg.vocab_size;
     w_.blocks.resize(cfg.n_layer);
     auto rows = [&](std::size_t width) { return kernels::FloatArray(device, R * width); };
@@ -42,18 +67,19 @@ DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision p
     if (device != Device::cpu) host_logits_ = Buffer<float>(R * V);
     // A Transformer-VQ model decodes through the Transformer itself: only logits_ is used.
     if (cfg.vq()) return;
-    x_ = rows(C), ln_ = rows(C), proj_ = rows(C), mlp_out_ = rows(C);
-    qkv_ = rows(attn_.qkv_width());
-    y_ = rows(attn_.y_width());
-    h_ = rows(mlp_.h_width());
-    a_ = rows(mlp_.Fl);
+    const Attention& attn = block_.attn;
+    x_[0] = rows(C), x_[1] = rows(C), ln_ = rows(C), mid_ = rows(C);
+    qkv_ = rows(attn.qkv_width());
+    y_ = rows(attn.y_width());
+    h_ = rows(block_.mlp.h_width());
+    a_ = rows(block_.mlp.Fl);
     mean_ = rows(1), rstd_ = rows(1);
     if (precision_ == DecodePrecision::bf16)
         params16_ = kernels::DeviceBuffer(device, DType::bf16,
                                           {static_cast<std::int64_t>(layout_.total())});
     if (cfg.position == "t5_bias") {
-        t5_ = std::make_unique<T5Bias>(cfg, attn_.Hl, cfg.t5_max_distance + 1);
-        attn_.dist = &t5_->view();
+        t5_ = std::make_unique<T5Bias>(cfg, attn.Hl, cfg.t5_max_distance + 1);
+        block_.attn.dist = &t5_->view();
     }
 }
 
@@ -82,61 +108,55 @@ void DecodeStack::linear(float* y, const float* x, const float* W, const float* 
                        bias ? view(bias, {O}, d) : Tensor{});
 }
 
+void DecodeStack::Linear::forward(float* y, const float* x, const float* W, const float* b, int M,
+                                  int I, int O, bool accumulate) const {
+    if (!accumulate) return stack->linear(y, x, W, b, M, I, O);
+    // A parallel block's second branch (in mid_, which only sequential blocks use otherwise):
+    // computed apart, then y = y + branch.
+    float* branch = stack->mid_.data();
+    stack->linear(branch, x, W, b, M, I, O);
+    const Tensor yv = view(y, {M, O}, stack->device_);
+    ops::residual_forward(yv, yv, view(branch, yv.shape, stack->device_));
+}
+
 void DecodeStack::embed(int M, const std::int32_t* tokens, const std::int32_t* pos) {
     const int C = cfg_.d_model;
     const Device d = device_;
-    ops::embedding_forward(view(x_.data(), {M, C}, d), view(tokens_.put(tokens, M), {M}, d),
+    cur_ = 0;
+    ops::embedding_forward(view(x(), {M, C}, d), view(tokens_.put(tokens, M), {M}, d),
                            view(w_.wte, {cfg_.vocab_size, C}, d), Tensor{}, 1);
     if (!w_.wpe) return;
     // Rows sit at their own positions: one position row each (T = 1).
     for (int m = 0; m < M; ++m)
         ops::position_embedding_forward(
-            view(x_.data() + static_cast<std::size_t>(m) * C, {1, C}, d),
+            view(x() + static_cast<std::size_t>(m) * C, {1, C}, d),
             view(w_.wpe + static_cast<std::size_t>(pos[m]) * C, {1, C}, d), 1);
 }
 
 void DecodeStack::move_row(int from, int to) {
     const std::size_t C = cfg_.d_model;
-    const auto row = [&](int m) { return view(x_.data() + m * C, {1, cfg_.d_model}, device_); };
+    const auto row = [&](int m) { return view(x() + m * C, {1, cfg_.d_model}, device_); };
     if (from != to) kernels::copy(row(to), row(from));
 }
 
 void DecodeStack::blocks(int M, const std::int32_t* pos, const Attend& attend) {
     MESHLM_CHECK(params_, "set_params() before decoding");
     MESHLM_CHECK(M >= 1 && M <= max_rows_, "a pass of ", M, " rows (at most ", max_rows_, ")");
-    const int C = cfg_.d_model, W = attn_.qkv_width();
-    const bool parallel = cfg_.block == "parallel";
-    const Device d = device_;
-    const Tensor x = view(x_.data(), {M, C}, d), proj = view(proj_.data(), {M, C}, d);
-    const Tensor out = view(mlp_out_.data(), {M, C}, d);
-    const Tensor h = view(h_.data(), {M, mlp_.h_width()}, d), a = view(a_.data(), {M, mlp_.Fl}, d);
-    const std::int32_t* at = pos_.put(pos, M);  // the positions where rotate() reads them
+    DecodePass pass(attend, pos_.put(pos, M));  // the positions where rotate() reads them
+    BlockActs a{};
+    a.ln1 = a.ln2 = ln_.data(), a.mean1 = a.mean2 = mean_.data();
+    a.rstd1 = a.rstd2 = rstd_.data();
+    a.qkv = qkv_.data(), a.y = y_.data(), a.mid = mid_.data(), a.h = h_.data(), a.a = a_.data();
     for (int l = 0; l < cfg_.n_layer; ++l) {
-        const BlockTensors& b = w_.blocks[l];
-        norm_.forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), b.ln1_w, b.ln1_b, M);
-        linear(qkv_.data(), ln_.data(), b.qkv_w, b.qkv_b, M, C, W);
-        attn_.rotate(qkv_.data(), at, M, 1);
-        attend(l, qkv_.data(), y_.data());
-        linear(proj_.data(), y_.data(), b.proj_w, b.proj_b, M, attn_.y_width(), C);
-        if (!parallel) {
-            ops::residual_forward(x, x, proj);
-            if (!cfg_.has_mlp()) continue;  // a block of attention only
-            norm_.forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), b.ln2_w, b.ln2_b, M);
-        }
-        linear(h_.data(), ln_.data(), b.fc_w, b.fc_b, M, C, mlp_.h_width());
-        if (mlp_.gated)
-            ops::glu_forward(mlp_.act, a, h);
-        else
-            ops::activation_forward(mlp_.act, a, h);
-        linear(mlp_out_.data(), a_.data(), b.out_w, b.out_b, M, mlp_.Fl, C);
-        if (parallel) ops::residual_forward(out, proj, out);
-        ops::residual_forward(x, x, out);
+        a.out = x_[1 - cur_].data();
+        block_.forward(pass, l, w_.blocks[l], a, x(), M, 1);
+        cur_ = 1 - cur_;
     }
 }
 
 float* DecodeStack::head(int n) {
     const int C = cfg_.d_model;
-    norm_.forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), w_.lnf_w, w_.lnf_b, n);
+    block_.norm.forward(ln_.data(), mean_.data(), rstd_.data(), x(), w_.lnf_w, w_.lnf_b, n);
     linear(logits_.data(), ln_.data(), w_.head_w, w_.head_b, n, C, cfg_.vocab_size);
     scale_logits(device_, logits_.data(), static_cast<std::size_t>(n) * cfg_.vocab_size,
                  cfg_.head_scale());

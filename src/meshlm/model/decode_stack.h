@@ -1,13 +1,13 @@
 // The body both KV-cache decoders (Decoder, PagedDecoder) share: the weights, as given or as a
-// bf16 copy, the activations of up to max_rows rows, and the per-row pass through the blocks
-// with the decode kernels. Per block, for M rows:
-//   ln = norm1(x); qkv = ln Wqkv^T + b; rotate q, k at each row's position
-//   y = attend(layer, qkv): the caller stores the rows' keys and values in its cache and
-//       attends to it
-//   sequential: x += y Wp^T + bp; x += mlp(norm2(x))      parallel: x += (y Wp^T + bp) + mlp(ln)
+// bf16 copy, the activations of up to max_rows rows, and the per-row pass through the blocks.
+// Each block is the Block (block.h), the same sequence training runs, given a decode pass:
+//   attention: attend(layer, qkv) -- the caller stores the rows' keys and values in its cache
+//              and attends to it; q, k rotated at each row's position first
+//   linears:   the decode kernel (linear_decode) with the biases fused, over the weights as
+//              given or their bf16 copy; a branch closes as x + (branch + bias)
 // then logits = head(norm_f(x)) for the rows the caller packs first. Every product is a decode
-// kernel (linear_decode), whose rows are computed independently of the other rows, the batch
-// size and the thread count.
+// kernel, whose rows are computed independently of the other rows, the batch size and the
+// thread count.
 //
 // The stack lives on one device: its rows, the parameters it is given and its bf16 copy are
 // that device's memory; callers hand it host ids (tokens, positions), which it stages there.
@@ -21,9 +21,8 @@
 #include "meshlm/core/param_layout.h"
 #include "meshlm/kernels/device_buffer.h"
 #include "meshlm/model/attention.h"
-#include "meshlm/model/mlp.h"
+#include "meshlm/model/block.h"
 #include "meshlm/model/model_config.h"
-#include "meshlm/model/norm.h"
 #include "meshlm/model/t5_bias.h"
 #include "meshlm/model/tensors.h"
 
@@ -42,7 +41,7 @@ class DecodeStack {
     DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision precision,
                 Device device = Device::cpu);
 
-    const Attention& attention() const { return attn_; }
+    const Attention& attention() const { return block_.attn; }
     const ModelTensors& weights() const { return w_; }
     const float* params() const { return params_; }
     int max_rows() const { return max_rows_; }
@@ -68,14 +67,21 @@ class DecodeStack {
     float* host_logits(int n);
 
   private:
+    // The blocks' and the head's linears: linear_decode over the weights or their bf16 copy.
+    struct Linear final : LinearKernel {
+        DecodeStack* stack;
+        explicit Linear(DecodeStack* s) : stack(s) {}
+        void forward(float* y, const float* x, const float* W, const float* b, int M, int I, int O,
+                     bool accumulate) const override;
+    };
     void linear(float* y, const float* x, const float* W, const float* bias, int M, int I, int O);
+    float* x() { return x_[cur_].data(); }  // the residual stream's rows
 
     ModelConfig cfg_;
     ParamLayout layout_;
     TensorBinder binder_;  // reads layout_
-    Norm norm_;
-    Attention attn_;
-    Mlp mlp_;
+    Block block_;
+    Linear linear_{this};  // block_'s layers multiply through it
     // position t5_bias: the table per distance up to max_distance (the kernels read longer
     // distances at the last row), resolved by set_params; attn_.dist points at it.
     std::unique_ptr<T5Bias> t5_;
@@ -86,7 +92,11 @@ class DecodeStack {
     const float* params_ = nullptr;   // the buffer w_ points into, on device_
     kernels::FloatArray dparams_;     // off the CPU: the parameters copied to the device
     kernels::DeviceBuffer params16_;  // bf16 copy of params (bf16 precision only)
-    kernels::FloatArray x_, ln_, qkv_, y_, proj_, h_, a_, mlp_out_, mean_, rstd_, logits_;
+    // The residual stream alternates between x_[0] and x_[1] (cur_ holds it): a block reads
+    // one and writes the other. mid_: after a sequential block's attention, or a parallel
+    // block's second branch before it joins the first.
+    kernels::FloatArray x_[2], ln_, qkv_, y_, mid_, h_, a_, mean_, rstd_, logits_;
+    int cur_ = 0;
     Buffer<float> host_logits_;        // off the CPU: the logits read back
     kernels::DeviceIds tokens_, pos_;  // the pass's ids on device_
 };

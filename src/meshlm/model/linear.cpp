@@ -86,6 +86,13 @@ void forward(Device d, float* y, const float* x, const float* W, const float* b,
     if (b) ops::add_bias(yv, bv);
 }
 
+void forward(const LinearKernel* kernel, Device d, float* y, const float* x, const float* W,
+             const float* b, int N, int I, int O, bool accumulate, Bf16Scratch* bf16,
+             const std::uint16_t* x16) {
+    if (kernel) return kernel->forward(y, x, W, b, N, I, O, accumulate);
+    forward(d, y, x, W, b, N, I, O, accumulate, bf16, x16);
+}
+
 void backward(Device d, float* dx, float* dW, float* db, const float* dy, const float* x,
               const float* W, int N, int I, int O, bool accumulate, Bf16Scratch* bf16,
               const std::uint16_t* x16) {

@@ -42,6 +42,16 @@ struct Bf16Scratch {
     std::size_t dy_size() const { return static_cast<std::size_t>(rows) * max_out; }
 };
 
+// A kernel the layers' forward linears can go through instead of linear::forward: the
+// decoders' skinny linear_decode over their bf16 weight copy (decode_stack.h).
+class LinearKernel {
+  public:
+    virtual ~LinearKernel() = default;
+    // y[N, O] (=, or += when accumulate) x[N, I] W[O, I]^T + b (b may be null).
+    virtual void forward(float* y, const float* x, const float* W, const float* b, int N, int I,
+                         int O, bool accumulate) const = 0;
+};
+
 namespace linear {
 
 // y[N, O] (=, or += when accumulate) x[N, I] W[O, I]^T + b (b may be null). With bf16 non-null
@@ -49,6 +59,10 @@ namespace linear {
 void forward(Device device, float* y, const float* x, const float* W, const float* b, int N, int I,
              int O, bool accumulate = false, Bf16Scratch* bf16 = nullptr,
              const std::uint16_t* x16 = nullptr);
+// forward() through `kernel` when non-null (bf16 and x16 are the training GEMMs' only).
+void forward(const LinearKernel* kernel, Device device, float* y, const float* x, const float* W,
+             const float* b, int N, int I, int O, bool accumulate, Bf16Scratch* bf16,
+             const std::uint16_t* x16);
 // dx[N, I] (=, or += when accumulate; null skips), dW += dy^T x, db += sum_n dy (null skips).
 void backward(Device device, float* dx, float* dW, float* db, const float* dy, const float* x,
               const float* W, int N, int I, int O, bool accumulate = false,

@@ -28,7 +28,7 @@ void Mlp::forward(float* out, float* h, float* a, const float* x, const BlockTen
 
 void Mlp::up(float* h, float* a, const float* x, const BlockTensors& w, int N,
              const std::uint16_t* x16, std::uint16_t* a16) const {
-    linear::forward(device, h, x, w.fc_w, w.fc_b, N, C, h_width(), false, bf16, x16);
+    linear::forward(linear, device, h, x, w.fc_w, w.fc_b, N, C, h_width(), false, bf16, x16);
     const Tensor hv = view(h, {N, h_width()}, device), av = view(a, {N, Fl}, device);
     if (gated)
         ops::glu_forward(act, av, hv);
@@ -38,8 +38,9 @@ void Mlp::up(float* h, float* a, const float* x, const BlockTensors& w, int N,
 }
 
 void Mlp::down(float* out, const float* a, const BlockTensors& w, int N, bool accumulate,
-               const std::uint16_t* a16) const {
-    linear::forward(device, out, a, w.out_w, nullptr, N, Fl, C, accumulate, bf16, a16);
+               const std::uint16_t* a16, bool bias) const {
+    linear::forward(linear, device, out, a, w.out_w, bias ? w.out_b : nullptr, N, Fl, C, accumulate,
+                    bf16, a16);
 }
 
 void Mlp::backward(float* dx, BlockTensors& g, float* da, float* dh, const float* dout,

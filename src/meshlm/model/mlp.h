@@ -22,6 +22,8 @@ struct Mlp {
     bool gated;
     kernels::Act act;
     Bf16Scratch* bf16 = nullptr;  // the GEMMs in bf16 (linear.h); null: fp32
+    // The forward linears' kernel (linear.h); null: linear::forward's GEMMs.
+    const LinearKernel* linear = nullptr;
     Device device = Device::cpu;  // where its views live (the ops dispatch on it)
 
     Mlp(const ModelConfig& cfg, int model);
@@ -34,8 +36,9 @@ struct Mlp {
     // which down and backward then read instead of a.
     void up(float* h, float* a, const float* x, const BlockTensors& w, int N,
             const std::uint16_t* x16 = nullptr, std::uint16_t* a16 = nullptr) const;
+    // With `bias`, adds bo too (a decoder's fused kernel; training adds it after the reduce).
     void down(float* out, const float* a, const BlockTensors& w, int N, bool accumulate,
-              const std::uint16_t* a16 = nullptr) const;
+              const std::uint16_t* a16 = nullptr, bool bias = false) const;
     // da (N, Fl) and dh (N, h_width()) are scratch.
     void backward(float* dx, BlockTensors& g, float* da, float* dh, const float* dout,
                   const float* x, const float* h, const float* a, const BlockTensors& w, int N,

@@ -29,6 +29,7 @@
 #include "meshlm/core/param_stream.h"
 #include "meshlm/kernels/device_buffer.h"
 #include "meshlm/model/attention.h"
+#include "meshlm/model/block.h"
 #include "meshlm/model/coord_stats.h"
 #include "meshlm/model/embedding.h"
 #include "meshlm/model/head.h"
@@ -146,32 +147,12 @@ class Transformer {
     const VqStats& vq_stats() const { return vq_stats_; }
 
   private:
-    struct BlockActs {
-        float *ln1, *mean1, *rstd1;  // (N,C) (N) (N)
-        float* qkv;                  // (N, qkv width), q and k rotated (and normalized)
-        float* qk_rstd;              // (N, Hl + Kl) with qk_norm
-        float *y, *lse;              // (N, Hl D) (Hl N)
-        float* mid;                  // (N,C) residual after attention (sequential)
-        float *ln2, *mean2, *rstd2;  // sequential
-        float *h, *a;                // MLP: (N, h width) (N, Fl)
-        float* out;                  // (N,C) residual after the block
-        // bf16 precision: ln1, ln2 and a are kept here in bf16 (the linears' inputs), their
-        // fp32 pointers are scratch shared by every block. Null with fp32.
-        std::uint16_t *ln1_16 = nullptr, *ln2_16 = nullptr, *a16 = nullptr;
-        // model.attention vq: what its sublayer keeps (core: o, lse; rest: projections, codes)
-        float *vq_core = nullptr, *vq_rest = nullptr;
-        VqAttention::Acts vq{};
-    };
+    class BlockRun;  // the blocks' pass (transformer.cpp)
+    // The activation plan (transformer_plan.cpp): P counts or takes each buffer in turn.
     template <typename P>
     void plan(P& p);
-    // out = reduce(out) + b1 (+ b2), dropped out, + residual: closes a row-parallel branch.
-    // `stat`: the coordinate-check site the reduced branch is counted at (-1: none).
-    void close_branch(float* out, const float* b1, const float* b2, const float* residual, int N,
-                      int layer, int site, bool train, int stat = -1);
-    // Counts rows x width of x (row stride ld) at block l's coordinate-check site, when on.
-    void record(int l, int site, const float* x, int rows, int width, int ld);
-    // The gradient entering a branch: dres, masked like the branch's dropout (into scratch).
-    const float* branch_grad(int N, int layer, int site);
+    template <typename P>
+    void plan_blocks(P& p);
     kernels::AttnDropout attn_dropout(int layer) const;
     // The embedding's dropout (model.dropout_embd) on x [N, C], or on its gradient.
     void embed_dropout(float* x, int N) const;
@@ -180,20 +161,12 @@ class Transformer {
     // The weights outside the blocks the forward and backward read: with bf16, ln_f and the
     // head bias as bf16 copies (the embedding layer rounds its own; the head GEMM its operand).
     const ModelTensors& root_weights();
-    // bf16 precision: keeps a linear's input in bf16 (dst null: fp32, nothing to do).
-    void keep16(std::uint16_t* dst, const float* src, std::size_t n) const;
     // Copies N host ids into `dst` (device memory) and returns them there.
     const std::int32_t* device_ids(kernels::DeviceBuffer& dst, const std::int32_t* ids,
                                    int N) const;
-    // db [C] += sum over N rows of dy [N, C] (a block bias's gradient).
-    void bias_grad(float* db, const float* dy, int N) const;
-    void block_forward(int l, const float* x, int B, int T, bool train);
     void add_vq_stats(const VqAttention::Acts& a, float err, int N);
-    // A sequential block's second half: out = mid + mlp(norm2(mid)).
-    void mlp_branch(int l, const BlockTensors& w, BlockActs& a, int N, bool train);
-    void block_backward(int l, const float* x, int B, int T);
-    // Reruns what block l's backward needs and recompute_ dropped.
-    void block_recompute(int l, const float* x, int B, int T);
+    // The coordinate check's attention-score records of block l (q | k | v rows of B x T).
+    void record_scores(int l, const float* qkv, int B, int T);
 
     ModelConfig cfg_;
     Device device_ = Device::cpu;  // where the activations live; every layer's device
@@ -201,13 +174,8 @@ class Transformer {
     ModelComm* mp_;
     ParamLayout layout_;
     Embedding embed_layer_;
-    Norm norm_;
-    Attention attn_;
-    Mlp mlp_;
-    VqAttention vq_;
+    Block block_;  // the layers every block runs (its VQ scratch in acts_)
     bool vq_on_;
-    VqAttention::Derived vq_derived_{};  // the active block's codebook, positions (in acts_)
-    float* vq_scratch_ = nullptr;
     float grad_scale_ = 0.f;  // the last forward's: the commitment loss's per-token scale
     VqStats vq_stats_;
     std::vector<int> vq_used_;  // add_vq_stats' per-code counts
@@ -220,7 +188,6 @@ class Transformer {
     int vq_state_stride_ = 0;
     Head head_;
     std::unique_ptr<T5Bias> t5_;  // position t5_bias: the table resolved per distance
-    bool parallel_block_;
     Recompute recompute_;
     Precision precision_;
     Bf16Scratch bf16_;  // bf16 precision: the GEMMs' operands (in acts_)
