@@ -108,14 +108,6 @@ void Attention::rotate(float* qkv, const std::int32_t* pos, int N, int T, float*
                          qk_rstd ? view(qk_rstd, {N, Hl + Kl}, device) : Tensor{}, h, norm_eps);
 }
 
-void Attention::forward(float* out, float* qkv, float* y, float* lse, const float* x,
-                        const BlockTensors& w, int B, int T, const k::AttnDropout* drop,
-                        bool accumulate) const {
-    project_in(qkv, x, w, B * T, T);
-    core(y, lse, qkv, B, T, drop);
-    project_out(out, y, w, B * T, accumulate);
-}
-
 void Attention::project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T,
                            const std::uint16_t* x16, float* qk_rstd) const {
     project(qkv, x, w, N, x16);

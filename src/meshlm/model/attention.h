@@ -52,12 +52,6 @@ struct Attention {
     int qkv_width() const { return (Hl + 2 * Kl) * D; }
     int y_width() const { return Hl * D; }
 
-    // out (=, or += when accumulate) y Wp^T; qkv, y (N, Hl D), lse (Hl N) are kept for backward.
-    // The same as project_in, core, project_out in turn: activation recomputation reruns the
-    // stages it dropped.
-    void forward(float* out, float* qkv, float* y, float* lse, const float* x,
-                 const BlockTensors& w, int B, int T, const kernels::AttnDropout* drop,
-                 bool accumulate) const;
     // x16 (bf16 precision, may be null): x already in bf16, read instead of x.
     void project_in(float* qkv, const float* x, const BlockTensors& w, int N, int T,
                     const std::uint16_t* x16 = nullptr, float* qk_rstd = nullptr) const;

@@ -20,12 +20,6 @@ k::Act act_of(const std::string& mlp) {
 Mlp::Mlp(const ModelConfig& cfg, int model)
     : C(cfg.d_model), Fl(cfg.mlp_width() / model), gated(cfg.gated_mlp()), act(act_of(cfg.mlp)) {}
 
-void Mlp::forward(float* out, float* h, float* a, const float* x, const BlockTensors& w, int N,
-                  bool accumulate) const {
-    up(h, a, x, w, N);
-    down(out, a, w, N, accumulate);
-}
-
 void Mlp::up(float* h, float* a, const float* x, const BlockTensors& w, int N,
              const std::uint16_t* x16, std::uint16_t* a16) const {
     linear::forward(linear, device, h, x, w.fc_w, w.fc_b, N, C, h_width(), false, bf16, x16);

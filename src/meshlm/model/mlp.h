@@ -29,9 +29,6 @@ struct Mlp {
     Mlp(const ModelConfig& cfg, int model);
     int h_width() const { return gated ? 2 * Fl : Fl; }
 
-    // up then down; recomputation reruns only up (the backward needs h and a, not out).
-    void forward(float* out, float* h, float* a, const float* x, const BlockTensors& w, int N,
-                 bool accumulate) const;
     // x16 / a16 (bf16 precision, may be null): x in bf16 as given; a16 receives a in bf16,
     // which down and backward then read instead of a.
     void up(float* h, float* a, const float* x, const BlockTensors& w, int N,
