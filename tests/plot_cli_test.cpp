@@ -3,6 +3,7 @@
 // per run; the PNG has PNG's signature and the size asked for.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -46,12 +47,15 @@ TEST_F(Plot, SvgHasOnePathPerRunAndMetric) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const std::string svg = test::read_file(out);
     // Stroked paths by colour: black (frames, ticks) aside, each run's colour strokes one path
-    // per metric.
+    // per metric. (Cairo writes the colour as stroke="rgb(...)" or in style="stroke:rgb(...)".)
     std::map<std::string, int> strokes;
-    const std::regex path_re("<path[^>]*stroke=\"(rgb\\([^\"]*\\))\"");
+    const std::regex path_re("<path[^>]*stroke[:=]\"?(rgb\\([^)]*\\))");
     for (auto it = std::sregex_iterator(svg.begin(), svg.end(), path_re);
-         it != std::sregex_iterator(); ++it)
-        if ((*it)[1] != "rgb(0%, 0%, 0%)") ++strokes[(*it)[1]];
+         it != std::sregex_iterator(); ++it) {
+        std::string colour = (*it)[1];
+        colour.erase(std::remove(colour.begin(), colour.end(), ' '), colour.end());
+        if (colour != "rgb(0%,0%,0%)") ++strokes[colour];
+    }
     ASSERT_EQ(strokes.size(), 2u) << svg.substr(0, 2000);
     for (const auto& [colour, n] : strokes) EXPECT_EQ(n, 3) << colour;
     EXPECT_FALSE(fs::exists(out + ".tmp"));

@@ -22,7 +22,9 @@ tags = acc.Tags()
 out = {"scalars": {}, "texts": {}, "files": []}
 for tag in tags["scalars"]:
     out["scalars"][tag] = [[e.step, e.value] for e in acc.Scalars(tag)]
-for tag in acc.PluginTagToContent("text") if "text" in acc.ActivePlugins() else []:
+for tag in tags["tensors"]:
+    if acc.SummaryMetadata(tag).plugin_data.plugin_name != "text":
+        continue
     out["texts"][tag] = [
         [e.step, e.tensor_proto.string_val[0].decode("utf-8")] for e in acc.Tensors(tag)
     ]

@@ -8,6 +8,7 @@
 
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
+#include "meshlm/data/hf/utf8.h"
 #include "meshlm/io/tensorboard_event.h"
 #include "meshlm/io/tfrecord.h"
 #include "meshlm/train/metrics.h"
@@ -98,8 +99,22 @@ void TensorBoardSink::record(const StepMetrics& m) {
     if (!values.empty()) append(tb_scalars_event(m.wall_time.value_or(unix_now()), m.step, values));
 }
 
+namespace {
+
+// TensorBoard's text plugin decodes UTF-8 strictly; a byte-level model's sample need not be
+// valid: each invalid byte becomes U+FFFD.
+std::string valid_utf8(const std::string& text) {
+    std::string out;
+    hf::for_each_char(text, [&](char32_t c, std::size_t) {
+        hf::append_utf8(hf::is_invalid_byte(c) ? U'\uFFFD' : c, out);
+    });
+    return out;
+}
+
+}  // namespace
+
 void TensorBoardSink::text(long step, const std::string& tag, const std::string& text) {
-    append(tb_text_event(unix_now(), step, tag, text));
+    append(tb_text_event(unix_now(), step, tag, valid_utf8(text)));
 }
 
 void TensorBoardSink::append(const std::string& event) {

@@ -592,7 +592,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         const long to = roll_back(*dir);
         ++rollbacks;
         m.rolled_back_to = to;
-        if (metrics) metrics->write(m);
+        record(m);
         out << what << ": rolled back to " << *dir << " (step " << to << "), skipping the next "
             << tc.rollback_skip_batches << " batches (train.nan_policy=rollback; rollback "
             << rollbacks << " of at most " << tc.max_rollbacks << ")\n";
