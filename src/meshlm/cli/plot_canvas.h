@@ -16,7 +16,8 @@ void plot_text(cairo_t* cr, double x, double y, const std::string& s, double siz
 // "0.0012", "3.5", "1.2e+04": %.2g.
 std::string short_number(double v);
 // Tick values inside [lo, hi]: 1-2-5 steps on a linear axis, powers of ten on a log one (with
-// 2 and 5 between them when the range is under two decades).
+// 2 and 5 between them when the range is under two decades, linear ticks where that gives
+// fewer than two).
 std::vector<double> axis_ticks(double lo, double hi, bool log_axis);
 
 // Draws a W x H picture with `draw` into `path`, an SVG (.svg) or PNG (.png) by its ending,

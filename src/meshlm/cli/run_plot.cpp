@@ -69,20 +69,21 @@ void panel(cairo_t* cr, double x0, double w, double h, const std::string& metric
         plot_text(cr, left - 6 - e.x_advance, Y(t) + 3, short_number(t), 9, false);
     }
     cairo_stroke(cr);
-    // One path per run: the points it has, in step order.
+    // One path per run: the points it has, in step order; round caps show a single point (a
+    // run evaluated once) as a dot.
+    cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
     for (std::size_t r = 0; r < curves.size(); ++r) {
         set_colour(cr, r);
-        cairo_set_line_width(cr, 1.6);
-        bool started = false;
+        int points = 0;
         for (const auto& [x, y] : curves[r]) {
             if ((p.log_x && x <= 0) || (p.log_y && y <= 0) || !std::isfinite(y)) continue;
-            if (started)
-                cairo_line_to(cr, X(x), Y(y));
-            else
-                cairo_move_to(cr, X(x), Y(y)), started = true;
+            if (points++ == 0) cairo_move_to(cr, X(x), Y(y));
+            cairo_line_to(cr, X(x), Y(y));
         }
-        if (started) cairo_stroke(cr);
+        cairo_set_line_width(cr, points == 1 ? 5 : 1.6);
+        if (points > 0) cairo_stroke(cr);
     }
+    cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
 }
 
 // The runs' names with a filled swatch of their colour each, in a row above the panels.

@@ -1,7 +1,8 @@
 // `meshlm train`: builds the data, the model and the optimizer from resolved settings, trains
 // with periodic logging and validation, and leaves a self-contained run directory:
-//   config.yaml (the resolved config), metrics.jsonl, model.safetensors (final weights) and
-//   checkpoints/ (see checkpoint.h). A run resumed from a checkpoint continues bitwise exactly.
+//   config.yaml (the resolved config), metrics.jsonl, train.log, tb/ (log.tensorboard),
+//   model.safetensors (final weights) and checkpoints/ (see checkpoint.h). A run resumed from a
+//   checkpoint continues bitwise exactly.
 #pragma once
 
 #include <functional>
