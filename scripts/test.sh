@@ -25,14 +25,15 @@ bash scripts/install_packages.sh "${packages[@]}"
 
 # Test tooling from PyPI, in .venv/ (ignored by git): the `openai` client and lm-evaluation-harness
 # (no torch needed: its local-completions model talks to `meshlm serve`), for the serving tests;
-# transformers and tokenizers (no torch needed for AutoTokenizer) for the HF export's tokenizer.
-if ! .venv/bin/python -c 'import openai, lm_eval, tenacity, transformers, tokenizers' 2>/dev/null; then
-  echo "test: installing openai, lm-eval and transformers into .venv/"
+# transformers and tokenizers (no torch needed for AutoTokenizer) for the HF export's tokenizer;
+# tensorboard, whose own event reader checks the event files the trainer writes.
+if ! .venv/bin/python -c 'import openai, lm_eval, tenacity, transformers, tokenizers, tensorboard' 2>/dev/null; then
+  echo "test: installing openai, lm-eval, transformers and tensorboard into .venv/"
   { [ -x .venv/bin/python ] || python3 -m venv .venv; } &&
     .venv/bin/pip install -q --disable-pip-version-check "openai>=1.0" "lm-eval[api]>=0.4.9" \
-      "transformers>=5.0" "tokenizers>=0.22" jinja2 ||
+      "transformers>=5.0" "tokenizers>=0.22" jinja2 "tensorboard>=2.14" ||
     echo "test: WARNING: could not install the Python test tooling; the serving and export tests" \
-         "that use it will fail until .venv has openai, lm-eval and transformers" >&2
+         "that use it will fail until .venv has openai, lm-eval, transformers and tensorboard" >&2
 fi
 
 if [[ ${1:-} == --sanitize || ${1:-} == --sanitize=* ]]; then

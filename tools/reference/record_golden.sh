@@ -79,8 +79,8 @@ for c in "${cases[@]}"; do
   echo "$name: $((($(date +%s%N) - start) / 1000000)) ms" >&2
   {
     echo "case $name $np ${extra:+$extra }$args"
-    # Throughput varies from run to run, and comm_bytes is no training result.
-    sed -E 's/, "(tokens_per_s|mfu|comm_bytes)": [^,}]*//g' "$dir/metrics.jsonl"
+    # Throughput and the time vary from run to run, and comm_bytes is no training result.
+    sed -E 's/, "(tokens_per_s|mfu|comm_bytes|time)": [^,}]*//g' "$dir/metrics.jsonl"
     echo "sha256 $(sha256sum "$dir/model.safetensors" | cut -d' ' -f1)"
   } >> "$work/section"
 done

@@ -18,6 +18,7 @@
 #include "meshlm/train/all_ranks.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/init_from.h"
+#include "meshlm/train/run_log.h"
 #include "meshlm/train/run_owner.h"
 #include "meshlm/train/trainer.h"
 
@@ -147,6 +148,76 @@ void resolve_auto_resume(Config& cfg, TrainJob& job, const TrainArgs& a,
     job.restart_run = restart != 0;
 }
 
+// `meshlm train` once its flags are parsed; `log` (rank 0) becomes RUN_DIR/train.log.
+int train_command(const TrainArgs& a, const std::vector<std::string>& overrides, Comm& world,
+                  RunLog* log) {
+    const bool rank0 = world.rank() == 0;
+    TrainJob job;
+    Config cfg;
+    if (!a.resume.empty()) {
+        if (!a.config.empty())
+            MESHLM_INVALID(
+                "--resume takes the config from the checkpoint; change settings "
+                "with --config.section.key=value instead of --config FILE");
+        if (a.force)
+            MESHLM_INVALID("--force replaces a run; --resume continues one: give one of them");
+        job.resume_from = resolve_checkpoint(a.resume);
+        const Config saved = load_config(job.resume_from + "/config.yaml", {});
+        cfg = load_config(job.resume_from + "/config.yaml", overrides);
+        require_same_model(saved, cfg, "the checkpoint " + job.resume_from);
+        require_same_optimizer(saved, cfg, "the checkpoint " + job.resume_from);
+        layout_from_launch(cfg, keys_of(overrides), world.size());
+        make_paths_absolute(cfg);
+        if (rank0) std::cout << schedule_notes(&saved, cfg);
+        // The run continues in the directory holding the checkpoint (wherever it was copied
+        // or moved to), unless this command line names another.
+        job.run_dir = overridden(overrides, "log.dir") && !cfg.log.dir.empty()
+                          ? cfg.log.dir
+                          : checkpoint_run_dir(job.resume_from);
+    } else {
+        std::vector<std::string> given;
+        cfg = resolve_run_config(config_path_or_default(a.config), overrides, &given);
+        job.run_dir = cfg.log.dir;
+        if (cfg.checkpoint.resume == "auto") resolve_auto_resume(cfg, job, a, given, world);
+        if (job.resume_from.empty()) {
+            layout_from_launch(cfg, given, world.size());
+            if (!cfg.model.init_from.empty()) check_init_source(cfg);
+            if (rank0) std::cout << schedule_notes(nullptr, cfg);
+        }
+    }
+    job.replace_run = a.force || job.restart_run;
+    cfg.log.dir = job.run_dir;  // the config records where the run lives
+    job.model = cfg.model;
+    job.data = cfg.data;
+    job.train = cfg.train;
+    job.optim = cfg.optim;
+    job.log = cfg.log;
+    job.checkpoint = cfg.checkpoint;
+    job.parallel = cfg.parallel;
+    job.world = &world;
+    job.resolved_yaml = config_to_yaml(cfg);
+    Config shown = cfg;
+    shown.data.cache_dir = data_cache_root(cfg.data);
+    job.resolved_summary = config_summary(shown);
+    if (cfg.log.sample_tokens > 0)
+        job.on_finish = [&cfg](const float* params, const Tokenizer& tok) {
+            SamplingOptions opt;
+            opt.max_new_tokens = cfg.log.sample_tokens;
+            opt.seed = cfg.train.seed;
+            auto ids =
+                generate(cfg.model, params, tok.encode(cfg.log.sample_prompt), tok.eot_id(), opt);
+            return cfg.log.sample_prompt + tok.decode(ids);
+        };
+    if (log)
+        job.on_run_dir = [log](const std::string& dir, bool resumed) {
+            log->open(dir + "/train.log", resumed);
+        };
+    TrainResult r = run_training(job, std::cout);
+    if (r.interrupted && rank0)
+        std::cout << "interrupted: the last checkpoint is " << r.last_checkpoint << "\n";
+    return 0;  // a clean stop on a signal too: the run is saved and resumes
+}
+
 }  // namespace
 
 CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& overrides,
@@ -170,66 +241,15 @@ CommandRunner add_train_command(CLI::App& app, const std::vector<std::string>& o
         config_help());
     return [a, &overrides, &world] {
         const bool rank0 = world.rank() == 0;
-        TrainJob job;
-        Config cfg;
-        if (!a->resume.empty()) {
-            if (!a->config.empty())
-                MESHLM_INVALID(
-                    "--resume takes the config from the checkpoint; change settings "
-                    "with --config.section.key=value instead of --config FILE");
-            if (a->force)
-                MESHLM_INVALID("--force replaces a run; --resume continues one: give one of them");
-            job.resume_from = resolve_checkpoint(a->resume);
-            const Config saved = load_config(job.resume_from + "/config.yaml", {});
-            cfg = load_config(job.resume_from + "/config.yaml", overrides);
-            require_same_model(saved, cfg, "the checkpoint " + job.resume_from);
-            require_same_optimizer(saved, cfg, "the checkpoint " + job.resume_from);
-            layout_from_launch(cfg, keys_of(overrides), world.size());
-            make_paths_absolute(cfg);
-            if (rank0) std::cout << schedule_notes(&saved, cfg);
-            // The run continues in the directory holding the checkpoint (wherever it was copied
-            // or moved to), unless this command line names another.
-            job.run_dir = overridden(overrides, "log.dir") && !cfg.log.dir.empty()
-                              ? cfg.log.dir
-                              : checkpoint_run_dir(job.resume_from);
-        } else {
-            std::vector<std::string> given;
-            cfg = resolve_run_config(config_path_or_default(a->config), overrides, &given);
-            job.run_dir = cfg.log.dir;
-            if (cfg.checkpoint.resume == "auto") resolve_auto_resume(cfg, job, *a, given, world);
-            if (job.resume_from.empty()) {
-                layout_from_launch(cfg, given, world.size());
-                if (!cfg.model.init_from.empty()) check_init_source(cfg);
-                if (rank0) std::cout << schedule_notes(nullptr, cfg);
-            }
+        // RUN_DIR/train.log: the console from here on, once the run directory exists.
+        std::optional<RunLog> log;
+        if (rank0) log.emplace();
+        try {
+            return train_command(*a, overrides, world, log ? &*log : nullptr);
+        } catch (const std::exception& e) {
+            if (log) log->note(std::string("error: ") + e.what());  // main prints it
+            throw;
         }
-        job.replace_run = a->force || job.restart_run;
-        cfg.log.dir = job.run_dir;  // the config records where the run lives
-        job.model = cfg.model;
-        job.data = cfg.data;
-        job.train = cfg.train;
-        job.optim = cfg.optim;
-        job.log = cfg.log;
-        job.checkpoint = cfg.checkpoint;
-        job.parallel = cfg.parallel;
-        job.world = &world;
-        job.resolved_yaml = config_to_yaml(cfg);
-        Config shown = cfg;
-        shown.data.cache_dir = data_cache_root(cfg.data);
-        job.resolved_summary = config_summary(shown);
-        if (cfg.log.sample_tokens > 0)
-            job.on_finish = [&cfg](const float* params, const Tokenizer& tok) {
-                SamplingOptions opt;
-                opt.max_new_tokens = cfg.log.sample_tokens;
-                opt.seed = cfg.train.seed;
-                auto ids = generate(cfg.model, params, tok.encode(cfg.log.sample_prompt),
-                                    tok.eot_id(), opt);
-                std::cout << "sample:\n" << cfg.log.sample_prompt << tok.decode(ids) << "\n";
-            };
-        TrainResult r = run_training(job, std::cout);
-        if (r.interrupted && rank0)
-            std::cout << "interrupted: the last checkpoint is " << r.last_checkpoint << "\n";
-        return 0;  // a clean stop on a signal too: the run is saved and resumes
     };
 }
 

@@ -28,6 +28,7 @@ CommandRunner add_train_tokenizer_command(CLI::App& app, const std::vector<std::
 CommandRunner add_convert_command(CLI::App& app, const std::vector<std::string>& overrides);
 CommandRunner add_reshard_command(CLI::App& app, const std::vector<std::string>& overrides);
 CommandRunner add_config_command(CLI::App& app, const std::vector<std::string>& overrides);
+CommandRunner add_plot_command(CLI::App& app, const std::vector<std::string>& overrides);
 CommandRunner add_coord_check_command(CLI::App& app, const std::vector<std::string>& overrides,
                                       Comm& world);
 

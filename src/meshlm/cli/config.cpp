@@ -603,7 +603,10 @@ OptionTable build_table() {
              "steps between validation passes; 0 = only at the end", at_least(0))
         .add("sample_tokens", &LogConfig::sample_tokens,
              "length of the sample printed at the end; 0 = none", at_least(0))
-        .add("sample_prompt", &LogConfig::sample_prompt, "prompt of that sample");
+        .add("sample_prompt", &LogConfig::sample_prompt, "prompt of that sample")
+        .add("tensorboard", &LogConfig::tensorboard,
+             "also write TensorBoard event files into RUN_DIR/tb/ (every logged metric, the "
+             "validation loss and the final sample)");
 
     Section<ParallelConfig>(t, "parallel", &Config::parallel)
         .add("data", &ParallelConfig::data,

@@ -1,33 +1,16 @@
 #include "meshlm/cli/coord_plot.h"
 
-#include <cairo-svg.h>
-#include <cairo.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "meshlm/core/error.h"
+#include "meshlm/cli/plot_canvas.h"
 
 namespace meshlm {
 namespace {
 
 constexpr double kPanelW = 260, kPanelH = 200, kMargin = 46, kTitleH = 40;
 constexpr int kColumns = 4;
-
-void text(cairo_t* cr, double x, double y, const std::string& s, double size, bool center) {
-    cairo_set_font_size(cr, size);
-    cairo_text_extents_t e;
-    cairo_text_extents(cr, s.c_str(), &e);
-    cairo_move_to(cr, center ? x - e.width / 2 - e.x_bearing : x, y);
-    cairo_show_text(cr, s.c_str());
-}
-
-std::string short_number(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2g", v);
-    return buf;
-}
 
 // One panel at (x0, y0): frame, log-log axes with their end values, a line per step.
 void panel(cairo_t* cr, double x0, double y0, const CoordSeries& p, const std::vector<int>& widths,
@@ -54,10 +37,10 @@ void panel(cairo_t* cr, double x0, double y0, const CoordSeries& p, const std::v
     cairo_set_line_width(cr, 1);
     cairo_rectangle(cr, px, py, pw, ph);
     cairo_stroke(cr);
-    text(cr, x0 + kPanelW / 2, y0 + 16, p.site, 13, true);
-    text(cr, px - 4, py + 9, short_number(hi), 9, false);
-    text(cr, px - 4, py + ph, short_number(lo), 9, false);
-    for (int w : widths) text(cr, X(w), py + ph + 12, std::to_string(w), 9, true);
+    plot_text(cr, x0 + kPanelW / 2, y0 + 16, p.site, 13, true);
+    plot_text(cr, px - 4, py + 9, short_number(hi), 9, false);
+    plot_text(cr, px - 4, py + ph, short_number(lo), 9, false);
+    for (int w : widths) plot_text(cr, X(w), py + ph + 12, std::to_string(w), 9, true);
     for (std::size_t s = 0; s < p.value.size(); ++s) {
         // Early steps light, late steps dark: the microsoft/mup colour order.
         const double t = p.value.size() > 1 ? double(s) / double(p.value.size() - 1) : 1;
@@ -87,7 +70,7 @@ void draw(cairo_t* cr, double W, double H, const std::string& title, const std::
     std::string legend = title + "   x: width (log)   y: mean |activation| (log)   lines: steps ";
     legend +=
         std::to_string(steps.front()) + " (light) to " + std::to_string(steps.back()) + " (dark)";
-    text(cr, 12, 24, legend, 14, false);
+    plot_text(cr, 12, 24, legend, 14, false);
     for (std::size_t i = 0; i < panels.size(); ++i)
         panel(cr, (i % kColumns) * kPanelW, kTitleH + (i / kColumns) * kPanelH, panels[i], widths,
               steps);
@@ -100,23 +83,9 @@ void draw_coord_check(const std::string& path_stem, const std::string& title,
                       const std::vector<CoordSeries>& panels) {
     const int rows = static_cast<int>((panels.size() + kColumns - 1) / kColumns);
     const double W = kColumns * kPanelW, H = kTitleH + rows * kPanelH;
-    const std::string svg = path_stem + ".svg", png = path_stem + ".png";
-    cairo_surface_t* s = cairo_svg_surface_create(svg.c_str(), W, H);
-    if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS)
-        MESHLM_INVALID("cannot write ", svg, ": ", cairo_status_to_string(cairo_surface_status(s)));
-    cairo_t* cr = cairo_create(s);
-    draw(cr, W, H, title, widths, steps, panels);
-    cairo_destroy(cr);
-    cairo_surface_destroy(s);  // finishes the SVG file
-
-    s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(W), static_cast<int>(H));
-    cr = cairo_create(s);
-    draw(cr, W, H, title, widths, steps, panels);
-    cairo_destroy(cr);
-    const cairo_status_t st = cairo_surface_write_to_png(s, png.c_str());
-    cairo_surface_destroy(s);
-    if (st != CAIRO_STATUS_SUCCESS)
-        MESHLM_INVALID("cannot write ", png, ": ", cairo_status_to_string(st));
+    for (const char* ext : {".svg", ".png"})
+        write_picture(path_stem + ext, static_cast<int>(W), static_cast<int>(H),
+                      [&](cairo_t* cr) { draw(cr, W, H, title, widths, steps, panels); });
 }
 
 }  // namespace meshlm

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
         add(meshlm::add_reshard_command(app, split.overrides));
         add(meshlm::add_config_command(app, split.overrides));
         add(meshlm::add_coord_check_command(app, split.overrides, *world));
+        add(meshlm::add_plot_command(app, split.overrides));
         // A mistyped command gets a suggestion, not CLI11's "A subcommand is required".
         if (split.args.size() > 1 && !split.args[1].starts_with("-")) {
             std::vector<std::string> names;

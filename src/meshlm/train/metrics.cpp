@@ -1,9 +1,12 @@
 #include "meshlm/train/metrics.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 
 #include "meshlm/core/atomic_file.h"
@@ -54,7 +57,27 @@ std::string metrics_json(const StepMetrics& m) {
         }
         s += "}";
     }
+    // Last, so that the lines of earlier versions are prefixes of today's.
+    if (m.tokens) s += ", \"tokens\": " + std::to_string(*m.tokens);
+    if (m.wall_time) s += ", \"time\": \"" + iso_utc_time(*m.wall_time) + "\"";
     return s + "}";
+}
+
+std::string iso_utc_time(double unix_seconds) {
+    const double whole = std::floor(unix_seconds);
+    const std::time_t t = static_cast<std::time_t>(whole);
+    int ms = static_cast<int>(std::lround((unix_seconds - whole) * 1000));
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char date[32], buf[48];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::snprintf(buf, sizeof buf, "%s.%03dZ", date, std::min(ms, 999));
+    return buf;
+}
+
+double unix_now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 MetricsWriter::MetricsWriter(const std::string& path, long keep_through_step) : f_(nullptr) {

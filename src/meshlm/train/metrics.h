@@ -1,5 +1,6 @@
-// Metrics sinks: one JSON object per logged step in RUN_DIR/metrics.jsonl (floats as %.9g so
-// they round-trip exactly) and a human-readable line on the console.
+// A logged step's metrics, and their JSONL form: one JSON object per logged step in
+// RUN_DIR/metrics.jsonl (floats as %.9g so they round-trip exactly), written by
+// MetricsWriter (the JSONL sink, jsonl_sink.h).
 #pragma once
 
 #include <cstdint>
@@ -29,11 +30,19 @@ struct StepMetrics {
     // skipped so far (skip), the step of the checkpoint the run went back to (rollback).
     std::optional<std::string> fault;
     std::optional<long> skipped_steps, rolled_back_to;
+    // Tokens trained on so far (all ranks), and when the step was reported (Unix seconds;
+    // metrics.jsonl writes it as an ISO 8601 UTC time, TensorBoard as the event's wall_time).
+    std::optional<std::uint64_t> tokens;
+    std::optional<double> wall_time;
 };
 
 // Formats a float so that reading it back gives the same bits.
 std::string exact_float(double v);
 std::string metrics_json(const StepMetrics& m);
+// "2025-01-31T09:05:03.250Z": Unix seconds as an ISO 8601 UTC time, to the millisecond.
+std::string iso_utc_time(double unix_seconds);
+// Now, in Unix seconds.
+double unix_now();
 
 class MetricsWriter {
   public:

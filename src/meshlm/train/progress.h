@@ -1,6 +1,6 @@
 // Progress of long work on the console: a live line redrawn in place on a terminal, a plain
-// line every `interval` seconds otherwise (logs, pipes), and durations written for people
-// ("1m 05s", "2h 03m").
+// line every `interval` seconds otherwise (logs, pipes), and durations, sizes and counts written
+// for people ("1m 05s", "2h 03m", "3.2 MiB", "1.50M").
 #pragma once
 
 #include <chrono>
@@ -11,6 +11,10 @@ namespace meshlm {
 
 // "0.4 s", "42 s", "3m 07s", "2h 03m".
 std::string human_duration(double seconds);
+// "512.0 B", "3.2 MiB".
+std::string human_bytes(double bytes);
+// "950", "12.3k", "1.50M", "2.00B".
+std::string human_count(double n);
 
 class ProgressLine {
   public:

@@ -17,8 +17,10 @@ namespace {
 
 // What `meshlm train` writes into a run directory (the tokenizer copy aside: a run directory
 // made only of it is still free).
-constexpr const char* kRunFiles[] = {"config.yaml", "metrics.jsonl", "model.safetensors",
-                                     "model.safetensors.index.json", "checkpoints"};
+constexpr const char* kRunFiles[] = {"config.yaml",       "metrics.jsonl",
+                                     "train.log",         "tb",
+                                     "model.safetensors", "model.safetensors.index.json",
+                                     "checkpoints"};
 
 // The same directory, however it is spelled (relative, absolute, trailing slash, symlinks).
 bool same_dir(const std::string& a, const std::string& b) {

@@ -47,6 +47,7 @@ struct LogConfig {
     int eval_interval = 250;  // steps between validation passes (and always at the end)
     int sample_tokens = 200;  // length of the sample printed at the end; 0 = none
     std::string sample_prompt = "";
+    bool tensorboard = false;  // RUN_DIR/tb/events.out.tfevents.* beside metrics.jsonl
 };
 
 }  // namespace meshlm

@@ -40,10 +40,13 @@
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/checkpoint_failure.h"
 #include "meshlm/train/chunked_losses.h"
+#include "meshlm/train/console_sink.h"
 #include "meshlm/train/evaluate.h"
 #include "meshlm/train/final_weights.h"
 #include "meshlm/train/init_from.h"
+#include "meshlm/train/jsonl_sink.h"
 #include "meshlm/train/learner.h"
+#include "meshlm/train/metric_sink.h"
 #include "meshlm/train/metrics.h"
 #include "meshlm/train/nan_policy.h"
 #include "meshlm/train/progress.h"
@@ -51,6 +54,7 @@
 #include "meshlm/train/seq_warmup.h"
 #include "meshlm/train/sharded_checkpoint.h"
 #include "meshlm/train/stop_signal.h"
+#include "meshlm/train/tensorboard_sink.h"
 
 namespace meshlm {
 namespace {
@@ -72,28 +76,6 @@ void coord_check_metrics(const Learner& learner, Comm& world, StepMetrics& m) {
     for (std::size_t i = 0; i < t; ++i)
         if (all[2 * n + t + i] > 0)
             m.update.emplace_back(slices[i].name, all[2 * n + i] / all[2 * n + t + i]);
-}
-
-std::string human_bytes(double b) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (b >= 1024 && u < 4) b /= 1024, ++u;
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f %s", b, units[u]);
-    return buf;
-}
-
-std::string human_count(double n) {
-    char buf[32];
-    if (n >= 1e9)
-        std::snprintf(buf, sizeof buf, "%.2fB", n / 1e9);
-    else if (n >= 1e6)
-        std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
-    else if (n >= 1e3)
-        std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
-    else
-        std::snprintf(buf, sizeof buf, "%.0f", n);
-    return buf;
 }
 
 // The peak for MFU: the best of a few short probes, of the FMA (fp32) or of the bf16 dot
@@ -329,6 +311,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         remove_run(job.run_dir);
     }
     if (writer) std::filesystem::create_directories(job.run_dir);
+    if (writer && job.on_run_dir) job.on_run_dir(job.run_dir, resume.has_value());
     if (writer) write_file_atomic(job.run_dir + "/config.yaml", job.resolved_yaml);
     if (writer && std::filesystem::is_regular_file(job.data.tokenizer)) {
         const std::string copy = run_tokenizer_copy(job.run_dir, job.data.tokenizer);
@@ -431,8 +414,15 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     out << "run directory: " << job.run_dir << "\n";
     out.flush();
 
-    std::optional<MetricsWriter> metrics;
-    if (writer) metrics.emplace(job.run_dir + "/metrics.jsonl", resume ? start_step : -1);
+    // Reporting: the console on every rank (silent but on rank 0), the files on rank 0.
+    MetricSinks sinks;
+    sinks.add(std::make_unique<ConsoleSink>(out));
+    if (writer) {
+        const long keep = resume ? start_step : -1;  // a resume drops what followed its checkpoint
+        sinks.add(std::make_unique<JsonlSink>(job.run_dir + "/metrics.jsonl", keep));
+        if (job.log.tensorboard)
+            sinks.add(std::make_unique<TensorBoardSink>(job.run_dir + "/tb", keep));
+    }
     const std::size_t per_micro = static_cast<std::size_t>(B) * T;
     std::vector<std::int32_t> tokens(per_micro * accum), targets(per_micro * accum);
     // With chunks the batch is read at its first chunk into batch_tokens.
@@ -567,6 +557,12 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         last_saved = s.step;
         return s.step;
     };
+    // A step's whole record to every sink, with the tokens seen and the time.
+    auto record = [&](StepMetrics& m) {
+        m.tokens = tokens_seen;
+        m.wall_time = unix_now();
+        sinks.record(m);
+    };
     // A step at `done` whose update was refused: say why, then halt (throws), skip (returns
     // nullopt) or roll back (returns the step of the checkpoint reloaded).
     auto on_bad_step = [&](long done, const StepStats& st) -> std::optional<long> {
@@ -576,7 +572,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         StepMetrics m;
         m.step = done, m.loss = st.loss, m.grad_norm = st.grad_norm, m.fault = step_fault_name(bad);
         if (nan_policy == NanPolicy::halt) {
-            if (metrics) metrics->write(m);
+            record(m);
             halt_run(done, what, "");
         }
         if (nan_policy == NanPolicy::skip) {
@@ -588,7 +584,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         }
         const std::optional<std::string> dir = latest_checkpoint(job.run_dir);
         if (rollbacks >= tc.max_rollbacks || !dir) {
-            if (metrics) metrics->write(m);
+            record(m);
             halt_run(done, what,
                      dir ? " after " + std::to_string(rollbacks) + " rollbacks, train.max_rollbacks"
                          : std::string(", with no checkpoint yet to roll back to"));
@@ -596,7 +592,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         const long to = roll_back(*dir);
         ++rollbacks;
         m.rolled_back_to = to;
-        if (metrics) metrics->write(m);
+        record(m);
         out << what << ": rolled back to " << *dir << " (step " << to << "), skipping the next "
             << tc.rollback_skip_batches << " batches (train.nan_policy=rollback; rollback "
             << rollbacks << " of at most " << tc.max_rollbacks << ")\n";
@@ -695,35 +691,19 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                 m.mfu = std::min(1.0,
                                  model_flops_utilization(tps, flops_per_token, peak, world.size()));
             if (world.size() > 1) m.comm_bytes = step_bytes;
-            char line[320];
-            std::snprintf(line, sizeof line,
-                          "step %6ld/%ld | loss %.4f | lr %.3e | grad_norm %.3f | %s tok/s", done,
-                          static_cast<long>(tc.steps), st.loss, st.lr, st.grad_norm,
-                          human_count(tps).c_str());
-            out << line;
-            // No MFU without a peak (a GPU without train.peak_gflops).
-            if (m.mfu) std::snprintf(line, sizeof line, " | mfu %.1f%%", 100 * *m.mfu);
-            out << (m.mfu ? line : " | mfu n/a");
-            if (st.vq) {
+            if (st.vq)
                 m.vq = {{"commit", st.vq->commit},
                         {"usage", st.vq->usage},
                         {"entropy", st.vq->entropy}};
-                std::snprintf(line, sizeof line, " | vq err %.3f use %.0f%% H %.2f", st.vq->commit,
-                              100 * st.vq->usage, st.vq->entropy);
-                out << line;
-            }
-            if (skipped_steps > 0) out << " | skipped " << skipped_steps;
-            if (world.size() > 1)
-                out << " | sent " << human_bytes(static_cast<double>(step_bytes)) << "/rank";
             // Elapsed since this process started training; the ETA from its mean step time.
-            const double elapsed =
-                std::chrono::duration<double>(Clock::now() - train_start).count();
-            out << " | " << human_duration(elapsed) << " elapsed";
+            StepContext ctx;
+            ctx.total_steps = tc.steps;
+            ctx.ranks = world.size();
+            ctx.elapsed = std::chrono::duration<double>(Clock::now() - train_start).count();
             if (!last)
-                out << ", ETA "
-                    << human_duration(elapsed / static_cast<double>(done - start_step) *
-                                      static_cast<double>(tc.steps - done));
-            out << "\n";
+                ctx.eta = ctx.elapsed / static_cast<double>(done - start_step) *
+                          static_cast<double>(tc.steps - done);
+            sinks.train_line(m, ctx);
         }
         std::optional<double> val_now;
         if (eval_now) {
@@ -734,14 +714,11 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             m.val_loss = val;
             val_now = val;
             result.final_val_loss = val;
-            char line[128];
-            std::snprintf(line, sizeof line, "step %6ld/%ld | val_loss %.4f (%.3f bits/byte)", done,
-                          static_cast<long>(tc.steps), val, ev.bits_per_byte());
-            out << line << "\n";
+            sinks.validation(m, ev.bits_per_byte(), tc.steps);
         }
         if (log_now || eval_now || coord_now) {
             out.flush();
-            if (metrics) metrics->write(m);
+            record(m);
         }
         // Every rank stops after the same step (the signal may reach them at different times).
         // With chunks (model.vq.update_len) only at the end of a batch: the carried state is
@@ -798,7 +775,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         const float* final_params = learner.full_params();
         save_weights(weights_path, learner.full_layout(), final_params, weights_meta);
         out << "saved " << weights_path << "\n";
-        if (job.on_finish) job.on_finish(final_params, *tokenizer);
+        if (job.on_finish) sinks.text(tc.steps, "sample", job.on_finish(final_params, *tokenizer));
         return result;
     }
     // Every rank writes its chunk in place: no rank gathers the model.
@@ -808,7 +785,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     if (writer && job.on_finish) {  // the sample: rank 0 reads the model back
         Buffer<float> w(learner.full_layout().total());
         load_weights(weights_path, learner.full_layout(), w.data());
-        job.on_finish(w.data(), *tokenizer);
+        sinks.text(tc.steps, "sample", job.on_finish(w.data(), *tokenizer));
     }
     world.barrier();
     return result;

@@ -1,7 +1,8 @@
 // `meshlm train`: builds the data, the model and the optimizer from resolved settings, trains
 // with periodic logging and validation, and leaves a self-contained run directory:
-//   config.yaml (the resolved config), metrics.jsonl, model.safetensors (final weights) and
-//   checkpoints/ (see checkpoint.h). A run resumed from a checkpoint continues bitwise exactly.
+//   config.yaml (the resolved config), metrics.jsonl, train.log, tb/ (log.tensorboard),
+//   model.safetensors (final weights) and checkpoints/ (see checkpoint.h). A run resumed from a
+//   checkpoint continues bitwise exactly.
 #pragma once
 
 #include <functional>
@@ -42,8 +43,12 @@ struct TrainJob {
     // checkpoint: it starts again, replacing those files (replace_run is set too).
     bool restart_run = false;
     // Called with the final parameters (layout of transformer_layout) once they are saved; the CLI
-    // prints a sample with it (sampling lives above this layer).
-    std::function<void(const float* params, const Tokenizer& tok)> on_finish;
+    // makes a sample with it (sampling lives above this layer), which the run's sinks report
+    // (the console shows "sample:" and the text).
+    std::function<std::string(const float* params, const Tokenizer& tok)> on_finish;
+    // Called on rank 0 once the run directory exists (`resumed`: it continues a run there); the
+    // CLI starts RUN_DIR/train.log with it.
+    std::function<void(const std::string& run_dir, bool resumed)> on_run_dir;
 };
 
 struct TrainResult {
