@@ -71,8 +71,8 @@ std::vector<Case> cases() {
     alibi.position = "alibi", alibi.qk_norm = true;
     out.push_back({"alibi + qk_norm", alibi});
     ModelConfig drop = gpt2;
-    drop.dropout_embd = drop.dropout_resid = 0.1f;  // attention dropout: CPU only
-    out.push_back({"gpt2 dropout (embedding, residual)", drop});
+    drop.dropout_embd = drop.dropout_resid = drop.dropout_attn = 0.1f;
+    out.push_back({"gpt2 dropout (embedding, residual, attention)", drop});
     out.push_back({"gpt2 bf16", gpt2, Precision::bf16});
     out.push_back({"gpt2 recompute block, accum 2", gpt2, Precision::fp32, Recompute::block, 2});
     out.push_back({"gpt2 lion", gpt2, Precision::fp32, Recompute::none, 1, "lion"});

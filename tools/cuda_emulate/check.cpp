@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "meshlm/core/threads.h"
@@ -252,15 +253,49 @@ void attention() {
         k::attention_forward(o1.data(), l1.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s,
                              nullptr, c.scale);
         kc::attention_forward(o2.data(), l2.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s,
-                              c.scale);
+                              nullptr, c.scale);
         compare("attention out", o2, o1, 1e-5, 1e-4);
         compare("attention lse", l2, l1, 1e-5, 1e-5);
         std::vector<float> d1(qkv.size()), d2(qkv.size(), NAN);  // every element must be written
         k::attention_backward(d1.data(), dout.data(), o1.data(), l1.data(), qkv.data(), c.B, c.T,
                               c.H, c.Hkv, c.D, s, nullptr, c.scale);
         kc::attention_backward(d2.data(), dout.data(), o1.data(), l1.data(), qkv.data(), c.B, c.T,
-                               c.H, c.Hkv, c.D, s, c.scale);
+                               c.H, c.Hkv, c.D, s, nullptr, c.scale);
         compare("attention dqkv", d2, d1, 1e-5, 1e-4);
+    }
+}
+
+// Dropout on the probabilities: the CPU's Philox mask regenerated in every pass. T over two
+// key tiles, grouped heads, a row and head offset (a later micro-batch, a tensor-parallel
+// rank's heads), a rate that drops half.
+void attention_dropout() {
+    const int B = 2, T = 45, H = 4, Hkv = 2, D = 24, W = (H + 2 * Hkv) * D;
+    const std::size_t rows = std::size_t(B) * T;
+    const auto qkv = randn(rows * W, 80), dout = randn(rows * H * D, 81);
+    for (const float rate : {0.1f, 0.5f}) {
+        const k::AttnDropout drop{.rate = rate,
+                                  .seed = 0x9e3779b97f4a7c15ull,
+                                  .stream = 3,
+                                  .row0 = 5,
+                                  .head0 = 4,
+                                  .n_head = 12};
+        std::vector<float> o1(rows * H * D), o2 = o1, l1(std::size_t(B) * H * T), l2 = l1;
+        k::attention_forward(o1.data(), l1.data(), qkv.data(), B, T, H, Hkv, D, nullptr, &drop,
+                             0.f);
+        kc::attention_forward(o2.data(), l2.data(), qkv.data(), B, T, H, Hkv, D, nullptr, &drop,
+                              0.f);
+        std::vector<float> plain(o1.size()), pl(l1.size());  // the mask must change the output
+        k::attention_forward(plain.data(), pl.data(), qkv.data(), B, T, H, Hkv, D, nullptr, nullptr,
+                             0.f);
+        if (plain == o1) ++g_failures, std::printf("FAIL attention dropout: no effect\n");
+        compare("attention dropout out", o2, o1, 1e-5, 1e-4);
+        compare("attention dropout lse", l2, l1, 1e-5, 1e-5);
+        std::vector<float> d1(qkv.size()), d2(qkv.size(), NAN);
+        k::attention_backward(d1.data(), dout.data(), o1.data(), l1.data(), qkv.data(), B, T, H,
+                              Hkv, D, nullptr, &drop, 0.f);
+        kc::attention_backward(d2.data(), dout.data(), o1.data(), l1.data(), qkv.data(), B, T, H,
+                               Hkv, D, nullptr, &drop, 0.f);
+        compare("attention dropout dqkv", d2, d1, 1e-5, 1e-4);
     }
 }
 
@@ -595,8 +630,6 @@ void attention_act() {
     }
 }
 
-}  // namespace
-
 // --- The model's last pieces: the vocabulary-parallel loss, KV stores, positions, element-wise
 // steps, host-read sums and Transformer-VQ's codebook ---
 
@@ -709,35 +742,49 @@ void vq_codebook() {
     same_bits("vq_codebook_stats counts", n2, n1);
 }
 
-int main() {
+// Every group, in order; `check NAME...` runs only the named ones.
+const std::pair<const char*, void (*)()> kGroups[] = {
+    {"gemms", gemms},
+    {"strided_gemm", strided_gemm},
+    {"linear", linear},
+    {"norms", norms},
+    {"activations", activations},
+    {"cross_entropy", cross_entropy},
+    {"adamw", adamw},
+    {"rope", rope},
+    {"embeddings", embeddings},
+    {"attention", attention},
+    {"attention_dropout", attention_dropout},
+    {"lion", lion},
+    {"adafactor_full", adafactor_full},
+    {"adafactor_factored", adafactor_factored},
+    {"bf16_conversions", bf16_conversions},
+    {"clipping_and_residual", clipping_and_residual},
+    {"dropouts", dropouts},
+    {"bias_backward", bias_backward},
+    {"qk_norm", qk_norm},
+    {"attention_decode", attention_decode},
+    {"attention_paged", attention_paged},
+    {"linear_decode", linear_decode},
+    {"attention_act", attention_act},
+    {"vocab_parallel_loss", vocab_parallel_loss},
+    {"kv_store", kv_store},
+    {"positions", positions},
+    {"elementwise_and_sums", elementwise_and_sums},
+    {"vq_codebook", vq_codebook},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
     meshlm::set_thread_count(2);
-    gemms();
-    strided_gemm();
-    linear();
-    norms();
-    activations();
-    cross_entropy();
-    adamw();
-    rope();
-    embeddings();
-    attention();
-    lion();
-    adafactor_full();
-    adafactor_factored();
-    bf16_conversions();
-    clipping_and_residual();
-    dropouts();
-    bias_backward();
-    qk_norm();
-    attention_decode();
-    attention_paged();
-    linear_decode();
-    attention_act();
-    vocab_parallel_loss();
-    kv_store();
-    positions();
-    elementwise_and_sums();
-    vq_codebook();
+    int ran = 0;
+    for (const auto& [name, group] : kGroups) {
+        bool wanted = argc == 1;
+        for (int a = 1; a < argc; ++a) wanted = wanted || std::strcmp(argv[a], name) == 0;
+        if (wanted) group(), ++ran;
+    }
+    if (ran == 0) ++g_failures, std::printf("FAIL no group named on the command line\n");
     std::printf("%d failed\n", g_failures);
     return g_failures == 0 ? 0 : 1;
 }

@@ -3,8 +3,7 @@
 // CUDA build (-DMESHLM_CUDA=ON); the view ops (kernels/ops/) are the only callers. Kernels run
 // on the legacy default stream in call order and return without waiting for the device.
 //
-// What the CPU kernels have and these do not (yet): attention dropout, a cross-entropy row
-// stride (ldv = V).
+// What the CPU kernels have and these do not (yet): a cross-entropy row stride (ldv = V).
 #pragma once
 
 #include <cstddef>
@@ -118,13 +117,14 @@ void sinusoid_position_backward(float* dscale, const float* dout, const float* t
 
 // --- Causal attention (attention_forward.cu, attention_backward.cu) ---
 // kernels.h's contract (qkv layout, GQA, ALiBi, scale 0 = 1/sqrt(D), lse saved, dqkv
-// overwritten), no dropout; head dim D <= kMaxAttentionHeadDim.
+// overwritten, dropout on the probabilities with the CPU's mask; null or rate 0: none); head
+// dim D <= kMaxAttentionHeadDim.
 inline constexpr int kMaxAttentionHeadDim = 256;
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
-                       int D, const float* alibi_slopes, float scale);
+                       int D, const float* alibi_slopes, const AttnDropout* dropout, float scale);
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                         const float* qkv, int B, int T, int H, int Hkv, int D,
-                        const float* alibi_slopes, float scale);
+                        const float* alibi_slopes, const AttnDropout* dropout, float scale);
 
 // --- Optimizer passes, gradient clipping, bf16 conversions, residual ---
 // (lion.cu, adafactor*.cu, clip.cu, bf16.cu, residual.cu) kernels.h's contracts. The element-wise
