@@ -30,6 +30,7 @@
 #include "meshlm/kernels/ops/bias_backward.h"
 #include "meshlm/kernels/ops/clip.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
+#include "meshlm/kernels/ops/distance_bias.h"
 #include "meshlm/kernels/ops/dropout.h"
 #include "meshlm/kernels/ops/elementwise.h"
 #include "meshlm/kernels/ops/embedding.h"
@@ -839,6 +840,72 @@ TEST_F(CudaOps, AttentionPaged) {
                 return outs;
             },
             kDecodeTol);
+}
+
+// T5's distance bias (model.position t5_bias): the training attention with a bias per distance
+// and its gradient (added to a known pattern; the GPU's own pass sums each distance's B T score
+// gradients in another order, ~sqrt(B T) roundings of terms ~1), with dropout too; then KV-cache
+// decoding over more positions than the bias has (its last entry serves the farther keys).
+TEST_F(CudaOps, AttentionDistanceBias) {
+    const int B = 2, T = 70, H = 4, Hkv = 2, D = 64, W = (H + 2 * Hkv) * D, ld = T + 5;
+    for (const float rate : {0.f, 0.2f})
+        compare_devices(
+            rate > 0.f ? "attention t5 dropout" : "attention t5",
+            [&](Device d) {
+                DeviceBuffer qkv = upload(d, randn(B * T * W, 60), {B, T, W});
+                DeviceBuffer dout = upload(d, randn(B * T * H * D, 61), {B, T, H * D});
+                DeviceBuffer bias = upload(d, randn(H * ld, 62, 0.5f), {H, ld});
+                DeviceBuffer grad = upload(d, test::accumulate_pattern(H * ld), {H, ld});
+                const kernels::DistanceBias dist{static_cast<const float*>(bias.data()),
+                                                 static_cast<float*>(grad.data()), ld};
+                const kernels::AttnDropout drop{.rate = rate, .seed = 9, .stream = 4, .n_head = H};
+                const ops::AttentionHeads heads{
+                    .H = H, .Hkv = Hkv, .dropout = &drop, .dist = &dist};
+                DeviceBuffer out(d, DType::f32, {B, T, H * D}), lse(d, DType::f32, {B, H, T});
+                ops::attention_forward(out.view(), lse.view(), qkv.view(), Tensor{}, heads);
+                DeviceBuffer dqkv(d, DType::f32, {B, T, W});
+                ops::attention_backward(dqkv.view(), dout.view(), out.view(), lse.view(),
+                                        qkv.view(), Tensor{}, heads);
+                return Outputs{{"out", download(out)},
+                               {"lse", download(lse)},
+                               {"dqkv", download(dqkv)},
+                               {"dbias", download(grad)}};
+            },
+            {2e-5, 2e-4});
+    const int M = 3, S = 4, Td = 300, Tmax = 310, L = 129;
+    const std::vector<std::int32_t> seq = {2, 0, 3};
+    compare_devices(
+        "attention_decode t5",
+        [&](Device d) {
+            DeviceBuffer q = upload(d, randn(M * H * D, 63), {M, H * D});
+            DeviceBuffer k = upload(d, randn(S * Hkv * Tmax * D, 64), {S, Hkv, Tmax, D});
+            DeviceBuffer v = upload(d, randn(S * Hkv * Tmax * D, 65), {S, Hkv, Tmax, D});
+            DeviceBuffer bias = upload(d, randn(H * L, 66, 2.f), {H, L});
+            DeviceBuffer sq = upload(d, seq, {M}), out(d, DType::f32, {M, H * D});
+            const kernels::DistanceBias dist{static_cast<const float*>(bias.data()), nullptr, L};
+            ops::attention_decode(out.view(), q.view(), k.view(), v.view(), sq.view(), Td, Tensor{},
+                                  {.H = H, .Hkv = Hkv, .dist = &dist});
+            return Outputs{{"out", download(out)}};
+        },
+        kDecodeTol);
+}
+
+// The table resolved per distance is a copy and the fold adds in the CPU's order: same bits.
+TEST_F(CudaOps, DistanceBiasExpandAndFold) {
+    const int H = 3, NB = 8, L = 200;
+    std::vector<std::int32_t> buckets(L);
+    for (int d = 0; d < L; ++d) buckets[d] = std::min(d < 4 ? d : 4 + (d - 4) / 16, NB - 1);
+    compare_devices("distance_bias",
+                    [&](Device d) {
+                        DeviceBuffer table = upload(d, randn(H * NB, 67), {H, NB});
+                        DeviceBuffer grad = upload(d, randn(H * L, 68), {H, L});
+                        DeviceBuffer b = upload(d, buckets, {L}), dist(d, DType::f32, {H, L});
+                        DeviceBuffer gt = upload(d, test::accumulate_pattern(H * NB), {H, NB});
+                        ops::distance_bias_expand(dist.view(), table.view(), b.view());
+                        ops::distance_bias_fold(gt.view(), grad.view(), b.view());
+                        return Outputs{{"dist", download(dist)}, {"grad_table", download(gt)}};
+                    },
+                    {0, 0});
 }
 
 // Dot products of I = 1000 terms of size ~0.1 (sums ~3): the orders differ (the CPU's vector

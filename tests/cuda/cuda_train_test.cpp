@@ -73,6 +73,9 @@ std::vector<Case> cases() {
     ModelConfig drop = gpt2;
     drop.dropout_embd = drop.dropout_resid = drop.dropout_attn = 0.1f;
     out.push_back({"gpt2 dropout (embedding, residual, attention)", drop});
+    ModelConfig t5 = gpt2;  // kT = 16 positions past max_distance: the last bucket's share too
+    t5.position = "t5_bias", t5.t5_buckets = 8, t5.t5_max_distance = 9, t5.dropout_attn = 0.1f;
+    out.push_back({"t5_bias + attention dropout", t5});
     out.push_back({"gpt2 bf16", gpt2, Precision::bf16});
     out.push_back({"gpt2 recompute block, accum 2", gpt2, Precision::fp32, Recompute::block, 2});
     out.push_back({"gpt2 lion", gpt2, Precision::fp32, Recompute::none, 1, "lion"});

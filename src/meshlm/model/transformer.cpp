@@ -85,8 +85,6 @@ Arena activation_arena(std::size_t floats, int B, int T, Device device,
 std::string model_device_gap(const ModelConfig& cfg, Device device) {
     if (device == Device::cpu) return "";
     if (cfg.vq()) return "Transformer-VQ's attention (model.attention vq) has no CUDA kernel yet";
-    if (cfg.position == "t5_bias")
-        return "T5's distance bias (model.position t5_bias) is resolved on the host";
     if (cfg.position == "scaled_sin")
         return "the scaled sinusoids (model.position scaled_sin) are tabled on the host";
     return "";
@@ -221,7 +219,7 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
     MESHLM_CHECK(p.floats == acts_.capacity(), "activation plan of ", p.floats, " floats, counted ",
                  acts_.capacity());
     if (cfg.position == "t5_bias") {
-        t5_ = std::make_unique<T5Bias>(cfg, attn_.Hl, max_seq);
+        t5_ = std::make_unique<T5Bias>(cfg, attn_.Hl, max_seq, device);
         attn_.dist = &t5_->view();
     }
     attn_.place(device);

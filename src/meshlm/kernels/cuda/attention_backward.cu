@@ -10,7 +10,8 @@
 //   dK/dV pass: a warp per key row j streams query tiles i >= j of every query head that
 //               shares its key/value head, in head order (the GQA sum).
 // The dK/dV pass recomputes Dvec for each query tile it loads (D products per row, small next
-// to the tile's D x 32 per key row), so the backward needs no scratch memory.
+// to the tile's D x 32 per key row), so the backward needs no scratch memory. A distance bias's
+// gradient is a third pass (attention_distance.cu).
 #include "meshlm/kernels/cuda/attention_common.cuh"
 #include "meshlm/kernels/cuda/cuda_kernels.h"
 
@@ -64,7 +65,7 @@ __global__ void __launch_bounds__(kRows * 32)
                 qk += q[d] * Ks[lane * ld + d];
                 dp += dO[d] * Vs[lane * ld + d];
             }
-            const float p = expf(g.scale * qk + g.bias(h, i, j) - L);
+            const float p = expf(g.score(qk, h, i, j) - L);
             ds = g.drop.rate > 0.f ? p * g.drop_scale(b, h, i, j) * dp - p * Di : p * (dp - Di);
         }
         accumulate_rows(acc, ds, Ks, ld, min(kTile, i - j0 + 1), D);
@@ -139,7 +140,7 @@ __global__ void __launch_bounds__(kRows * 32)
                     qk += Qs[lane * ld + d] * k[d];
                     dp += dOs[lane * ld + d] * v[d];
                 }
-                const float pp = expf(g.scale * qk + g.bias(h, i, j) - Ls[lane]);
+                const float pp = expf(g.score(qk, h, i, j) - Ls[lane]);
                 if (g.drop.rate > 0.f) {
                     p = pp * g.drop_scale(b, h, i, j);  // Pd: what weighted V
                     ds = p * dp - pp * Dvs[lane];
@@ -170,11 +171,12 @@ __global__ void __launch_bounds__(kRows * 32)
 
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                         const float* qkv, int B, int T, int H, int Hkv, int D,
-                        const float* alibi_slopes, const AttnDropout* dropout, float scale) {
+                        const float* alibi_slopes, const AttnDropout* dropout, float scale,
+                        const DistanceBias* dist) {
     MESHLM_CHECK(H >= 1 && Hkv >= 1 && H % Hkv == 0 && D >= 1 && D <= kMaxAttentionHeadDim,
                  "attention: H ", H, ", Hkv ", Hkv, ", D ", D);
     if (B == 0 || T == 0) return;
-    const AttnGeom g = make_geom(T, H, Hkv, D, alibi_slopes, scale, dropout);
+    const AttnGeom g = make_geom(T, H, Hkv, D, alibi_slopes, scale, dropout, dist);
     const unsigned row_blocks = (T + kRows - 1) / kRows;
     const std::size_t dq_smem = sizeof(float) * (2 * kTile * (D + 1) + 2 * kRows * D);
     const std::size_t dkv_smem = sizeof(float) * (2 * kTile * (D + 1) + 2 * kTile + 2 * kRows * D);
@@ -185,6 +187,8 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
         launch_attention(attention_backward_dkv<c>, dim3(row_blocks, B * Hkv), dkv_smem, dqkv, dout,
                          out, lse, qkv, g);
     });
+    if (g.dist.bias && g.dist.grad)
+        attention_distance_grad(g.dist.grad, g.dist.ld, dout, out, lse, qkv, B, g);
 }
 
 }  // namespace meshlm::kernels::cuda

@@ -14,6 +14,9 @@
 // Dropout on the probabilities (AttnDropout): the keep-scale of (b, h, i, j) is draw
 // ((row0 + b) n_head + head0 + h) T + i) T + j of the Philox stream, the CPU's mask
 // (cpu/dropout_mask.h) bit for bit; each pass regenerates it where it needs it.
+//
+// A learned distance bias (DistanceBias, T5) adds bias[h, i - j] to score (i, j) after ALiBi's
+// term, the CPU's order; its gradient is a pass of its own (attention_distance.cu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -48,6 +51,7 @@ struct AttnGeom {
     float scale;
     const float* slopes;  // [H] or null
     AttnDrop drop;
+    DistanceBias dist;  // bias null: none
 
     __device__ const float* q(const float* qkv, int b, int t, int h) const {
         return qkv + (static_cast<std::size_t>(b) * T + t) * W + static_cast<std::size_t>(h) * D;
@@ -58,9 +62,13 @@ struct AttnGeom {
     __device__ const float* v(const float* qkv, int b, int t, int g) const {
         return q(qkv, b, t, H + Hkv + g);
     }
-    // -slope[h] (i - j), the CPU's expression; 0 without ALiBi.
-    __device__ float bias(int h, int i, int j) const {
-        return slopes ? -(slopes[h] * static_cast<float>(i - j)) : 0.f;
+    // Score (i, j) of head h from q.k: scale q.k, then -slope[h] (i - j) with ALiBi, then the
+    // distance bias, each term added as the CPU adds it.
+    __device__ float score(float qk, int h, int i, int j) const {
+        float s = scale * qk;
+        if (slopes) s += -(slopes[h] * static_cast<float>(i - j));
+        if (dist.bias) s += dist.bias[static_cast<std::size_t>(h) * dist.ld + (i - j)];
+        return s;
     }
     // The dropout keep-scale of query i, key j of (b, h): 0 or 1 / (1 - rate).
     __device__ float drop_scale(int b, int h, int i, int j) const {
@@ -116,7 +124,10 @@ inline AttnDrop make_drop(const AttnDropout* d, int H) {
 }
 
 inline AttnGeom make_geom(int T, int H, int Hkv, int D, const float* slopes, float scale,
-                          const AttnDropout* dropout = nullptr) {
+                          const AttnDropout* dropout, const DistanceBias* dist) {
+    const bool biased = dist && dist->bias;
+    MESHLM_CHECK(!biased || dist->ld >= T, "distance bias rows of ", dist ? dist->ld : 0, " for ",
+                 T, " positions");
     return AttnGeom{T,
                     H,
                     Hkv,
@@ -125,7 +136,8 @@ inline AttnGeom make_geom(int T, int H, int Hkv, int D, const float* slopes, flo
                     H / Hkv,
                     scale > 0.f ? scale : 1.f / std::sqrt(static_cast<float>(D)),
                     slopes,
-                    make_drop(dropout, H)};
+                    make_drop(dropout, H),
+                    biased ? *dist : DistanceBias{}};
 }
 
 // Launches kernel<<<grid, kRows * 32, smem>>>(args...), opting into the shared memory it needs.
@@ -138,6 +150,10 @@ void launch_attention(void (*kernel)(Params...), dim3 grid, std::size_t smem, Ar
     kernel<<<grid, kRows * 32, smem>>>(args...);
     MESHLM_CUDA_LAUNCHED();
 }
+
+// grad[h * ld + d] += the distance bias's gradient (attention_distance.cu); g.dist is the bias.
+void attention_distance_grad(float* grad, int ld, const float* dout, const float* out,
+                             const float* lse, const float* qkv, int B, const AttnGeom& g);
 
 // Calls fn(std::integral_constant<int, kChunks>) for D <= 32 kChunks.
 template <typename Fn>

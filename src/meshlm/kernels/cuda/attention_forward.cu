@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kRows * 32)
         if (j <= i) {
             float dot = 0.f;
             for (int d = 0; d < D; ++d) dot += q[d] * Ks[lane * ldk + d];
-            s = g.scale * dot + g.bias(h, i, j);
+            s = g.score(dot, h, i, j);
         }
         const float m_new = fmaxf(m, warp_reduce(s, MaxOp{}));  // finite: key j0 <= i is in
         const float p = j <= i ? expf(s - m_new) : 0.f;
@@ -70,11 +70,12 @@ __global__ void __launch_bounds__(kRows * 32)
 }  // namespace
 
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
-                       int D, const float* alibi_slopes, const AttnDropout* dropout, float scale) {
+                       int D, const float* alibi_slopes, const AttnDropout* dropout, float scale,
+                       const DistanceBias* dist) {
     MESHLM_CHECK(H >= 1 && Hkv >= 1 && H % Hkv == 0 && D >= 1 && D <= kMaxAttentionHeadDim,
                  "attention: H ", H, ", Hkv ", Hkv, ", D ", D);
     if (B == 0 || T == 0) return;
-    const AttnGeom g = make_geom(T, H, Hkv, D, alibi_slopes, scale, dropout);
+    const AttnGeom g = make_geom(T, H, Hkv, D, alibi_slopes, scale, dropout, dist);
     const dim3 grid((T + kRows - 1) / kRows, B * H);
     const std::size_t smem = sizeof(float) * (kTile * (D + 1) + kTile * D + kRows * D);
     with_chunks(D, [&](auto chunks) {

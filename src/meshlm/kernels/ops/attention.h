@@ -18,7 +18,7 @@ struct AttentionHeads {
     // Dropout on the probabilities (model.dropout_attn; null or rate 0: none), the same mask on
     // every device.
     const kernels::AttnDropout* dropout = nullptr;
-    // A learned bias by distance (model.position t5_bias; null: none). The CPU only for now.
+    // A learned bias by distance (model.position t5_bias; null: none), on the views' device.
     const kernels::DistanceBias* dist = nullptr;
 };
 
