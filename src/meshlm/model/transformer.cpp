@@ -85,8 +85,6 @@ Arena activation_arena(std::size_t floats, int B, int T, Device device,
 std::string model_device_gap(const ModelConfig& cfg, Device device) {
     if (device == Device::cpu) return "";
     if (cfg.vq()) return "Transformer-VQ's attention (model.attention vq) has no CUDA kernel yet";
-    if (cfg.position == "scaled_sin")
-        return "the scaled sinusoids (model.position scaled_sin) are tabled on the host";
     return "";
 }
 
