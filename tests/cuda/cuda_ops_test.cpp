@@ -425,6 +425,24 @@ TEST_F(CudaOps, AdafactorFactored) {
     expect_sum_close("adafactor factored sum u^2", sumsq[1], sumsq[0], 1e-6);
 }
 
+// The statistics' decay and the update's factors, the means in the factors' buffer (as the
+// optimizer calls it): rows shorter than the columns, longer, square. An ulp or two of FMA
+// contraction per statistic; the means are double sums in other orders, rounded to float.
+TEST_F(CudaOps, AdafactorFactoredScales) {
+    for (const auto& [R, C] : {std::pair<int, int>{37, 1000}, {1000, 37}, {64, 64}})
+        compare_devices(
+            "adafactor scales " + std::to_string(R) + "x" + std::to_string(C),
+            [&, R = R, C = C](Device d) {
+                std::vector<float> st = randn(R + C, 43, 0.1f), mn = randn(R + C, 44, 0.1f);
+                for (float& x : st) x = std::fabs(x) + 1e-3f;
+                for (float& x : mn) x = std::fabs(x) + 1e-3f;
+                DeviceBuffer stats = upload(d, st, {R + C}), scales = upload(d, mn, {R + C});
+                ops::adafactor_factored_scales(stats.view(), scales.view(), scales.view(), R, 0.8f);
+                return Outputs{{"stats", download(stats)}, {"scales", download(scales)}};
+            },
+            {0, 1e-6});
+}
+
 // The double sums repeat their bits: fixed grids, fixed-order trees, no float atomics.
 TEST_F(CudaOps, OptimizerSumsAreDeterministic) {
     const std::int64_t n = 1 << 20, width = 1000;

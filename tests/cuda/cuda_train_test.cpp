@@ -82,6 +82,7 @@ std::vector<Case> cases() {
     out.push_back({"gpt2 bf16", gpt2, Precision::bf16});
     out.push_back({"gpt2 recompute block, accum 2", gpt2, Precision::fp32, Recompute::block, 2});
     out.push_back({"gpt2 lion", gpt2, Precision::fp32, Recompute::none, 1, "lion"});
+    out.push_back({"gpt2 adafactor", gpt2, Precision::fp32, Recompute::none, 1, "adafactor"});
     return out;
 }
 

@@ -372,6 +372,23 @@ void adafactor_full() {
 
 // A run that starts and ends mid-row, spans more than one chunk of column rows, and sits at
 // (row0, col0) of a larger tensor.
+// The statistics' decay and the update's factors: rows shorter than the columns, longer (over
+// the 256 threads), square; the CUDA call with the means in the factors' buffer, as the
+// optimizer calls it. Positive statistics and means (sums of squares).
+void adafactor_scales() {
+    for (const auto& [R, C] : {std::pair<int, int>{37, 300}, {300, 37}, {64, 64}}) {
+        std::vector<float> stats = randn(R + C, 93, 0.1f), means = randn(R + C, 94, 0.1f);
+        for (float& x : stats) x = std::fabs(x) + 1e-3f;
+        for (float& x : means) x = std::fabs(x) + 1e-3f;
+        auto s1 = stats, s2 = stats, f2 = means;
+        std::vector<float> f1(R + C);
+        k::adafactor_factored_scales(s1.data(), f1.data(), means.data(), R, C, 0.8f);
+        kc::adafactor_factored_scales(s2.data(), f2.data(), f2.data(), R, C, 0.8f);
+        compare("adafactor stats", s2, s1, 0, 3e-7);
+        compare("adafactor scales", f2, f1, 0, 1e-6);
+    }
+}
+
 void adafactor_factored() {
     const std::int64_t width = 37, R = 80, C = 45;
     const k::MatrixRun run{width * 70 + 15, 20, width, 3, 5};
@@ -830,6 +847,7 @@ const std::pair<const char*, void (*)()> kGroups[] = {
     {"lion", lion},
     {"adafactor_full", adafactor_full},
     {"adafactor_factored", adafactor_factored},
+    {"adafactor_scales", adafactor_scales},
     {"bf16_conversions", bf16_conversions},
     {"clipping_and_residual", clipping_and_residual},
     {"dropouts", dropouts},

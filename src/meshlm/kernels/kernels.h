@@ -293,6 +293,12 @@ void adafactor_factored_apply(float* p, const float* g, MatrixRun run, const flo
                               const float* col_scale, float step, float decay);
 // A full second moment: v = beta v + (1 - beta) (g^2 + eps); returns sum u^2, u = g / sqrt(v).
 double adafactor_moment(float* v, const float* g, std::size_t n, float beta, float eps);
+// One factored R x C tensor's statistics and the update's factors, stats, scales, means [R + C]:
+// stats = beta stats + (1 - beta) means (means: the row sums / C, then the column sums / R, as
+// floats); scales = 1 / sqrt(stats / mean), the mean (a double sum in index order) taken along
+// the shorter dim (the rows when square), 1 along the other.
+void adafactor_factored_scales(float* stats, float* scales, const float* means, std::int64_t R,
+                               std::int64_t C, float beta);
 // p = p * decay - step * g / sqrt(v)
 void adafactor_apply(float* p, const float* g, const float* v, std::size_t n, float step,
                      float decay);

@@ -12,7 +12,7 @@
 // padded to D + 1 floats so the 32 lanes hit 32 different banks.
 //
 // Dropout on the probabilities (AttnDropout): the keep-scale of (b, h, i, j) is draw
-// ((row0 + b) n_head + head0 + h) T + i) T + j of the Philox stream, the CPU's mask
+// (((row0 + b) n_head + head0 + h) T + i) T + j of the Philox stream, the CPU's mask
 // (cpu/dropout_mask.h) bit for bit; each pass regenerates it where it needs it.
 //
 // A learned distance bias (DistanceBias, T5) adds bias[h, i - j] to score (i, j) after ALiBi's

@@ -148,6 +148,8 @@ double adafactor_factored_sumsq(const float* g, MatrixRun run, const float* row_
                                 const float* col_scale);
 void adafactor_factored_apply(float* p, const float* g, MatrixRun run, const float* row_scale,
                               const float* col_scale, float step, float decay);
+void adafactor_factored_scales(float* stats, float* scales, const float* means, std::int64_t R,
+                               std::int64_t C, float beta);
 double adafactor_moment(float* v, const float* g, std::size_t n, float beta, float eps);
 void adafactor_apply(float* p, const float* g, const float* v, std::size_t n, float step,
                      float decay);
