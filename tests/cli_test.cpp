@@ -295,10 +295,8 @@ TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {
     EXPECT_LT(per_gpu(z.output), per_gpu(c.output)) << z.output << c.output;
     auto v = test::run_command(test::meshlm_binary() + " info" + gpt2_config() +
                                " --config.train.device=cuda --config.optim.name=adafactor");
-    ASSERT_EQ(v.exit_code, 0) << v.output;
-    EXPECT_NE(v.output.find("refused for this run: training on cuda: optim.name adafactor"),
-              std::string::npos)
-        << v.output;
+    ASSERT_EQ(v.exit_code, 0) << v.output;  // Adafactor's statistics live on the GPU too
+    EXPECT_EQ(v.output.find("is refused"), std::string::npos) << v.output;
     // The default run's Transformer-VQ stays on the CPU.
     auto q = test::run_command(test::meshlm_binary() + " info --config.train.device=cuda");
     ASSERT_EQ(q.exit_code, 0) << q.output;

@@ -26,6 +26,7 @@
 #include "meshlm/kernels/ops/bias_backward.h"
 #include "meshlm/kernels/ops/clip.h"
 #include "meshlm/kernels/ops/cross_entropy.h"
+#include "meshlm/kernels/ops/distance_bias.h"
 #include "meshlm/kernels/ops/dropout.h"
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/kernels/ops/gemm.h"
@@ -297,25 +298,27 @@ TEST(OpsDispatch, AttentionDropout) {
     EXPECT_TRUE(bitwise_equal(d1, d2));
 }
 
-// What the CUDA attention does not have yet is refused by name on CUDA views, before the
-// build or the device is asked (views on host memory tagged cuda: nothing is read).
-TEST(OpsDispatch, AttentionRefusesDropoutAndDistanceBiasOnCuda) {
-    const int B = 1, T = 4, H = 2, D = 8, W = 3 * H * D;
-    std::vector<float> qkv(B * T * W), out(B * T * H * D), lse(B * H * T);
-    Tensor q = view(qkv, {B, T, W}), o = view(out, {B, T, H * D}), l = view(lse, {B, H, T});
-    q.device = o.device = l.device = Device::cuda;
-    const kernels::AttnDropout drop{.rate = 0.1f};
-    expect_error(
-        [&] { ops::attention_forward(o, l, q, Tensor{}, {.H = H, .Hkv = H, .dropout = &drop}); },
-        "attention_forward: dropout on the attention probabilities (rate 0.1) has no CUDA "
-        "kernel yet; set model.dropout_attn 0");
-    const kernels::DistanceBias dist{};
+// The ops that took T5's bias and Adafactor's statistics onto the GPU name bad views: a bucket
+// per distance, rows and columns both present.
+TEST(OpsDispatch, DistanceBiasAndAdafactorScalesNameBadViews) {
+    std::vector<float> dist(2 * 5), table(2 * 3), stats(6), scales(6);
+    std::vector<std::int32_t> buckets(4);
     expect_error(
         [&] {
-            ops::attention_backward(q, o, o, l, q, Tensor{}, {.H = H, .Hkv = H, .dist = &dist});
+            ops::distance_bias_expand(view(dist, {2, 5}), view(table, {2, 3}), view(buckets, {4}));
         },
-        "attention_backward: the distance bias (model.position t5_bias) has no CUDA "
-        "kernel yet");
+        "distance_bias_expand: buckets has shape [4], expected [5]");
+    expect_error(
+        [&] {
+            ops::distance_bias_fold(view(table, {3, 2}), view(dist, {2, 5}), view(buckets, {4}));
+        },
+        "distance_bias_fold: grad_table has shape [3, 2], expected [2, 2]");
+    expect_error(
+        [&] {
+            ops::adafactor_factored_scales(view(stats, {6}), view(scales, {6}), view(scales, {6}),
+                                           6, 0.8f);
+        },
+        "adafactor_factored_scales: 6 rows of 6 statistics");
 }
 
 // The end of a residual branch against its definition written out here, each bias present or
@@ -825,8 +828,10 @@ TEST(OpsDispatch, TrainingDeviceGapsAreNamed) {
     const ModelConfig m = test::tiny_model();
     OptimConfig adafactor;
     adafactor.name = "adafactor";
-    EXPECT_NE(Learner::device_gap(m, adafactor, Device::cuda, 1, 1, 0).find("adafactor"),
-              std::string::npos);
+    // Run on the GPU now: Adafactor, T5's distance bias, attention dropout.
+    ModelConfig t5 = m;
+    t5.position = "t5_bias", t5.dropout_attn = 0.1f;
+    EXPECT_EQ(Learner::device_gap(t5, adafactor, Device::cuda, 1, 1, 0), "");
     ModelConfig vq = m;
     vq.attention = "vq";
     EXPECT_NE(Learner::device_gap(vq, OptimConfig{}, Device::cuda, 1, 1, 0).find("Transformer-VQ"),

@@ -41,7 +41,13 @@ std::vector<Family> families() {
     gptj.rope_style = "interleaved", gptj.tied_head = false, gptj.head_bias = true;
     ModelConfig alibi = gpt2;
     alibi.position = "alibi", alibi.qk_norm = true, alibi.dropout_attn = 0.1f;  // dropout: off
-    return {{"gpt2", gpt2}, {"llama", llama}, {"gptj", gptj}, {"alibi+qk_norm", alibi}};
+    ModelConfig t5 = gpt2;  // distances past max_distance share the bias's last entry
+    t5.position = "t5_bias", t5.t5_buckets = 8, t5.t5_max_distance = 9;
+    return {{"gpt2", gpt2},
+            {"llama", llama},
+            {"gptj", gptj},
+            {"alibi+qk_norm", alibi},
+            {"t5_bias", t5}};
 }
 
 // Largest |a - b| over a row of V logits, relative to the row's largest |b|.
@@ -151,13 +157,14 @@ TEST_F(CudaDecode, KvCacheAndPagedDecodersMatchTheCpu) {
 
 // What cannot decode on a GPU is refused by name when the decoder is made.
 TEST_F(CudaDecode, RefusesWhatHasNoKernelByName) {
-    ModelConfig t5 = test::tiny_model();
-    t5.position = "t5_bias";
+    ModelConfig vq = test::tiny_model();
+    vq.attention = "vq", vq.position = "none", vq.mlp = "sqrelu", vq.d_ff = 0;
+    vq.vq_block_len = 8, vq.vq_codes = 16, vq.vq_d_k = 16, vq.vq_d_v = 0;
     try {
-        Decoder d(t5, 1, 0, DecodePrecision::fp32, Device::cuda);
-        FAIL() << "a T5-bias model decoded on the GPU";
+        Decoder d(vq, 1, 0, DecodePrecision::fp32, Device::cuda);
+        FAIL() << "a Transformer-VQ model decoded on the GPU";
     } catch (const InvalidInput& e) {
-        EXPECT_NE(std::string(e.what()).find("t5_bias"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("Transformer-VQ"), std::string::npos) << e.what();
     }
 }
 

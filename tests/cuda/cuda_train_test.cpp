@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "meshlm/core/model_comm.h"
 #include "meshlm/kernels/device.h"
+#include "meshlm/kernels/device_buffer.h"
+#include "meshlm/model/embedding.h"
 #include "meshlm/train/learner.h"
 #include "test_util.h"
 
@@ -71,11 +74,15 @@ std::vector<Case> cases() {
     alibi.position = "alibi", alibi.qk_norm = true;
     out.push_back({"alibi + qk_norm", alibi});
     ModelConfig drop = gpt2;
-    drop.dropout_embd = drop.dropout_resid = 0.1f;  // attention dropout: CPU only
-    out.push_back({"gpt2 dropout (embedding, residual)", drop});
+    drop.dropout_embd = drop.dropout_resid = drop.dropout_attn = 0.1f;
+    out.push_back({"gpt2 dropout (embedding, residual, attention)", drop});
+    ModelConfig t5 = gpt2;  // kT = 16 positions past max_distance: the last bucket's share too
+    t5.position = "t5_bias", t5.t5_buckets = 8, t5.t5_max_distance = 9, t5.dropout_attn = 0.1f;
+    out.push_back({"t5_bias + attention dropout", t5});
     out.push_back({"gpt2 bf16", gpt2, Precision::bf16});
     out.push_back({"gpt2 recompute block, accum 2", gpt2, Precision::fp32, Recompute::block, 2});
     out.push_back({"gpt2 lion", gpt2, Precision::fp32, Recompute::none, 1, "lion"});
+    out.push_back({"gpt2 adafactor", gpt2, Precision::fp32, Recompute::none, 1, "adafactor"});
     return out;
 }
 
@@ -107,6 +114,56 @@ TEST(CudaTraining, EveryFamilyMatchesTheCpu) {
             "[ trained  ] %-50s loss rel diff max %.2e  weights |diff| mean %.2e max %.2e\n",
             c.name.c_str(), max_loss, mean_w, max_w);
     }
+}
+
+// model.position scaled_sin (Transformer-VQ's, whose attention trains on the CPU only for now):
+// the embedding on the GPU reads its sinusoid table from GPU memory, copied again when a
+// position past it grows the table (row 1 starts at 40, max_seq_len 16). x and the scale's
+// gradient against the CPU's.
+TEST(CudaTraining, ScaledSinusoidsReadTheirTableOnTheGpu) {
+    if (kernels::cuda_device_count() == 0)
+        GTEST_SKIP() << "no GPU here: " << kernels::cuda_unavailable_reason();
+    kernels::set_cuda_device(0);
+    ModelConfig m = test::tiny_model();
+    m.attention = "vq", m.position = "scaled_sin", m.vq_pe_lam = 64.f;
+    const int B = 2, T = 5, N = B * T, C = m.d_model, V = m.vocab_size;
+    std::vector<float> wte(static_cast<std::size_t>(V) * C), r(static_cast<std::size_t>(N) * C);
+    for (std::size_t i = 0; i < wte.size(); ++i) wte[i] = 0.01f * static_cast<float>(i % 97);
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = std::sin(0.37f * static_cast<float>(i));
+    std::vector<std::int32_t> tok(N);
+    for (int n = 0; n < N; ++n) tok[n] = (n * 7 + 3) % V;
+    const std::int64_t pos0[B] = {3, 40};
+    auto run = [&](Device d) {
+        SingleRank one;
+        Embedding emb(m, one);
+        emb.device = d;
+        auto put = [d](const auto& v, DType t) {
+            kernels::DeviceBuffer b(d, t, {static_cast<std::int64_t>(v.size())});
+            kernels::copy(b.view(), Tensor{const_cast<void*>(static_cast<const void*>(v.data())), t,
+                                           b.view().shape, Device::cpu});
+            return b;
+        };
+        const std::vector<float> scale = {0.7f}, dscale0 = {0.25f};
+        kernels::DeviceBuffer w = put(wte, DType::f32), t = put(tok, DType::i32),
+                              s = put(scale, DType::f32), ds = put(dscale0, DType::f32),
+                              dx = put(r, DType::f32),
+                              dw = put(std::vector<float>(wte.size()), DType::f32);
+        kernels::DeviceBuffer x(d, DType::f32, {N, C});
+        const auto f = [](const kernels::DeviceBuffer& b) { return static_cast<float*>(b.data()); };
+        emb.forward(f(x), static_cast<const std::int32_t*>(t.data()), f(w), nullptr, f(s), N, T,
+                    pos0);
+        emb.backward(f(dw), nullptr, f(ds), f(dx), static_cast<const std::int32_t*>(t.data()), N, T,
+                     pos0);
+        std::vector<float> out(static_cast<std::size_t>(N) * C + 1);
+        kernels::copy(Tensor{out.data(), DType::f32, {N, C}, Device::cpu}, x.view());
+        kernels::copy(Tensor{out.data() + N * C, DType::f32, {1}, Device::cpu}, ds.view());
+        return out;
+    };
+    const std::vector<float> gpu = run(Device::cuda), cpu = run(Device::cpu);
+    ASSERT_EQ(gpu.size(), cpu.size());
+    for (std::size_t i = 0; i + 1 < cpu.size(); ++i)
+        ASSERT_NEAR(gpu[i], cpu[i], 1e-6f) << "x element " << i;
+    EXPECT_NEAR(gpu.back(), cpu.back(), 1e-5f * std::fabs(cpu.back())) << "the scale's gradient";
 }
 
 }  // namespace

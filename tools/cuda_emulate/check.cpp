@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "meshlm/core/threads.h"
@@ -252,15 +253,49 @@ void attention() {
         k::attention_forward(o1.data(), l1.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s,
                              nullptr, c.scale);
         kc::attention_forward(o2.data(), l2.data(), qkv.data(), c.B, c.T, c.H, c.Hkv, c.D, s,
-                              c.scale);
+                              nullptr, c.scale, nullptr);
         compare("attention out", o2, o1, 1e-5, 1e-4);
         compare("attention lse", l2, l1, 1e-5, 1e-5);
         std::vector<float> d1(qkv.size()), d2(qkv.size(), NAN);  // every element must be written
         k::attention_backward(d1.data(), dout.data(), o1.data(), l1.data(), qkv.data(), c.B, c.T,
                               c.H, c.Hkv, c.D, s, nullptr, c.scale);
         kc::attention_backward(d2.data(), dout.data(), o1.data(), l1.data(), qkv.data(), c.B, c.T,
-                               c.H, c.Hkv, c.D, s, c.scale);
+                               c.H, c.Hkv, c.D, s, nullptr, c.scale, nullptr);
         compare("attention dqkv", d2, d1, 1e-5, 1e-4);
+    }
+}
+
+// Dropout on the probabilities: the CPU's Philox mask regenerated in every pass. T over two
+// key tiles, grouped heads, a row and head offset (a later micro-batch, a tensor-parallel
+// rank's heads), a rate that drops half.
+void attention_dropout() {
+    const int B = 2, T = 45, H = 4, Hkv = 2, D = 24, W = (H + 2 * Hkv) * D;
+    const std::size_t rows = std::size_t(B) * T;
+    const auto qkv = randn(rows * W, 80), dout = randn(rows * H * D, 81);
+    for (const float rate : {0.1f, 0.5f}) {
+        const k::AttnDropout drop{.rate = rate,
+                                  .seed = 0x9e3779b97f4a7c15ull,
+                                  .stream = 3,
+                                  .row0 = 5,
+                                  .head0 = 4,
+                                  .n_head = 12};
+        std::vector<float> o1(rows * H * D), o2 = o1, l1(std::size_t(B) * H * T), l2 = l1;
+        k::attention_forward(o1.data(), l1.data(), qkv.data(), B, T, H, Hkv, D, nullptr, &drop,
+                             0.f);
+        kc::attention_forward(o2.data(), l2.data(), qkv.data(), B, T, H, Hkv, D, nullptr, &drop,
+                              0.f, nullptr);
+        std::vector<float> plain(o1.size()), pl(l1.size());  // the mask must change the output
+        k::attention_forward(plain.data(), pl.data(), qkv.data(), B, T, H, Hkv, D, nullptr, nullptr,
+                             0.f);
+        if (plain == o1) ++g_failures, std::printf("FAIL attention dropout: no effect\n");
+        compare("attention dropout out", o2, o1, 1e-5, 1e-4);
+        compare("attention dropout lse", l2, l1, 1e-5, 1e-5);
+        std::vector<float> d1(qkv.size()), d2(qkv.size(), NAN);
+        k::attention_backward(d1.data(), dout.data(), o1.data(), l1.data(), qkv.data(), B, T, H,
+                              Hkv, D, nullptr, &drop, 0.f);
+        kc::attention_backward(d2.data(), dout.data(), o1.data(), l1.data(), qkv.data(), B, T, H,
+                               Hkv, D, nullptr, &drop, 0.f, nullptr);
+        compare("attention dropout dqkv", d2, d1, 1e-5, 1e-4);
     }
 }
 
@@ -337,6 +372,23 @@ void adafactor_full() {
 
 // A run that starts and ends mid-row, spans more than one chunk of column rows, and sits at
 // (row0, col0) of a larger tensor.
+// The statistics' decay and the update's factors: rows shorter than the columns, longer (over
+// the 256 threads), square; the CUDA call with the means in the factors' buffer, as the
+// optimizer calls it. Positive statistics and means (sums of squares).
+void adafactor_scales() {
+    for (const auto& [R, C] : {std::pair<int, int>{37, 300}, {300, 37}, {64, 64}}) {
+        std::vector<float> stats = randn(R + C, 93, 0.1f), means = randn(R + C, 94, 0.1f);
+        for (float& x : stats) x = std::fabs(x) + 1e-3f;
+        for (float& x : means) x = std::fabs(x) + 1e-3f;
+        auto s1 = stats, s2 = stats, f2 = means;
+        std::vector<float> f1(R + C);
+        k::adafactor_factored_scales(s1.data(), f1.data(), means.data(), R, C, 0.8f);
+        kc::adafactor_factored_scales(s2.data(), f2.data(), f2.data(), R, C, 0.8f);
+        compare("adafactor stats", s2, s1, 0, 3e-7);
+        compare("adafactor scales", f2, f1, 0, 1e-6);
+    }
+}
+
 void adafactor_factored() {
     const std::int64_t width = 37, R = 80, C = 45;
     const k::MatrixRun run{width * 70 + 15, 20, width, 3, 5};
@@ -521,7 +573,7 @@ void attention_decode() {
             k::attention_decode(o1.data(), q.data(), ldq, kc_.data(), vc.data(), seq.data(), M, T,
                                 Tmax, H, Hkv, D, sl, 0.f, &c.act);
             kc::attention_decode(o2.data(), q.data(), ldq, kc_.data(), vc.data(), seq.data(), M, T,
-                                 Tmax, H, Hkv, D, sl, 0.f, &c.act);
+                                 Tmax, H, Hkv, D, sl, 0.f, &c.act, nullptr);
             compare((std::string("decode ") + c.name).c_str(), o2, o1, 1e-5, 1e-4);
         }
 }
@@ -542,7 +594,7 @@ void attention_paged() {
         k::attention_paged(o1.data(), q.data(), H * D, kp.data(), vp.data(), rows.data(),
                            lens.data(), M, block, H, Hkv, D, sl, 0.3f, &c.act);
         kc::attention_paged(o2.data(), q.data(), H * D, kp.data(), vp.data(), tables.data(),
-                            per_row, lens.data(), M, block, H, Hkv, D, sl, 0.3f, &c.act);
+                            per_row, lens.data(), M, block, H, Hkv, D, sl, 0.3f, &c.act, nullptr);
         compare((std::string("paged ") + c.name).c_str(), o2, o1, 1e-5, 1e-4);
     }
 }
@@ -594,8 +646,6 @@ void attention_act() {
         compare("attention_act dqkv", d2, d1, 1e-5, 1e-4);
     }
 }
-
-}  // namespace
 
 // --- The model's last pieces: the vocabulary-parallel loss, KV stores, positions, element-wise
 // steps, host-read sums and Transformer-VQ's codebook ---
@@ -709,35 +759,122 @@ void vq_codebook() {
     same_bits("vq_codebook_stats counts", n2, n1);
 }
 
-int main() {
+// T5's distance bias: the training attention with a bias per distance and its gradient (a pass
+// of its own on the GPU), with and without dropout; decoding with a bias shorter than the
+// context (its last entry serves every farther key), dense and paged; the table's expansion
+// and fold, bit for bit. The gradients add to known values.
+void t5_bias() {
+    const int B = 2, T = 40, H = 4, Hkv = 2, D = 24, W = (H + 2 * Hkv) * D, ld = T + 3;
+    const std::size_t rows = std::size_t(B) * T;
+    const auto qkv = randn(rows * W, 82), dout = randn(rows * H * D, 83);
+    const auto bias = randn(std::size_t(H) * ld, 84, 0.5f);
+    for (const float rate : {0.f, 0.3f}) {
+        const k::AttnDropout drop{.rate = rate, .seed = 11, .stream = 2, .row0 = 1, .n_head = H};
+        auto g1 = pattern(std::size_t(H) * ld), g2 = g1;
+        const k::DistanceBias d1{bias.data(), g1.data(), ld}, d2{bias.data(), g2.data(), ld};
+        std::vector<float> o1(rows * H * D), o2 = o1, l1(std::size_t(B) * H * T), l2 = l1;
+        k::attention_forward(o1.data(), l1.data(), qkv.data(), B, T, H, Hkv, D, nullptr, &drop, 0.f,
+                             &d1);
+        kc::attention_forward(o2.data(), l2.data(), qkv.data(), B, T, H, Hkv, D, nullptr, &drop,
+                              0.f, &d2);
+        compare("t5 attention out", o2, o1, 1e-5, 1e-4);
+        compare("t5 attention lse", l2, l1, 1e-5, 1e-5);
+        std::vector<float> q1(qkv.size()), q2(qkv.size(), NAN);
+        k::attention_backward(q1.data(), dout.data(), o1.data(), l1.data(), qkv.data(), B, T, H,
+                              Hkv, D, nullptr, &drop, 0.f, &d1);
+        kc::attention_backward(q2.data(), dout.data(), o1.data(), l1.data(), qkv.data(), B, T, H,
+                               Hkv, D, nullptr, &drop, 0.f, &d2);
+        compare("t5 attention dqkv", q2, q1, 1e-5, 1e-4);
+        compare("t5 attention dbias", g2, g1, 1e-5, 1e-4);
+    }
+    // Decoding: 300 positions over a bias of 129 distances.
+    const int M = 3, S = 4, Td = 300, Tmax = 310, ldd = 129;
+    const std::vector<std::int32_t> seq = {2, 0, 3};
+    const auto q = randn(M * H * D, 85), kc_ = randn(S * Hkv * Tmax * D, 86),
+               vc = randn(S * Hkv * Tmax * D, 87), dbias = randn(std::size_t(H) * ldd, 88, 2.f);
+    const k::DistanceBias dd{dbias.data(), nullptr, ldd};
+    std::vector<float> o1(M * H * D), o2(M * H * D, NAN);
+    k::attention_decode(o1.data(), q.data(), H * D, kc_.data(), vc.data(), seq.data(), M, Td, Tmax,
+                        H, Hkv, D, nullptr, 0.f, nullptr, &dd);
+    kc::attention_decode(o2.data(), q.data(), H * D, kc_.data(), vc.data(), seq.data(), M, Td, Tmax,
+                         H, Hkv, D, nullptr, 0.f, nullptr, &dd);
+    compare("t5 decode", o2, o1, 1e-5, 1e-4);
+    // Paged: the dense caches as a pool of blocks of 10, row m's blocks in a rotated order.
+    const int block = 10, per_row = Tmax / block;
+    std::vector<std::int32_t> tables(M * per_row), lens = {Td, 131, 1};
+    std::vector<float> kp(std::size_t(S) * Hkv * Tmax * D), vp = kp;
+    for (int m = 0; m < M; ++m)
+        for (int c = 0; c < per_row; ++c)
+            tables[m * per_row + c] = (m * per_row + c * 7) % (S * per_row);
+    std::vector<const std::int32_t*> trows = {&tables[0], &tables[per_row], &tables[2 * per_row]};
+    const std::size_t pool = std::size_t(S) * per_row * Hkv * block * D;
+    const auto kpool = randn(pool, 89), vpool = randn(pool, 90);
+    std::vector<float> p1(M * H * D), p2(M * H * D, NAN);
+    k::attention_paged(p1.data(), q.data(), H * D, kpool.data(), vpool.data(), trows.data(),
+                       lens.data(), M, block, H, Hkv, D, nullptr, 0.f, nullptr, &dd);
+    kc::attention_paged(p2.data(), q.data(), H * D, kpool.data(), vpool.data(), tables.data(),
+                        per_row, lens.data(), M, block, H, Hkv, D, nullptr, 0.f, nullptr, &dd);
+    compare("t5 paged", p2, p1, 1e-5, 1e-4);
+    // The table: 6 buckets over 23 distances, the last ones shared.
+    const int NB = 6, L = 23;
+    std::vector<std::int32_t> buckets(L);
+    for (int d = 0; d < L; ++d) buckets[d] = std::min(d < 3 ? d : 3 + (d - 3) / 4, NB - 1);
+    const auto table = randn(H * NB, 91), grad = randn(H * L, 92);
+    std::vector<float> e1(H * L), e2(H * L, NAN);
+    k::distance_bias_expand(e1.data(), table.data(), buckets.data(), H, L, NB);
+    kc::distance_bias_expand(e2.data(), table.data(), buckets.data(), H, L, NB);
+    same_bits("distance_bias_expand", e2, e1);
+    auto f1 = pattern(H * NB), f2 = f1;
+    k::distance_bias_fold(f1.data(), grad.data(), buckets.data(), H, L, NB);
+    kc::distance_bias_fold(f2.data(), grad.data(), buckets.data(), H, L, NB);
+    same_bits("distance_bias_fold", f2, f1);
+}
+
+// Every group, in order; `check NAME...` runs only the named ones.
+const std::pair<const char*, void (*)()> kGroups[] = {
+    {"gemms", gemms},
+    {"strided_gemm", strided_gemm},
+    {"linear", linear},
+    {"norms", norms},
+    {"activations", activations},
+    {"cross_entropy", cross_entropy},
+    {"adamw", adamw},
+    {"rope", rope},
+    {"embeddings", embeddings},
+    {"attention", attention},
+    {"attention_dropout", attention_dropout},
+    {"t5_bias", t5_bias},
+    {"lion", lion},
+    {"adafactor_full", adafactor_full},
+    {"adafactor_factored", adafactor_factored},
+    {"adafactor_scales", adafactor_scales},
+    {"bf16_conversions", bf16_conversions},
+    {"clipping_and_residual", clipping_and_residual},
+    {"dropouts", dropouts},
+    {"bias_backward", bias_backward},
+    {"qk_norm", qk_norm},
+    {"attention_decode", attention_decode},
+    {"attention_paged", attention_paged},
+    {"linear_decode", linear_decode},
+    {"attention_act", attention_act},
+    {"vocab_parallel_loss", vocab_parallel_loss},
+    {"kv_store", kv_store},
+    {"positions", positions},
+    {"elementwise_and_sums", elementwise_and_sums},
+    {"vq_codebook", vq_codebook},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
     meshlm::set_thread_count(2);
-    gemms();
-    strided_gemm();
-    linear();
-    norms();
-    activations();
-    cross_entropy();
-    adamw();
-    rope();
-    embeddings();
-    attention();
-    lion();
-    adafactor_full();
-    adafactor_factored();
-    bf16_conversions();
-    clipping_and_residual();
-    dropouts();
-    bias_backward();
-    qk_norm();
-    attention_decode();
-    attention_paged();
-    linear_decode();
-    attention_act();
-    vocab_parallel_loss();
-    kv_store();
-    positions();
-    elementwise_and_sums();
-    vq_codebook();
+    int ran = 0;
+    for (const auto& [name, group] : kGroups) {
+        bool wanted = argc == 1;
+        for (int a = 1; a < argc; ++a) wanted = wanted || std::strcmp(argv[a], name) == 0;
+        if (wanted) group(), ++ran;
+    }
+    if (ran == 0) ++g_failures, std::printf("FAIL no group named on the command line\n");
     std::printf("%d failed\n", g_failures);
     return g_failures == 0 ? 0 : 1;
 }

@@ -3,7 +3,7 @@
 # the CPU kernels (check.cpp). Needs the CPU build (build/libmeshlm_kernels.a, or the library
 # MESHLM_KERNELS_LIB names: ctest's cuda_emulate test), no GPU and no CUDA toolkit. A
 # development check of the kernels' logic, not a GPU test: see docs/cuda.md.
-#   tools/cuda_emulate/run.sh
+#   tools/cuda_emulate/run.sh [GROUP...]   (check.cpp's kGroups; none: all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 lib=${MESHLM_KERNELS_LIB:-build/libmeshlm_kernels.a}
@@ -27,4 +27,4 @@ for f in src/meshlm/kernels/cuda/*.cu src/meshlm/kernels/cuda/gemm.cpp; do
 done
 g++ -std=c++20 -O1 -Itools/cuda_emulate/shim -I"$work/inc" -Isrc tools/cuda_emulate/check.cpp \
   "${sources[@]}" "$lib" -fopenmp -ldnnl -lpthread -o "$work/check"
-"$work/check"
+"$work/check" "$@"

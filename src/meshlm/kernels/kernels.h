@@ -225,6 +225,14 @@ void attention_paged(float* out, const float* q, int ldq, const float* k_pool, c
                      int H, int Hkv, int D, const float* alibi_slopes, float scale = 0.f,
                      const AttnActParams* act = nullptr, const DistanceBias* dist = nullptr);
 
+// T5's bias table per distance (cpu/distance_bias.cpp; ops/distance_bias.h): dist[h, d] =
+// table[h, buckets[d]] for d < L; grad_table[h, b] += grad[h, d] over d < L with buckets[d] = b,
+// in increasing d. table, grad_table [H, NB]; dist, grad [H, L]; buckets [L] in 0..NB-1.
+void distance_bias_expand(float* dist, const float* table, const std::int32_t* buckets, int H,
+                          int L, int NB);
+void distance_bias_fold(float* grad_table, const float* grad, const std::int32_t* buckets, int H,
+                        int L, int NB);
+
 // --- Transformer-VQ attention (seed 001): the algorithm, its shapes and the state a sequence
 // carries are described with VqAttnShape in ops/op_params.h ---
 // out[B, T, dv] and lse[B, T] (each query's log-sum-exp, for the backward) for queries q (rows
@@ -285,6 +293,12 @@ void adafactor_factored_apply(float* p, const float* g, MatrixRun run, const flo
                               const float* col_scale, float step, float decay);
 // A full second moment: v = beta v + (1 - beta) (g^2 + eps); returns sum u^2, u = g / sqrt(v).
 double adafactor_moment(float* v, const float* g, std::size_t n, float beta, float eps);
+// One factored R x C tensor's statistics and the update's factors, stats, scales, means [R + C]:
+// stats = beta stats + (1 - beta) means (means: the row sums / C, then the column sums / R, as
+// floats); scales = 1 / sqrt(stats / mean), the mean (a double sum in index order) taken along
+// the shorter dim (the rows when square), 1 along the other.
+void adafactor_factored_scales(float* stats, float* scales, const float* means, std::int64_t R,
+                               std::int64_t C, float beta);
 // p = p * decay - step * g / sqrt(v)
 void adafactor_apply(float* p, const float* g, const float* v, std::size_t n, float step,
                      float decay);

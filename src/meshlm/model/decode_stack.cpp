@@ -78,7 +78,7 @@ DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision p
         params16_ = kernels::DeviceBuffer(device, DType::bf16,
                                           {static_cast<std::int64_t>(layout_.total())});
     if (cfg.position == "t5_bias") {
-        t5_ = std::make_unique<T5Bias>(cfg, attn.Hl, cfg.t5_max_distance + 1);
+        t5_ = std::make_unique<T5Bias>(cfg, attn.Hl, cfg.t5_max_distance + 1, device);
         block_.attn.dist = &t5_->view();
     }
 }

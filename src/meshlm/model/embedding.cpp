@@ -5,6 +5,7 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/core/param_layout.h"
+#include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/ops/bf16.h"
 #include "meshlm/kernels/ops/embedding.h"
 #include "meshlm/model/positions.h"
@@ -54,10 +55,22 @@ Tensor Embedding::positions(const std::int64_t* pos0, int N, int T) const {
         for (std::int64_t p = rows; p < grown; ++p)
             sinusoid(table.data() + static_cast<std::size_t>(p) * C, p, C, lam);
     }
-    return pos0 ? view(pos32_.data(), {B}, device) : Tensor{};
+    if (device == Device::cpu) return pos0 ? view(pos32_.data(), {B}, device) : Tensor{};
+    const Tensor host =
+        view(table.data(), {static_cast<std::int64_t>(table.size() / C), C}, Device::cpu);
+    if (!(table_dev_.view().shape == host.shape)) {  // the first pass, or the table grew
+        table_dev_ = kernels::DeviceBuffer(device, DType::f32, host.shape);
+        kernels::copy(table_dev_.view(), host);
+    }
+    if (!pos0) return Tensor{};
+    if (pos_dev_.view().numel() < B) pos_dev_ = kernels::DeviceBuffer(device, DType::i32, {B});
+    const Tensor p = view(static_cast<const std::int32_t*>(pos_dev_.data()), {B}, device);
+    kernels::copy(p, view(pos32_.data(), {B}, Device::cpu));
+    return p;
 }
 
 Tensor Embedding::table_view() const {
+    if (device != Device::cpu) return table_dev_.view();
     return view(table.data(), {static_cast<std::int64_t>(table.size() / C), C}, device);
 }
 

@@ -19,6 +19,7 @@
 
 #include "meshlm/core/model_comm.h"
 #include "meshlm/core/tensor.h"
+#include "meshlm/kernels/device_buffer.h"
 #include "meshlm/model/model_config.h"
 
 namespace meshlm {
@@ -29,7 +30,8 @@ struct Embedding {
     bool bf16 = false;
     Device device = Device::cpu;  // where its views live (the ops dispatch on it)
     float lam;
-    // scaled_sin: sinusoid(p) for p < max_seq_len at first, grown when a position needs it
+    // scaled_sin: sinusoid(p) for p < max_seq_len at first, grown when a position needs it;
+    // off the CPU the ops read a copy in the device's memory, made again only when it grows
     mutable std::vector<float> table;
     ModelComm* mp;
 
@@ -41,7 +43,8 @@ struct Embedding {
                   const std::int64_t* pos0 = nullptr) const;
 
   private:
-    mutable std::vector<std::int32_t> pos32_;  // pos0 as the ops' i32 view
+    mutable std::vector<std::int32_t> pos32_;            // pos0 as the ops' i32 view
+    mutable kernels::DeviceBuffer table_dev_, pos_dev_;  // their copies off the CPU
     Tensor positions(const std::int64_t* pos0, int N, int T) const;
     Tensor table_view() const;
 };

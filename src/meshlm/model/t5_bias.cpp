@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+
+#include "meshlm/kernels/ops/distance_bias.h"
+#include "meshlm/kernels/ops/elementwise.h"
 
 namespace meshlm {
 
@@ -16,36 +20,32 @@ int t5_bucket(int distance, int num_buckets, int max_distance) {
     return std::min(num_buckets - 1, exact + static_cast<int>(scaled));
 }
 
-T5Bias::T5Bias(const ModelConfig& cfg, int heads, int max_len)
+T5Bias::T5Bias(const ModelConfig& cfg, int heads, int max_len, Device device)
     : heads_(heads),
       buckets_(cfg.t5_buckets),
       len_(max_len),
-      bucket_(max_len),
-      dist_(static_cast<std::size_t>(heads) * max_len),
-      grad_(dist_.size()) {
-    for (int d = 0; d < max_len; ++d)
-        bucket_[d] = t5_bucket(d, cfg.t5_buckets, cfg.t5_max_distance);
-    view_.bias = dist_.data();
-    view_.grad = grad_.data();
+      device_(device),
+      bucket_(device, DType::i32, {max_len}),
+      dist_(device, DType::f32, {heads, max_len}),
+      grad_(device, DType::f32, {heads, max_len}) {
+    std::vector<std::int32_t> b(max_len);
+    for (int d = 0; d < max_len; ++d) b[d] = t5_bucket(d, cfg.t5_buckets, cfg.t5_max_distance);
+    kernels::copy(bucket_.view(), meshlm::view(b.data(), {max_len}, Device::cpu));
+    view_.bias = static_cast<const float*>(dist_.data());
+    view_.grad = static_cast<float*>(grad_.data());
     view_.ld = max_len;
 }
 
 const kernels::DistanceBias& T5Bias::expand(const float* table) {
-    for (int h = 0; h < heads_; ++h) {
-        const float* row = table + static_cast<std::size_t>(h) * buckets_;
-        float* out = dist_.data() + static_cast<std::size_t>(h) * len_;
-        for (int d = 0; d < len_; ++d) out[d] = row[bucket_[d]];
-    }
-    std::fill(grad_.begin(), grad_.end(), 0.f);
+    ops::distance_bias_expand(dist_.view(), meshlm::view(table, {heads_, buckets_}, device_),
+                              bucket_.view());
+    ops::fill(grad_.view(), 0.f);
     return view_;
 }
 
 void T5Bias::fold(float* grad_table) const {
-    for (int h = 0; h < heads_; ++h) {
-        float* row = grad_table + static_cast<std::size_t>(h) * buckets_;
-        const float* g = grad_.data() + static_cast<std::size_t>(h) * len_;
-        for (int d = 0; d < len_; ++d) row[bucket_[d]] += g[d];
-    }
+    ops::distance_bias_fold(meshlm::view(grad_table, {heads_, buckets_}, device_), grad_.view(),
+                            bucket_.view());
 }
 
 }  // namespace meshlm

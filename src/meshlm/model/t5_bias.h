@@ -9,11 +9,11 @@
 // (eps = float32's machine epsilon, as the seed). The table t5.rel_bias [H, num_buckets] is
 // split by heads under tensor parallelism; the layer sees it resolved per distance,
 // dist[h, d] = table[h, bucket(d)] (kernels::DistanceBias), and its gradient folds back:
-// dtable[h, b] = sum over d with bucket(d) = b of ddist[h, d].
+// dtable[h, b] = sum over d with bucket(d) = b of ddist[h, d]. Both run as ops
+// (kernels/ops/distance_bias.h) on the model's device, where the per-distance rows live.
 #pragma once
 
-#include <vector>
-
+#include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/ops/op_params.h"
 #include "meshlm/model/model_config.h"
 
@@ -23,20 +23,23 @@ int t5_bucket(int distance, int num_buckets, int max_distance);
 
 class T5Bias {
   public:
-    // heads: this rank's rows of the table; max_len: the longest context (distances < it).
-    T5Bias(const ModelConfig& cfg, int heads, int max_len);
+    // heads: this rank's rows of the table; max_len: the longest context (distances < it);
+    // device: where the table, its gradient and the distance rows live.
+    T5Bias(const ModelConfig& cfg, int heads, int max_len, Device device = Device::cpu);
 
     // Resolves table [heads, num_buckets] into the distance rows (the view's bias) and zeroes
     // their gradient rows; returns the view the attention kernels read and add to.
     const kernels::DistanceBias& expand(const float* table);
-    // grad_table [heads, num_buckets] += the gradient gathered per distance since expand().
+    // grad_table [heads, num_buckets] += the gradient gathered per distance since expand(), in
+    // increasing distance.
     void fold(float* grad_table) const;
     const kernels::DistanceBias& view() const { return view_; }
 
   private:
     int heads_, buckets_, len_;
-    std::vector<int> bucket_;  // of each distance < len_
-    std::vector<float> dist_, grad_;
+    Device device_;
+    kernels::DeviceBuffer bucket_;       // i32 [len_]: the bucket of each distance
+    kernels::DeviceBuffer dist_, grad_;  // [heads_, len_]
     kernels::DistanceBias view_;
 };
 

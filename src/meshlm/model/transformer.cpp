@@ -137,13 +137,6 @@ const float* Transformer::BlockRun::branch_grad(const float* dres, int N, int la
 std::string model_device_gap(const ModelConfig& cfg, Device device) {
     if (device == Device::cpu) return "";
     if (cfg.vq()) return "Transformer-VQ's attention (model.attention vq) has no CUDA kernel yet";
-    if (cfg.position == "t5_bias")
-        return "T5's distance bias (model.position t5_bias) is resolved on the host";
-    if (cfg.dropout_attn > 0.f)
-        return "dropout on the attention probabilities (model.dropout_attn) has no CUDA kernel "
-               "yet";
-    if (cfg.position == "scaled_sin")
-        return "the scaled sinusoids (model.position scaled_sin) are tabled on the host";
     return "";
 }
 

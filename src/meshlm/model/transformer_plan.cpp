@@ -177,7 +177,7 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
     MESHLM_CHECK(p.floats == acts_.capacity(), "activation plan of ", p.floats, " floats, counted ",
                  acts_.capacity());
     if (cfg.position == "t5_bias") {
-        t5_ = std::make_unique<T5Bias>(cfg, block_.attn.Hl, max_seq);
+        t5_ = std::make_unique<T5Bias>(cfg, block_.attn.Hl, max_seq, device);
         block_.attn.dist = &t5_->view();
     }
     block_.place(device);

@@ -5,6 +5,7 @@
 //   1. per factored tensor the row and column sums of g^2 + eps, per tensor the sum of p^2;
 //      summed over the ranks; then every rank decays the factored statistics of EVERY tensor
 //      (they are replicated, and stay the same on every rank) and derives the update's factors
+//      (an op on the optimizer's device: only the sums' means go over, one copy per step)
 //   2. the full second moments of the other tensors, and per tensor the sum of u^2; summed
 //   3. p = p (1 - lr_g wd_g) - lr_g max(rms(p), 1e-3) u / max(1, rms(u) / clipping_threshold)
 // Every sum is a double; a rank adds only the pieces it counts (a tensor replicated over the
@@ -27,12 +28,36 @@ ops::AdafactorRun run_of(const AdafactorPiece& p) {
             .col0 = p.col0};
 }
 
-// A piece of a flat buffer (parameters, gradients, second moments), on the host for now.
-Tensor piece(const float* base, std::size_t offset, std::size_t numel) {
-    return flat(base + offset, numel, Device::cpu);
+}  // namespace
+
+// A piece of a flat buffer (parameters, gradients, second moments, statistics) on the device.
+Tensor Optimizer::piece(const float* base, std::size_t offset, std::size_t numel) const {
+    return flat(base + offset, numel, device_);
 }
 
-}  // namespace
+void Optimizer::adafactor_factors(const double* sums, float beta) {
+    // The means of the summed statistics (floats, as the statistics), written where the op
+    // turns them into the update's factors: scales_ itself, or staged on the host first.
+    const std::size_t S = plan_.stat_floats;
+    float* means = device_ == Device::cpu ? scales_.data() : means_.data();
+    for (const AdafactorTensor& t : plan_.tensors) {
+        if (!t.factored) continue;
+        const std::int64_t R = t.rows, C = t.cols;
+        for (std::int64_t i = 0; i < R; ++i)
+            means[t.stat + i] = static_cast<float>(sums[t.stat + i] / C);
+        for (std::int64_t j = 0; j < C; ++j)
+            means[t.stat + R + j] = static_cast<float>(sums[t.stat + R + j] / R);
+    }
+    if (device_ != Device::cpu)
+        kernels::copy(piece(scales_.data(), 0, S), flat(means, S, Device::cpu));
+    for (const AdafactorTensor& t : plan_.tensors) {
+        if (!t.factored) continue;
+        const std::size_t n = static_cast<std::size_t>(t.rows + t.cols);
+        const Tensor scales = piece(scales_.data(), t.stat, n);
+        ops::adafactor_factored_scales(piece(stats_.data(), t.stat, n), scales, scales, t.rows,
+                                       beta);
+    }
+}
 
 void Optimizer::adafactor_step(float* params, const float* grads, float lr) {
     const std::size_t S = plan_.stat_floats, T = plan_.tensors.size();
@@ -57,28 +82,9 @@ void Optimizer::adafactor_step(float* params, const float* grads, float lr) {
             p_sq[p.tensor] += ops::sum_squares(piece(params, p.offset, p.numel));
     }
     if (tensor_sum_) tensor_sum_(sums, S + T);
-    for (const AdafactorTensor& t : plan_.tensors) {
-        if (!t.factored) continue;
-        const std::int64_t R = t.rows, C = t.cols;
-        float *r = stats_.data() + t.stat, *c = r + R;
-        float *rs = scales_.data() + t.stat, *cs = rs + R;
-        const double *row_sum = sums + t.stat, *col_sum = row_sum + R;
-        double r_mean = 0, c_mean = 0;
-        for (std::int64_t i = 0; i < R; ++i) {
-            r[i] = beta * r[i] + (1.f - beta) * static_cast<float>(row_sum[i] / C);
-            r_mean += r[i];
-        }
-        for (std::int64_t j = 0; j < C; ++j) {
-            c[j] = beta * c[j] + (1.f - beta) * static_cast<float>(col_sum[j] / R);
-            c_mean += c[j];
-        }
-        // The statistic along the shorter dim (optax's v_row; the rows when square) is taken
-        // relative to its mean.
-        const float rm = R > C ? 1.f : static_cast<float>(r_mean / R);
-        const float cm = R > C ? static_cast<float>(c_mean / C) : 1.f;
-        for (std::int64_t i = 0; i < R; ++i) rs[i] = 1.f / std::sqrt(r[i] / rm);
-        for (std::int64_t j = 0; j < C; ++j) cs[j] = 1.f / std::sqrt(c[j] / cm);
-    }
+    // The statistic along the shorter dim (optax's v_row; the rows when square) is taken
+    // relative to its mean (kernels.h's adafactor_factored_scales).
+    adafactor_factors(sums, beta);
 
     // 2. full second moments, update squares
     for (std::size_t k = 0; k < plan_.pieces.size(); ++k) {

@@ -46,11 +46,6 @@ Optimizer::Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups,
       m_(device, slots_.m ? total_floats : 0),
       v_(device, slots_.v ? (packed_ ? unfactored_floats(plan) : total_floats) : 0) {
     if (cfg_.name != "adafactor") return;
-    if (device != Device::cpu)
-        MESHLM_INVALID(
-            "optim.name adafactor runs on the CPU only: its factored statistics are "
-            "host arrays; use adamw or lion on ",
-            kernels::device_name(device));
     plan_ = std::move(plan);
     std::size_t packed = 0;
     for (const AdafactorPiece& p : plan_.pieces) {
@@ -58,8 +53,9 @@ Optimizer::Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups,
         if (!plan_.tensors[p.tensor].factored) packed += p.numel;
     }
     const std::size_t tensors = plan_.tensors.size();
-    stats_ = Buffer<float>(plan_.stat_floats);
-    scales_ = Buffer<float>(plan_.stat_floats);
+    stats_ = kernels::FloatArray(device, plan_.stat_floats);
+    scales_ = kernels::FloatArray(device, plan_.stat_floats);
+    if (device != Device::cpu) means_ = Buffer<float>(plan_.stat_floats);
     sums_ = Buffer<double>(plan_.stat_floats + 2 * tensors);
     // A piece lies in one slice, so in one group (shard_groups cuts both at the same bounds).
     for (const AdafactorPiece& p : plan_.pieces) {
@@ -88,7 +84,8 @@ void Optimizer::export_v(float* flat) const {
     for (std::size_t k = 0; k < plan_.pieces.size(); ++k) {
         const AdafactorPiece& p = plan_.pieces[k];
         if (!plan_.tensors[p.tensor].factored)
-            std::copy_n(v_.data() + piece_v_[k], p.numel, flat + p.offset);
+            kernels::copy(meshlm::flat(flat + p.offset, p.numel, Device::cpu),
+                          meshlm::flat(v_.data() + piece_v_[k], p.numel, device_));
     }
 }
 
@@ -96,12 +93,14 @@ void Optimizer::import_v(const float* flat) {
     for (std::size_t k = 0; k < plan_.pieces.size(); ++k) {
         const AdafactorPiece& p = plan_.pieces[k];
         if (!plan_.tensors[p.tensor].factored)
-            std::copy_n(flat + p.offset, p.numel, v_.data() + piece_v_[k]);
+            kernels::copy(meshlm::flat(v_.data() + piece_v_[k], p.numel, device_),
+                          meshlm::flat(flat + p.offset, p.numel, Device::cpu));
     }
 }
 
 std::size_t Optimizer::state_bytes() const {
-    return m_.bytes() + v_.bytes() + stats_.bytes() + scales_.bytes() + sums_.bytes();
+    return m_.bytes() + v_.bytes() + stats_.bytes() + scales_.bytes() + means_.bytes() +
+           sums_.bytes();
 }
 
 float Optimizer::group_decay(const ParamGroup& g) const {

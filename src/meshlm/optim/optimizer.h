@@ -51,8 +51,8 @@ class Optimizer {
     // `plan`: Adafactor's tensors and pieces of this range (adafactor_plan over the same range
     // as the groups); ignored by the others. `flat`: Adafactor keeps its second moments as a
     // flat slot, v() (an optimizer that only carries state for checkpoints).
-    // `device`: where the parameters, gradients and this optimizer's flat state live (AdamW and
-    // Lion; Adafactor's statistics are host arrays, so it runs on the CPU only).
+    // `device`: where the parameters, gradients and this optimizer's state live (Adafactor's
+    // factored statistics too; only its sums, added over the ranks, are host doubles).
     Optimizer(const OptimConfig& cfg, std::vector<ParamGroup> groups, std::size_t total_floats,
               AdafactorPlan plan = {}, bool flat = false, Device device = Device::cpu);
 
@@ -78,7 +78,7 @@ class Optimizer {
     bool packed_v() const { return packed_; }
     void export_v(float* flat) const;
     void import_v(const float* flat);
-    // Adafactor's factored statistics (plan.stats names them); empty for the others.
+    // Adafactor's factored statistics (plan.stats names them), on device(); empty for the others.
     float* stats() { return stats_.size() ? stats_.data() : nullptr; }
     const std::vector<StateTensor>& stat_tensors() const { return plan_.stats; }
     std::size_t stat_floats() const { return stats_.size(); }
@@ -89,6 +89,9 @@ class Optimizer {
 
   private:
     void adafactor_step(float* params, const float* grads, float lr);
+    // Decays the factored statistics toward the summed sums and derives the update's factors.
+    void adafactor_factors(const double* sums, float beta);
+    Tensor piece(const float* base, std::size_t offset, std::size_t numel) const;
     // The group's learning rate and weight decay (as the kernels take it) at lr.
     float group_lr(const ParamGroup& g, float lr) const { return lr * g.lr_scale; }
     float group_decay(const ParamGroup& g) const;
@@ -105,7 +108,8 @@ class Optimizer {
     AdafactorPlan plan_;
     std::vector<std::size_t> piece_group_;  // the group of each piece
     std::vector<std::size_t> piece_v_;      // where each unfactored piece's v starts in v_
-    Buffer<float> stats_, scales_;          // statistics; per row and column the update's factor
+    kernels::FloatArray stats_, scales_;    // statistics; per row and column the update's factor
+    Buffer<float> means_;                   // off the CPU: the statistics' new means, staged
     Buffer<double> sums_;                   // [stat_floats | param squares | update squares]
     TensorSum tensor_sum_;
 };

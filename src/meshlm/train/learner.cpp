@@ -140,10 +140,7 @@ std::string Learner::device_gap(const ModelConfig& model, const OptimConfig& opt
     if (device == Device::cpu) return "";
     const std::string on = detail::concat("training on ", kernels::device_name(device), ": ");
     if (const std::string gap = model_device_gap(model, device); !gap.empty()) return on + gap;
-    if (optim.name == "adafactor")
-        return on +
-               "optim.name adafactor keeps its factored statistics on the host (adamw or lion)";
-    (void)data_ranks, (void)model_ranks, (void)zero_stage;  // every mesh and stage runs
+    (void)optim, (void)data_ranks, (void)model_ranks, (void)zero_stage;  // all run there
     return "";
 }
 
@@ -263,12 +260,14 @@ std::unique_ptr<Optimizer> Learner::gather_optimizer() {
         Buffer<float> local;
         float* to = whole;
         if (tp) local = Buffer<float>(plan_.padded), to = local.data();
-        copy_floats(to + at, Device::cpu, mine, device_, n);
+        // Adafactor's packed moments were unpacked to the host already.
+        copy_floats(to + at, Device::cpu, mine, mine == unpacked.data() ? Device::cpu : device_, n);
         if (plan_.stage >= 1) dp_.host().all_gather(to, plan_.chunk);
         if (tp) tp_gather(full_layout_, layout_, mp_, to, whole);
     }
     // Whole on every rank already (Adafactor's factored statistics).
-    std::copy_n(optim_.stats(), optim_.stat_floats(), full->stats());
+    if (optim_.stat_floats())
+        copy_floats(full->stats(), Device::cpu, optim_.stats(), device_, optim_.stat_floats());
     full->set_steps_taken(optim_.steps_taken());
     return full;
 }
@@ -288,10 +287,12 @@ void Learner::load_optimizer(Optimizer& full) {
                 tp_scatter(full_layout_, layout_, mp_.size(), mp_.rank(), whole, local.data());
                 from = local.data();
             }
-            copy_floats(mine, device_, from + at, Device::cpu, n);
+            copy_floats(mine, mine == unpacked.data() ? Device::cpu : device_, from + at,
+                        Device::cpu, n);
         }
         if (optim_.packed_v()) optim_.import_v(unpacked.data());
-        std::copy_n(full.stats(), optim_.stat_floats(), optim_.stats());
+        if (optim_.stat_floats())
+            copy_floats(optim_.stats(), device_, full.stats(), Device::cpu, optim_.stat_floats());
     }
     optim_.set_steps_taken(full.steps_taken());
 }

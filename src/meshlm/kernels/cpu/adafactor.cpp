@@ -143,6 +143,24 @@ void adafactor_factored_apply(float* p, const float* g, MatrixRun run, const flo
     }
 }
 
+void adafactor_factored_scales(float* stats, float* scales, const float* means, std::int64_t R,
+                               std::int64_t C, float beta) {
+    float *r = stats, *c = stats + R;
+    double r_mean = 0, c_mean = 0;
+    for (std::int64_t i = 0; i < R; ++i) {
+        r[i] = beta * r[i] + (1.f - beta) * means[i];
+        r_mean += r[i];
+    }
+    for (std::int64_t j = 0; j < C; ++j) {
+        c[j] = beta * c[j] + (1.f - beta) * means[R + j];
+        c_mean += c[j];
+    }
+    const float rm = R > C ? 1.f : static_cast<float>(r_mean / R);
+    const float cm = R > C ? static_cast<float>(c_mean / C) : 1.f;
+    for (std::int64_t i = 0; i < R; ++i) scales[i] = 1.f / std::sqrt(r[i] / rm);
+    for (std::int64_t j = 0; j < C; ++j) scales[R + j] = 1.f / std::sqrt(c[j] / cm);
+}
+
 double adafactor_moment(float* v, const float* g, std::size_t n, float beta, float eps) {
     constexpr std::int64_t kBlock = 1024;
     const auto blocks = static_cast<std::int64_t>((n + kBlock - 1) / kBlock);

@@ -1,14 +1,17 @@
-// Causal attention backward on the GPU, flash-style (kernels.h's contract, no dropout). With
-// P recomputed from S and the saved lse, and Dvec = rowsum(dO * O):
+// Causal attention backward on the GPU, flash-style (kernels.h's contract). With P recomputed
+// from S and the saved lse, and Dvec = rowsum(dO * O):
 //   dS = P * (dP - Dvec),  dP = dO V^T
 //   dQ = scale dS K,  dK = scale dS^T Q,  dV = P^T dO
+// With dropout, Pd = P * Z (the forward's keep-scales, regenerated) weighted V, so
+//   dS = Pd * dP - P * Dvec,  dV = Pd^T dO.
 // Two passes, each row owned by one warp so every gradient element is written once, in a
 // fixed order, without atomics (deterministic, and dqkv is overwritten):
 //   dQ pass:    a warp per query row i streams key/value tiles j <= i (the forward's shape);
 //   dK/dV pass: a warp per key row j streams query tiles i >= j of every query head that
 //               shares its key/value head, in head order (the GQA sum).
 // The dK/dV pass recomputes Dvec for each query tile it loads (D products per row, small next
-// to the tile's D x 32 per key row), so the backward needs no scratch memory.
+// to the tile's D x 32 per key row), so the backward needs no scratch memory. A distance bias's
+// gradient is a third pass (attention_distance.cu).
 #include "meshlm/kernels/cuda/attention_common.cuh"
 #include "meshlm/kernels/cuda/cuda_kernels.h"
 
@@ -62,8 +65,8 @@ __global__ void __launch_bounds__(kRows * 32)
                 qk += q[d] * Ks[lane * ld + d];
                 dp += dO[d] * Vs[lane * ld + d];
             }
-            const float p = expf(g.scale * qk + g.bias(h, i, j) - L);
-            ds = p * (dp - Di);
+            const float p = expf(g.score(qk, h, i, j) - L);
+            ds = g.drop.rate > 0.f ? p * g.drop_scale(b, h, i, j) * dp - p * Di : p * (dp - Di);
         }
         accumulate_rows(acc, ds, Ks, ld, min(kTile, i - j0 + 1), D);
     }
@@ -137,8 +140,14 @@ __global__ void __launch_bounds__(kRows * 32)
                     qk += Qs[lane * ld + d] * k[d];
                     dp += dOs[lane * ld + d] * v[d];
                 }
-                p = expf(g.scale * qk + g.bias(h, i, j) - Ls[lane]);
-                ds = p * (dp - Dvs[lane]);
+                const float pp = expf(g.score(qk, h, i, j) - Ls[lane]);
+                if (g.drop.rate > 0.f) {
+                    p = pp * g.drop_scale(b, h, i, j);  // Pd: what weighted V
+                    ds = p * dp - pp * Dvs[lane];
+                } else {
+                    p = pp;
+                    ds = pp * (dp - Dvs[lane]);
+                }
             }
             const int n_queries = min(kTile, g.T - i0);
             accumulate_rows(dv, p, dOs, ld, n_queries, D);
@@ -162,11 +171,12 @@ __global__ void __launch_bounds__(kRows * 32)
 
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                         const float* qkv, int B, int T, int H, int Hkv, int D,
-                        const float* alibi_slopes, float scale) {
+                        const float* alibi_slopes, const AttnDropout* dropout, float scale,
+                        const DistanceBias* dist) {
     MESHLM_CHECK(H >= 1 && Hkv >= 1 && H % Hkv == 0 && D >= 1 && D <= kMaxAttentionHeadDim,
                  "attention: H ", H, ", Hkv ", Hkv, ", D ", D);
     if (B == 0 || T == 0) return;
-    const AttnGeom g = make_geom(T, H, Hkv, D, alibi_slopes, scale);
+    const AttnGeom g = make_geom(T, H, Hkv, D, alibi_slopes, scale, dropout, dist);
     const unsigned row_blocks = (T + kRows - 1) / kRows;
     const std::size_t dq_smem = sizeof(float) * (2 * kTile * (D + 1) + 2 * kRows * D);
     const std::size_t dkv_smem = sizeof(float) * (2 * kTile * (D + 1) + 2 * kTile + 2 * kRows * D);
@@ -177,6 +187,8 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
         launch_attention(attention_backward_dkv<c>, dim3(row_blocks, B * Hkv), dkv_smem, dqkv, dout,
                          out, lse, qkv, g);
     });
+    if (g.dist.bias && g.dist.grad)
+        attention_distance_grad(g.dist.grad, g.dist.ld, dout, out, lse, qkv, B, g);
 }
 
 }  // namespace meshlm::kernels::cuda

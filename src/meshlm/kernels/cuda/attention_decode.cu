@@ -1,7 +1,8 @@
 // Single-query attention over a KV cache on the GPU, kernels.h's attention_decode and
 // attention_paged (cpu/attention_decode.cpp has the math). Per (row m, query head h), with the
 // query at position T - 1 of its sequence and every cached position in its past:
-//   softmax: out = softmax(scale q K^T - slope (T - 1 - j)) V   (online over key tiles)
+//   softmax: out = softmax(scale q K^T - slope (T - 1 - j) + dist[h, T - 1 - j]) V
+//            (online over key tiles; the distance bias's last entry serves every farther key)
 //   act:     out = sum_j a(s_j) V_j / (t_norm, or eps + sum_j a(s_j) for norm_*)
 // One block per (row, head). Per tile of kTile keys: each warp scores keys j = warp, warp +
 // kWarps, ... (lanes split the head dim, a shuffle tree sums); the block's max and sum are fixed
@@ -50,12 +51,13 @@ struct Decode {
     int ldq, H, G, D;  // G = H / Hkv
     float scale;
     AttnActParams act;
+    DistanceBias dist;  // bias null: none
 };
 
 // The scores of keys t0 .. t0 + n - 1 into s[]: the CPU's float expressions, per path.
 template <typename Rows>
 __device__ void score_tile(float* s, const float* qs, const Decode& a, const Rows& rows, int m,
-                           int hk, int T, int t0, int n, float slope) {
+                           int hk, int T, int t0, int n, float slope, const float* drow) {
     const int lane = threadIdx.x % 32;
     for (int j = threadIdx.x / 32; j < n; j += kWarps) {
         const float* key = a.k + rows.at(m, hk, t0 + j);
@@ -64,10 +66,13 @@ __device__ void score_tile(float* s, const float* qs, const Decode& a, const Row
         dot = warp_reduce(dot, SumOp{});
         const float dist = static_cast<float>(T - 1 - (t0 + j));
         if (lane != 0) continue;
-        if (a.act.act != AttnAct::softmax)
+        if (a.act.act != AttnAct::softmax) {
             s[j] = a.scale * dot - slope * dist;
-        else
-            s[j] = a.alibi ? a.scale * dot + -(slope * dist) : a.scale * dot;
+            continue;
+        }
+        float sj = a.alibi ? a.scale * dot + -(slope * dist) : a.scale * dot;
+        if (drow) sj += drow[min(T - 1 - (t0 + j), a.dist.ld - 1)];  // after ALiBi, as the CPU
+        s[j] = sj;
     }
 }
 
@@ -83,6 +88,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Decode a, Rows rows) {
     const int m = blockIdx.x / a.H, h = blockIdx.x % a.H, hk = h / a.G, tid = threadIdx.x;
     const int T = rows.length(m);
     const float slope = a.alibi ? a.alibi[h] : 0.f;
+    const float* drow =
+        a.dist.bias ? a.dist.bias + static_cast<std::size_t>(h) * a.dist.ld : nullptr;
     const bool softmax = a.act.act == AttnAct::softmax;
     const bool sq = a.act.act == AttnAct::sqrelu || a.act.act == AttnAct::norm_sqrelu;
     for (int d = tid; d < a.D; d += kThreads)
@@ -92,7 +99,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Decode a, Rows rows) {
     __syncthreads();
     for (int t0 = 0; t0 < T; t0 += kTile) {
         const int n = min(kTile, T - t0);
-        score_tile(p, qs, a, rows, m, hk, T, t0, n, slope);
+        score_tile(p, qs, a, rows, m, hk, T, t0, n, slope, drow);
         __syncthreads();
         float e = 0.f, corr = 1.f;
         if (softmax) {
@@ -130,7 +137,12 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Decode a, Rows rows) {
 }
 
 Decode make_decode(float* out, const float* q, int ldq, const float* k, const float* v, int H,
-                   int Hkv, int D, const float* alibi, float scale, const AttnActParams* act) {
+                   int Hkv, int D, const float* alibi, float scale, const AttnActParams* act,
+                   const DistanceBias* dist) {
+    const bool biased = dist && dist->bias;
+    MESHLM_CHECK(!biased || !act || act->act == AttnAct::softmax,
+                 "a distance bias needs softmax attention");
+    MESHLM_CHECK(!biased || dist->ld >= 1, "distance bias rows of ", dist ? dist->ld : 0);
     return Decode{out,
                   q,
                   k,
@@ -141,7 +153,8 @@ Decode make_decode(float* out, const float* q, int ldq, const float* k, const fl
                   H / Hkv,
                   D,
                   scale > 0.f ? scale : 1.f / sqrtf(static_cast<float>(D)),
-                  act ? *act : AttnActParams{}};
+                  act ? *act : AttnActParams{},
+                  biased ? *dist : DistanceBias{}};
 }
 
 }  // namespace
@@ -149,10 +162,10 @@ Decode make_decode(float* out, const float* q, int ldq, const float* k, const fl
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                       const float* v_cache, const int32_t* seq, int M, int T, int Tmax, int H,
                       int Hkv, int D, const float* alibi_slopes, float scale,
-                      const AttnActParams* act) {
+                      const AttnActParams* act, const DistanceBias* dist) {
     if (M == 0 || H == 0) return;
     const Decode a =
-        make_decode(out, q, ldq, k_cache, v_cache, H, Hkv, D, alibi_slopes, scale, act);
+        make_decode(out, q, ldq, k_cache, v_cache, H, Hkv, D, alibi_slopes, scale, act, dist);
     decode_kernel<CacheRows><<<M * H, kThreads>>>(a, CacheRows{seq, T, Tmax, Hkv, D});
     MESHLM_CUDA_LAUNCHED();
 }
@@ -160,9 +173,10 @@ void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
 void attention_paged(float* out, const float* q, int ldq, const float* k_pool, const float* v_pool,
                      const int32_t* tables, int table_stride, const int32_t* lens, int M, int block,
                      int H, int Hkv, int D, const float* alibi_slopes, float scale,
-                     const AttnActParams* act) {
+                     const AttnActParams* act, const DistanceBias* dist) {
     if (M == 0 || H == 0) return;
-    const Decode a = make_decode(out, q, ldq, k_pool, v_pool, H, Hkv, D, alibi_slopes, scale, act);
+    const Decode a =
+        make_decode(out, q, ldq, k_pool, v_pool, H, Hkv, D, alibi_slopes, scale, act, dist);
     const PagedRows rows{tables, lens, table_stride, block, Hkv, D};
     decode_kernel<PagedRows><<<M * H, kThreads>>>(a, rows);
     MESHLM_CUDA_LAUNCHED();

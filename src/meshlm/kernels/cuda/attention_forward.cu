@@ -1,5 +1,7 @@
-// Causal attention forward on the GPU, flash-style (kernels.h's contract, no dropout):
-//   S = scale Q K^T + bias (causal), P = softmax(S), O = P V, lse = logsumexp(S) per row.
+// Causal attention forward on the GPU, flash-style (kernels.h's contract):
+//   S = scale Q K^T + bias (causal), P = softmax(S), O = (P * Z) V, lse = logsumexp(S) per row,
+// Z the dropout's keep-scales (1 without dropout): they weight V after P entered the row's sum,
+// so lse stays dropout-free, as on the CPU.
 // One warp per query row (attention_common.cuh); key/value tiles of 32 rows stream through
 // shared memory, shared by the block's 8 query rows. Lane j scores key j0 + j; the row keeps an
 // online softmax (running max m and sum l, O rescaled by exp(m_old - m_new) when m grows), so
@@ -42,7 +44,7 @@ __global__ void __launch_bounds__(kRows * 32)
         if (j <= i) {
             float dot = 0.f;
             for (int d = 0; d < D; ++d) dot += q[d] * Ks[lane * ldk + d];
-            s = g.scale * dot + g.bias(h, i, j);
+            s = g.score(dot, h, i, j);
         }
         const float m_new = fmaxf(m, warp_reduce(s, MaxOp{}));  // finite: key j0 <= i is in
         const float p = j <= i ? expf(s - m_new) : 0.f;
@@ -51,7 +53,8 @@ __global__ void __launch_bounds__(kRows * 32)
         m = m_new;
 #pragma unroll
         for (int r = 0; r < kChunks; ++r) acc[r] *= corr;
-        accumulate_rows(acc, p, Vs, D, min(kTile, i - j0 + 1), D);
+        const float pz = g.drop.rate > 0.f && j <= i ? p * g.drop_scale(b, h, i, j) : p;
+        accumulate_rows(acc, pz, Vs, D, min(kTile, i - j0 + 1), D);
     }
     if (!active) return;
     float* o = out + g.out_at(b, i, h);
@@ -67,11 +70,12 @@ __global__ void __launch_bounds__(kRows * 32)
 }  // namespace
 
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
-                       int D, const float* alibi_slopes, float scale) {
+                       int D, const float* alibi_slopes, const AttnDropout* dropout, float scale,
+                       const DistanceBias* dist) {
     MESHLM_CHECK(H >= 1 && Hkv >= 1 && H % Hkv == 0 && D >= 1 && D <= kMaxAttentionHeadDim,
                  "attention: H ", H, ", Hkv ", Hkv, ", D ", D);
     if (B == 0 || T == 0) return;
-    const AttnGeom g = make_geom(T, H, Hkv, D, alibi_slopes, scale);
+    const AttnGeom g = make_geom(T, H, Hkv, D, alibi_slopes, scale, dropout, dist);
     const dim3 grid((T + kRows - 1) / kRows, B * H);
     const std::size_t smem = sizeof(float) * (kTile * (D + 1) + kTile * D + kRows * D);
     with_chunks(D, [&](auto chunks) {

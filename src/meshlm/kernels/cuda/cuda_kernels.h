@@ -3,8 +3,7 @@
 // CUDA build (-DMESHLM_CUDA=ON); the view ops (kernels/ops/) are the only callers. Kernels run
 // on the legacy default stream in call order and return without waiting for the device.
 //
-// What the CPU kernels have and these do not (yet): attention dropout, a cross-entropy row
-// stride (ldv = V).
+// What the CPU kernels have and these do not (yet): a cross-entropy row stride (ldv = V).
 #pragma once
 
 #include <cstddef>
@@ -118,13 +117,22 @@ void sinusoid_position_backward(float* dscale, const float* dout, const float* t
 
 // --- Causal attention (attention_forward.cu, attention_backward.cu) ---
 // kernels.h's contract (qkv layout, GQA, ALiBi, scale 0 = 1/sqrt(D), lse saved, dqkv
-// overwritten), no dropout; head dim D <= kMaxAttentionHeadDim.
+// overwritten, dropout on the probabilities with the CPU's mask; null or rate 0: none; a
+// distance bias and its gradient, null: none); head dim D <= kMaxAttentionHeadDim.
 inline constexpr int kMaxAttentionHeadDim = 256;
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int Hkv,
-                       int D, const float* alibi_slopes, float scale);
+                       int D, const float* alibi_slopes, const AttnDropout* dropout, float scale,
+                       const DistanceBias* dist);
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                         const float* qkv, int B, int T, int H, int Hkv, int D,
-                        const float* alibi_slopes, float scale);
+                        const float* alibi_slopes, const AttnDropout* dropout, float scale,
+                        const DistanceBias* dist);
+// T5's table per distance and its gradient folded back (distance_bias.cu): kernels.h's
+// contracts, the fold bitwise the CPU's.
+void distance_bias_expand(float* dist, const float* table, const int32_t* buckets, int H, int L,
+                          int NB);
+void distance_bias_fold(float* grad_table, const float* grad, const int32_t* buckets, int H, int L,
+                        int NB);
 
 // --- Optimizer passes, gradient clipping, bf16 conversions, residual ---
 // (lion.cu, adafactor*.cu, clip.cu, bf16.cu, residual.cu) kernels.h's contracts. The element-wise
@@ -140,6 +148,8 @@ double adafactor_factored_sumsq(const float* g, MatrixRun run, const float* row_
                                 const float* col_scale);
 void adafactor_factored_apply(float* p, const float* g, MatrixRun run, const float* row_scale,
                               const float* col_scale, float step, float decay);
+void adafactor_factored_scales(float* stats, float* scales, const float* means, std::int64_t R,
+                               std::int64_t C, float beta);
 double adafactor_moment(float* v, const float* g, std::size_t n, float beta, float eps);
 void adafactor_apply(float* p, const float* g, const float* v, std::size_t n, float step,
                      float decay);
@@ -172,11 +182,11 @@ void qk_norm_backward(float* dx, int ld, const float* xhat, int ldx, const float
 void attention_decode(float* out, const float* q, int ldq, const float* k_cache,
                       const float* v_cache, const int32_t* seq, int M, int T, int Tmax, int H,
                       int Hkv, int D, const float* alibi_slopes, float scale,
-                      const AttnActParams* act);
+                      const AttnActParams* act, const DistanceBias* dist);
 void attention_paged(float* out, const float* q, int ldq, const float* k_pool, const float* v_pool,
                      const int32_t* tables, int table_stride, const int32_t* lens, int M, int block,
                      int H, int Hkv, int D, const float* alibi_slopes, float scale,
-                     const AttnActParams* act);
+                     const AttnActParams* act, const DistanceBias* dist);
 // Linear layers for decoding (linear_decode.cu): kernels.h's contracts; a row's result does not
 // depend on M (one warp's fixed-order sum per element).
 void linear_decode(float* y, const float* x, const float* W, const float* bias, int M, int I,

@@ -96,6 +96,25 @@ void adafactor_factored_apply(const Tensor& p, const Tensor& g, const AdafactorR
                            p.f32(), g.f32(), r.run, row_scale.f32(), col_scale.f32(), step, decay));
 }
 
+void adafactor_factored_scales(const Tensor& stats, const Tensor& scales, const Tensor& means,
+                               std::int64_t rows, float beta) {
+    constexpr const char* op = "adafactor_factored_scales";
+    const Device d = common_device(op, {{"stats", stats}, {"scales", scales}, {"means", means}});
+    expect_f32(op, {{"stats", stats}, {"scales", scales}, {"means", means}});
+    const std::int64_t n = expect_ndim(op, {"stats", stats}, 1)[0];
+    expect_shape(op, {"scales", scales}, stats.shape);
+    expect_shape(op, {"means", means}, stats.shape);
+    if (rows < 1 || rows >= n)
+        throw Error(detail::concat(op, ": ", rows, " rows of ", n, " statistics (rows and columns ",
+                                   "both need one)"));
+    kernels::require_device(d, op);
+    if (d == Device::cpu)
+        return kernels::adafactor_factored_scales(stats.f32(), scales.f32(), means.f32(), rows,
+                                                  n - rows, beta);
+    MESHLM_ON_CUDA(op, kernels::cuda::adafactor_factored_scales(stats.f32(), scales.f32(),
+                                                                means.f32(), rows, n - rows, beta));
+}
+
 double adafactor_moment(const Tensor& v, const Tensor& g, float beta, float eps) {
     constexpr const char* op = "adafactor_moment";
     const Device d = common_device(op, {{"v", v}, {"g", g}});

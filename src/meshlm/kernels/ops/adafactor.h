@@ -33,6 +33,12 @@ double adafactor_factored_sumsq(const Tensor& g, const AdafactorRun& run, const 
 void adafactor_factored_apply(const Tensor& p, const Tensor& g, const AdafactorRun& run,
                               const Tensor& row_scale, const Tensor& col_scale, float step,
                               float decay);
+// One factored tensor of `rows` rows: its statistics (stats f32 [rows + cols], decayed toward
+// means = the row sums / cols, then the column sums / rows, rounded to f32) and the update's
+// factors (scales, the same shape): kernels.h's adafactor_factored_scales. One device; means
+// may be scales itself (each element is read before its factor overwrites it).
+void adafactor_factored_scales(const Tensor& stats, const Tensor& scales, const Tensor& means,
+                               std::int64_t rows, float beta);
 // A full second moment: v = beta v + (1 - beta) (g^2 + eps); returns sum u^2, u = g / sqrt(v).
 double adafactor_moment(const Tensor& v, const Tensor& g, float beta, float eps);
 // p = p * decay - step * g / sqrt(v)

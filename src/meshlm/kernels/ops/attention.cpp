@@ -16,13 +16,6 @@ QkvDims check(const char* op, const Tensor& qkv, const Tensor& out, const Tensor
               const Tensor& alibi_slopes, const AttentionHeads& h) {
     const QkvDims d = expect_qkv(op, qkv, {"out", out}, alibi_slopes, h);
     expect_shape(op, {"lse", lse}, Shape{d.B, h.H, d.T});
-    if (present(qkv) && qkv.device == Device::cuda && h.dropout && h.dropout->rate > 0.f)
-        throw Error(detail::concat(op, ": dropout on the attention probabilities (rate ",
-                                   h.dropout->rate,
-                                   ") has no CUDA kernel yet; set model.dropout_attn 0"));
-    if (present(qkv) && qkv.device == Device::cuda && h.dist)
-        throw Error(detail::concat(op, ": the distance bias (model.position t5_bias) has no CUDA ",
-                                   "kernel yet"));
     return d;
 }
 
@@ -39,8 +32,9 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& qkv,
     if (d == Device::cpu)
         return kernels::attention_forward(out.f32(), lse.f32(), qkv.f32(), B, T, h.H, h.Hkv, D,
                                           alibi_slopes.f32(), h.dropout, h.scale, h.dist);
-    MESHLM_ON_CUDA(op, kernels::cuda::attention_forward(out.f32(), lse.f32(), qkv.f32(), B, T, h.H,
-                                                        h.Hkv, D, alibi_slopes.f32(), h.scale));
+    MESHLM_ON_CUDA(
+        op, kernels::cuda::attention_forward(out.f32(), lse.f32(), qkv.f32(), B, T, h.H, h.Hkv, D,
+                                             alibi_slopes.f32(), h.dropout, h.scale, h.dist));
 }
 
 void attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& out,
@@ -64,9 +58,9 @@ void attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& ou
         return kernels::attention_backward(dqkv.f32(), dout.f32(), out.f32(), lse.f32(), qkv.f32(),
                                            B, T, h.H, h.Hkv, D, alibi_slopes.f32(), h.dropout,
                                            h.scale, h.dist);
-    MESHLM_ON_CUDA(op, kernels::cuda::attention_backward(dqkv.f32(), dout.f32(), out.f32(),
-                                                         lse.f32(), qkv.f32(), B, T, h.H, h.Hkv, D,
-                                                         alibi_slopes.f32(), h.scale));
+    MESHLM_ON_CUDA(op, kernels::cuda::attention_backward(
+                           dqkv.f32(), dout.f32(), out.f32(), lse.f32(), qkv.f32(), B, T, h.H,
+                           h.Hkv, D, alibi_slopes.f32(), h.dropout, h.scale, h.dist));
 }
 
 }  // namespace meshlm::ops

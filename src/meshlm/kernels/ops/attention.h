@@ -15,10 +15,10 @@ namespace meshlm::ops {
 struct AttentionHeads {
     int H = 0, Hkv = 0;  // query heads, key/value heads
     float scale = 0.f;   // 0: 1/sqrt(D)
-    // Dropout on the probabilities (model.dropout_attn; null or rate 0: none). The CPU only for
-    // now: the CUDA kernels refuse a rate above 0 by name.
+    // Dropout on the probabilities (model.dropout_attn; null or rate 0: none), the same mask on
+    // every device.
     const kernels::AttnDropout* dropout = nullptr;
-    // A learned bias by distance (model.position t5_bias; null: none). The CPU only for now.
+    // A learned bias by distance (model.position t5_bias; null: none), on the views' device.
     const kernels::DistanceBias* dist = nullptr;
 };
 

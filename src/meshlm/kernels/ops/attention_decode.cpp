@@ -46,13 +46,6 @@ const kernels::AttnActParams* act_of(const DecodeHeads& h) {
     return h.act.act == kernels::AttnAct::softmax ? nullptr : &h.act;
 }
 
-// The distance bias has no CUDA kernel yet: refused by name before any launch.
-void refuse_dist_on_cuda(const char* op, const DecodeHeads& h) {
-    if (h.dist)
-        throw Error(detail::concat(op, ": the distance bias (model.position t5_bias) has no ",
-                                   "CUDA kernel yet"));
-}
-
 }  // namespace
 
 void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache,
@@ -75,10 +68,9 @@ void attention_decode(const Tensor& out, const Tensor& q, const Tensor& k_cache,
         return kernels::attention_decode(out.f32(), q.f32(), s.W, k_cache.f32(), v_cache.f32(),
                                          seq.i32(), s.M, T, s.positions, h.H, h.Hkv, s.D,
                                          alibi.f32(), h.scale, act_of(h), h.dist);
-    refuse_dist_on_cuda(op, h);
     MESHLM_ON_CUDA(op, kernels::cuda::attention_decode(
                            out.f32(), q.f32(), s.W, k_cache.f32(), v_cache.f32(), seq.i32(), s.M, T,
-                           s.positions, h.H, h.Hkv, s.D, alibi.f32(), h.scale, act_of(h)));
+                           s.positions, h.H, h.Hkv, s.D, alibi.f32(), h.scale, act_of(h), h.dist));
 }
 
 void attention_paged(const Tensor& out, const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
@@ -108,11 +100,10 @@ void attention_paged(const Tensor& out, const Tensor& q, const Tensor& k_pool, c
                                         rows.data(), lens.i32(), s.M, s.positions, h.H, h.Hkv, s.D,
                                         alibi.f32(), h.scale, act_of(h), h.dist);
     }
-    refuse_dist_on_cuda(op, h);
     MESHLM_ON_CUDA(
         op, kernels::cuda::attention_paged(out.f32(), q.f32(), s.W, k_pool.f32(), v_pool.f32(),
                                            tables.i32(), stride, lens.i32(), s.M, s.positions, h.H,
-                                           h.Hkv, s.D, alibi.f32(), h.scale, act_of(h)));
+                                           h.Hkv, s.D, alibi.f32(), h.scale, act_of(h), h.dist));
 }
 
 void kv_store(const Tensor& k_pool, const Tensor& v_pool, const Tensor& qkv, const Tensor& tables,

@@ -28,7 +28,7 @@ struct DecodeHeads {
     int H = 0, Hkv = 0;            // query heads, key/value heads
     float scale = 0.f;             // 0: 1/sqrt(D)
     kernels::AttnActParams act{};  // softmax unless set
-    // A learned bias by distance (model.position t5_bias; null: none). The CPU only for now.
+    // A learned bias by distance (model.position t5_bias; null: none), on the views' device.
     const kernels::DistanceBias* dist = nullptr;
 };
 
