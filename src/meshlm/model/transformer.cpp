@@ -84,7 +84,6 @@ Arena activation_arena(std::size_t floats, int B, int T, Device device,
 
 std::string model_device_gap(const ModelConfig& cfg, Device device) {
     if (device == Device::cpu) return "";
-    if (cfg.vq()) return "Transformer-VQ's attention (model.attention vq) has no CUDA kernel yet";
     if (cfg.position == "t5_bias")
         return "T5's distance bias (model.position t5_bias) is resolved on the host";
     if (cfg.dropout_attn > 0.f)
@@ -92,6 +91,14 @@ std::string model_device_gap(const ModelConfig& cfg, Device device) {
                "yet";
     if (cfg.position == "scaled_sin")
         return "the scaled sinusoids (model.position scaled_sin) are tabled on the host";
+    return "";
+}
+
+std::string decode_device_gap(const ModelConfig& cfg, Device device) {
+    if (std::string gap = model_device_gap(cfg, device); !gap.empty()) return gap;
+    if (device != Device::cpu && cfg.vq())
+        return "Transformer-VQ's decoder (model.attention vq) runs its prompt model and states "
+               "on the host";
     return "";
 }
 
@@ -228,7 +235,8 @@ Transformer::Transformer(const ModelConfig& cfg, int max_batch, int max_seq, Mod
         attn_.dist = &t5_->view();
     }
     attn_.place(device);
-    embed_layer_.device = norm_.device = mlp_.device = head_.device = vq_.device = device;
+    embed_layer_.device = norm_.device = mlp_.device = head_.device = device;
+    vq_.place(device);
     if (device != Device::cpu) {
         const std::int64_t n = static_cast<std::int64_t>(max_batch) * max_seq;
         tokens_dev_ = kernels::DeviceBuffer(device, DType::i32, {n});
@@ -523,9 +531,15 @@ void Transformer::block_forward(int l, const float* x, int B, int T, bool train)
 }
 
 void Transformer::add_vq_stats(const VqAttention::Acts& a, float err, int N) {
+    const std::int32_t* z = a.z;
+    if (device_ != Device::cpu) {  // the codes, read on the host
+        vq_codes_.resize(static_cast<std::size_t>(N));
+        kernels::copy(view(vq_codes_.data(), {N}, Device::cpu), view(a.z, {N}, device_));
+        z = vq_codes_.data();
+    }
     std::vector<int>& used = vq_used_;
     used.assign(vq_.S, 0);
-    for (int n = 0; n < N; ++n) ++used[a.z[n]];
+    for (int n = 0; n < N; ++n) ++used[z[n]];
     double entropy = 0;
     int codes = 0;
     for (int c : used)
@@ -688,7 +702,6 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
 
     const std::int32_t* host_targets = targets;
     if (device_ != Device::cpu) {  // the ids the embedding and the loss read, on the device
-        MESHLM_CHECK(!vq_states_, "carried attention states are on the host");
         tokens = device_ids(tokens_dev_, tokens, N);
         if (targets) targets = device_ids(targets_dev_, targets, N);
     }

@@ -16,6 +16,21 @@
 
 namespace meshlm {
 
+namespace {
+// ema_update (core/param_layout.h) with the ops, for parameters and gradients on a device:
+// p = keep p + (1 - keep) g, then g = 0 (an FMA apart from the CPU's loop at most).
+void ema_update_on(Device d, const ParamLayout& layout, float* params, float* grads) {
+    for (const ParamSlice& s : layout.slices()) {
+        if (s.ema_decay <= 0.f) continue;
+        const Shape n{static_cast<std::int64_t>(s.numel)};
+        const Tensor p = view(params + s.offset, n, d), g = view(grads + s.offset, n, d);
+        ops::scale(p, s.ema_decay);
+        ops::axpy(p, g, 1.f - s.ema_decay);
+        ops::fill(g, 0.f);
+    }
+}
+}  // namespace
+
 std::vector<ParamGroup> param_groups(const ParamLayout& layout, const OptimConfig& optim,
                                      const ModelConfig& model) {
     const std::string& mask = optim.decay_mask;
@@ -476,6 +491,8 @@ void Learner::fold_moving_averages() {
     switch (plan_.stage) {
         case 0:
         case 1:
+            if (device_ != Device::cpu)  // one process: stage 0 (device_gap)
+                return ema_update_on(device_, layout(), params_.data(), grads_.data());
             ema_update(layout(), params_.data(), grads_.data(), 0, layout().total());
             return;
         case 2:
