@@ -829,8 +829,11 @@ TEST(OpsDispatch, TrainingDeviceGapsAreNamed) {
               std::string::npos);
     ModelConfig vq = m;
     vq.attention = "vq";
-    EXPECT_NE(Learner::device_gap(vq, OptimConfig{}, Device::cuda, 1, 1, 0).find("Transformer-VQ"),
-              std::string::npos);
+    EXPECT_EQ(Learner::device_gap(vq, OptimConfig{}, Device::cuda, 1, 1, 0), "");  // trains
+    // ... but its decoder steps a host Transformer: decoding names it.
+    EXPECT_NE(decode_device_gap(vq, Device::cuda).find("Transformer-VQ"), std::string::npos);
+    EXPECT_EQ(decode_device_gap(vq, Device::cpu), "");
+    EXPECT_EQ(decode_device_gap(m, Device::cuda), "");
     EXPECT_NE(Learner::device_gap(m, OptimConfig{}, Device::cuda, 2, 1, 0).find("one process"),
               std::string::npos);
     EXPECT_EQ(Learner::device_gap(m, OptimConfig{}, Device::cuda, 1, 1, 0), "");
