@@ -13,12 +13,13 @@ bash scripts/cuda_build.sh >/dev/null
 # meshlm and the training, decoding and reference tests need all of meshlm_lib in the CUDA
 # configuration (CI builds only what the CUDA backend adds, scripts/cuda_build.sh).
 cmake --build build-cuda -j 2 --target meshlm cuda_train_test cuda_decode_test cuda_reference_test \
-  >/dev/null
+  cuda_mesh_mpi_test >/dev/null
 out=gpu_bundle
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 bins=(build-cuda/tests/cuda/cuda_ops_test build-cuda/tests/cuda/cuda_train_test
-  build-cuda/tests/cuda/cuda_decode_test build-cuda/tests/cuda/cuda_reference_test build-cuda/meshlm)
+  build-cuda/tests/cuda/cuda_decode_test build-cuda/tests/cuda/cuda_reference_test
+  build-cuda/tests/cuda/cuda_mesh_mpi_test build-cuda/meshlm)
 cp "${bins[@]}" "$out/bin/"
 strip "$out"/bin/*
 # The default run's corpus (Debian's fortunes), which the GPU host may not have.

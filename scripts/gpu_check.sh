@@ -10,7 +10,8 @@
 # Sections (issue "one model, two backends"):
 #   1. every CUDA op against its CPU result (cuda_ops_test: max |err| and its share of the op's
 #      per-dtype tolerance);
-#   3-4. 50 training steps on the GPU against the CPU, exact resume on the GPU
+#   3-4. 50 training steps on the GPU against the CPU, two ranks over NCCL (DP, ZeRO 0-3, TP:
+#      needs two GPUs and the host's mpirun, else says why not), exact resume on the GPU
 #      (scripts/gpu_model_check.sh);
 #   2, 5. the PyTorch reference fixture on the GPU, decoding on the GPU against the CPU, sample
 #      and a serve request with --device cuda (scripts/gpu_decode_check.sh);

@@ -60,6 +60,27 @@ grep -E '^\[ trained  \]|^\[  (PASSED|FAILED) ' "$work/train_test.out"
 echo '```'
 echo "(exit $train_rc)"
 echo
+# Several ranks on GPUs: the Learner over NCCL meshes against MPI on the CPU (DP 2, ZeRO 0-3,
+# TP 2). Two ranks need two GPUs (NCCL refuses two ranks on one GPU): the test says why it
+# skips; without mpirun on the host it cannot start at all.
+echo "Two ranks over NCCL (DP 2 at ZeRO 0-3, TP 2) against two MPI ranks on the CPU" \
+  "(cuda_mesh_mpi_test):"
+echo
+mpirun_bin=$(command -v mpirun || true)
+if [ -n "$mpirun_bin" ]; then
+  timeout 300 "$mpirun_bin" --allow-run-as-root --oversubscribe -np 2 \
+    -x LD_LIBRARY_PATH -x MESHLM_COMM_TIMEOUT=60 -x OMP_NUM_THREADS=1 \
+    "$bundle/bin/cuda_mesh_mpi_test" >"$work/mesh_test.out" 2>&1
+  mesh_rc=$?
+  cat "$work/mesh_test.out" >>"$log"
+  echo '```'
+  grep -E '^\[ trained  \]|^\[  (PASSED|FAILED|SKIPPED) |Skipped|ranks need' "$work/mesh_test.out"
+  echo '```'
+  echo "(exit $mesh_rc)"
+else
+  echo "not run: no mpirun on this host"
+fi
+echo
 echo "50 steps of \`meshlm train\`, train.device=cuda against train.device=cpu, fp32:"
 echo
 echo "| run | steps | GPU loss first / last | CPU loss first / last | max abs loss diff |"

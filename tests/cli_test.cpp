@@ -281,6 +281,18 @@ TEST(CliInfo, ReportsParameterCountFlopsAndMemory) {
     ASSERT_EQ(c.exit_code, 0) << c.output;
     EXPECT_NE(c.output.find("train.device cuda, per GPU: "), std::string::npos) << c.output;
     EXPECT_EQ(c.output.find("is refused"), std::string::npos) << c.output;
+    // Several ranks on GPUs plan per GPU: ZeRO 3 over 4 data ranks holds a quarter of the state.
+    auto z = test::run_command(test::meshlm_binary() + " info --config " + test::source_dir() +
+                               "/configs/gpt2-small.yaml --config.train.device=cuda "
+                               "--config.parallel.data=4 --config.parallel.zero_stage=3");
+    ASSERT_EQ(z.exit_code, 0) << z.output;
+    EXPECT_EQ(z.output.find("is refused"), std::string::npos) << z.output;
+    const auto per_gpu = [](const std::string& out) {
+        const auto at = out.find("train.device cuda, per GPU: ");
+        return at == std::string::npos ? -1.0 : std::stod(out.substr(at + 28));
+    };
+    EXPECT_GT(per_gpu(z.output), 0) << z.output;
+    EXPECT_LT(per_gpu(z.output), per_gpu(c.output)) << z.output << c.output;
     auto v = test::run_command(test::meshlm_binary() + " info" + gpt2_config() +
                                " --config.train.device=cuda --config.optim.name=adafactor");
     ASSERT_EQ(v.exit_code, 0) << v.output;

@@ -1,5 +1,10 @@
-// Comm: the one interface every distributed operation goes through (MPI now, NCCL later, and a
-// size-1 LocalComm for single processes). The trainer never calls MPI itself.
+// Comm: the one interface every distributed operation goes through (MPI, NCCL for CUDA runs, and
+// a size-1 LocalComm for single processes). The trainer never calls MPI itself.
+//
+// A communicator's buffers live on its device(): host memory for MPI and LocalComm, device
+// memory for NcclComm. host() is the communicator of the same ranks, in the same order, for host
+// buffers (a step's loss, a scored count, a norm's partial sums): the communicator itself on the
+// CPU, NcclComm's MPI twin on a GPU.
 //
 // Collectives are typed over CommElement (float, double, int32, int64, uint8), blocking or
 // non-blocking (`i*` forms return a CommRequest; its buffers must stay alive and untouched until
@@ -18,6 +23,8 @@
 #include <span>
 #include <string>
 #include <type_traits>
+
+#include "meshlm/core/tensor.h"
 
 namespace meshlm {
 
@@ -82,7 +89,11 @@ class Comm {
     virtual ~Comm() = default;
     virtual int rank() const = 0;
     virtual int size() const = 0;
-    virtual const char* backend() const = 0;  // "local", "mpi"
+    virtual const char* backend() const = 0;  // "local", "mpi", "nccl"
+    // Where the buffers of this communicator's collectives must live.
+    virtual Device device() const { return Device::cpu; }
+    // The same ranks for host buffers (see above).
+    virtual Comm& host() { return *this; }
 
     // buf[0..n) = element-wise op over ranks, in place.
     template <CommElement T>

@@ -5,12 +5,11 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/elementwise.h"
 #include "meshlm/kernels/ops/residual.h"
 
 namespace meshlm {
 namespace {
-
-constexpr Device kHost = Device::cpu;  // where the streamed units live, for now
 
 // The part of [lo, hi) inside rank r's chunk, as [a, b) (a == b when empty).
 std::pair<std::size_t, std::size_t> part_of(const ZeroPlan& p, int r, std::size_t lo,
@@ -44,13 +43,14 @@ FsdpSizes fsdp_sizes(const ParamLayout& layout, const ZeroPlan& plan, bool gathe
 FsdpStream::FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layout,
                        const float* params, float* grads, bool gather_params, bool bf16)
     : comm_(comm),
+      device_(comm.device()),
       plan_(plan),
       params_(params),
       grads_(grads),
       n_units_(layout.unit_count()),
       sizes_(fsdp_sizes(layout, plan, gather_params, bf16)),
-      root_params_(gather_params ? sizes_.root : 0),
-      root_grads_(sizes_.root) {
+      root_params_(device_, gather_params ? sizes_.root : 0),
+      root_grads_(device_, sizes_.root) {
     MESHLM_CHECK(comm.size() == plan.ranks && comm.rank() == plan.rank, "FSDP plan for rank ",
                  plan.rank, " of ", plan.ranks, " on rank ", comm.rank(), " of ", comm.size());
     for (int u = 0; u < n_units_; ++u) {
@@ -63,21 +63,23 @@ FsdpStream::FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layo
         counts_.push_back(std::move(counts));
     }
     for (Slot& s : slots_) {
-        if (gather_params) s.params = Buffer<float>(sizes_.block);
-        if (sizes_.bf16) s.params16 = Buffer<std::uint16_t>(sizes_.block);
-        s.grads = Buffer<float>(sizes_.block);
-        s.receive = Buffer<float>(sizes_.receive);
+        if (gather_params) s.params = kernels::FloatArray(device_, sizes_.block);
+        if (sizes_.bf16)
+            s.params16 = kernels::DeviceBuffer(device_, DType::bf16,
+                                               {static_cast<std::int64_t>(sizes_.block)});
+        s.grads = kernels::FloatArray(device_, sizes_.block);
+        s.receive = kernels::FloatArray(device_, sizes_.receive);
     }
 }
 
-float* FsdpStream::root_at(Buffer<float>& buf, int unit) {
+float* FsdpStream::root_at(kernels::FloatArray& buf, int unit) {
     return unit == 0 ? buf.data() : buf.data() + (units_[0].second - units_[0].first);
 }
 
 CommRequest FsdpStream::start_gather(int unit, float* dst) {
     const auto [lo, hi] = units_[unit];
     const auto [a, b] = part_of(plan_, plan_.rank, lo, hi);
-    if (a < b) std::memcpy(dst + (a - lo), params_ + (a - plan_.begin()), (b - a) * sizeof(float));
+    if (a < b) kernels::copy(on(dst + (a - lo), b - a), on(params_ + (a - plan_.begin()), b - a));
     return comm_.iall_gather(dst, std::span<const std::size_t>(counts_[unit]));
 }
 
@@ -85,9 +87,7 @@ CommRequest FsdpStream::start_gather16(int unit, std::uint16_t* dst) {
     // Each rank rounds its own part; the bf16 parts travel, and the caller widens the unit.
     const auto [lo, hi] = units_[unit];
     const auto [a, b] = part_of(plan_, plan_.rank, lo, hi);
-    if (a < b)
-        ops::to_bf16(flat(dst + (a - lo), b - a, kHost),
-                     flat(params_ + (a - plan_.begin()), b - a, kHost));
+    if (a < b) ops::to_bf16(on(dst + (a - lo), b - a), on(params_ + (a - plan_.begin()), b - a));
     return comm_.iall_gather(dst, std::span<const std::size_t>(counts_[unit]));
 }
 
@@ -97,7 +97,7 @@ void FsdpStream::start_block_gather(Slot& s, int unit) {
         s.gather = start_gather(unit, s.params.data());
         return;
     }
-    s.gather = start_gather16(unit, s.params16.data());
+    s.gather = start_gather16(unit, static_cast<std::uint16_t*>(s.params16.data()));
     s.widen = true;
 }
 
@@ -105,15 +105,16 @@ void FsdpStream::finish_gather(Slot& s) {
     s.gather.wait();
     if (!s.widen) return;
     const std::size_t n = units_[s.unit].second - units_[s.unit].first;
-    ops::from_bf16(flat(s.params.data(), n, kHost), flat(s.params16.data(), n, kHost));
+    ops::from_bf16(on(s.params.data(), n),
+                   on(static_cast<const std::uint16_t*>(s.params16.data()), n));
     s.widen = false;
 }
 
 void FsdpStream::accumulate(int unit, const float* receive) {
     const auto [a, b] = part_of(plan_, plan_.rank, units_[unit].first, units_[unit].second);
     float* g = grads_ + (a - plan_.begin());
-    const Tensor gv = flat(g, b - a, kHost);
-    ops::residual_forward(gv, gv, flat(receive, b - a, kHost));
+    const Tensor gv = on(g, b - a);
+    ops::residual_forward(gv, gv, on(receive, b - a));
 }
 
 void FsdpStream::finish_reduce(Slot& s) {
@@ -125,7 +126,7 @@ void FsdpStream::finish_reduce(Slot& s) {
 
 void FsdpStream::begin(bool gradients) {
     gradients_ = gradients;
-    if (gradients) std::memset(root_grads_.data(), 0, root_grads_.bytes());
+    if (gradients) ops::fill(on(root_grads_.data(), root_grads_.size()), 0.f);
     if (!sizes_.gather) return;
     const int last = n_units_ - 1;
     if (!sizes_.bf16) {
@@ -143,7 +144,7 @@ void FsdpStream::begin(bool gradients) {
     CommRequest b = start_gather16(last, r16 + n0);
     a.wait();
     b.wait();
-    ops::from_bf16_in_place(flat(root_params_.data(), sizes_.root, kHost));
+    ops::from_bf16_in_place(on(root_params_.data(), sizes_.root));
 }
 
 void FsdpStream::end() {
@@ -207,7 +208,7 @@ float* FsdpStream::grads(int unit) {
     Slot& s = slots_[next_grads_++ % 2];
     finish_reduce(s);  // the buffer's previous block
     const auto [lo, hi] = units_[unit];
-    std::memset(s.grads.data(), 0, (hi - lo) * sizeof(float));
+    ops::fill(on(s.grads.data(), hi - lo), 0.f);
     s.grads_of = unit;
     return s.grads.data();
 }

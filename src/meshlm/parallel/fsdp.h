@@ -33,6 +33,7 @@
 #include "meshlm/core/buffer.h"
 #include "meshlm/core/param_layout.h"
 #include "meshlm/core/param_stream.h"
+#include "meshlm/kernels/device_buffer.h"
 #include "meshlm/parallel/comm.h"
 #include "meshlm/parallel/zero_plan.h"
 
@@ -63,6 +64,7 @@ class FsdpStream final : public ParamStream {
     // bf16 (train.precision: bf16, stage 3): every unit travels as bf16, rounded by each rank
     // from its own part, half the bytes; the model then computes with those rounded values, as
     // a one-process bf16 run computes with bf16 copies of every weight.
+    // Every buffer, given and own, lives on comm.device() (device memory under NcclComm).
     FsdpStream(Comm& comm, const ZeroPlan& plan, const ParamLayout& layout, const float* params,
                float* grads, bool gather_params = true, bool bf16 = false);
 
@@ -82,8 +84,8 @@ class FsdpStream final : public ParamStream {
 
   private:
     struct Slot {
-        Buffer<float> params, grads, receive;
-        Buffer<std::uint16_t> params16;  // bf16 blocks: what the all-gather fills
+        kernels::FloatArray params, grads, receive;
+        kernels::DeviceBuffer params16;  // bf16 blocks: what the all-gather fills
         bool widen = false;              // params16 holds a gather params has not seen yet
         int unit = -1;                   // whose parameters it holds or is gathering
         bool held = false;               // acquired and not released yet
@@ -93,7 +95,10 @@ class FsdpStream final : public ParamStream {
         CommRequest reduce;
     };
     bool is_block(int unit) const { return unit >= 1 && unit <= n_units_ - 2; }
-    float* root_at(Buffer<float>& buf, int unit);
+    float* root_at(kernels::FloatArray& buf, int unit);
+    // The views the ops take over this stream's buffers.
+    Tensor on(const float* p, std::size_t n) const { return flat(p, n, device_); }
+    Tensor on(const std::uint16_t* p, std::size_t n) const { return flat(p, n, device_); }
     // Copies this rank's part of `unit` into dst (the unit's layout) and starts its all-gather.
     CommRequest start_gather(int unit, float* dst);
     // The same in bf16: rounds this rank's part into dst (the unit's layout).
@@ -107,6 +112,7 @@ class FsdpStream final : public ParamStream {
     void finish_reduce(Slot& s);
 
     Comm& comm_;
+    Device device_;
     ZeroPlan plan_;
     const float* params_;
     float* grads_;
@@ -114,7 +120,7 @@ class FsdpStream final : public ParamStream {
     std::vector<std::pair<std::size_t, std::size_t>> units_;  // [lo, hi) per unit
     std::vector<std::vector<std::size_t>> counts_;            // per unit, per rank
     FsdpSizes sizes_;
-    Buffer<float> root_params_, root_grads_;
+    kernels::FloatArray root_params_, root_grads_;
     std::array<Slot, 2> slots_;
     unsigned next_grads_ = 0;  // blocks' gradients alternate between the two slots
     bool gradients_ = false;

@@ -20,14 +20,25 @@ DeviceMesh::DeviceMesh(Comm& world, int data, int model)
     data_comm_ = world.split(/*color=*/model_index_, /*key=*/data_index_);
 }
 
+namespace {
+// c's bytes and, for a device communicator, its host twin's (the loss, counts, norm sums).
+std::uint64_t sent_with_host(Comm& c) {
+    return c.bytes_sent() + (&c.host() != &c ? c.host().bytes_sent() : 0);
+}
+void reset_with_host(Comm& c) {
+    c.reset_bytes_sent();
+    c.host().reset_bytes_sent();
+}
+}  // namespace
+
 std::uint64_t DeviceMesh::bytes_sent() const {
-    return world_.bytes_sent() + data_comm_->bytes_sent() + model_comm_->bytes_sent();
+    return world_.bytes_sent() + sent_with_host(*data_comm_) + sent_with_host(*model_comm_);
 }
 
 void DeviceMesh::reset_bytes_sent() {
     world_.reset_bytes_sent();
-    data_comm_->reset_bytes_sent();
-    model_comm_->reset_bytes_sent();
+    reset_with_host(*data_comm_);
+    reset_with_host(*model_comm_);
 }
 
 namespace {

@@ -128,7 +128,7 @@ class NcclPending final : public CommRequest::Pending {
 }  // namespace
 
 NcclComm::NcclComm(Comm& bootstrap, double timeout_s)
-    : bootstrap_(&bootstrap), timeout_s_(timeout_s) {
+    : bootstrap_(&bootstrap), host_(&bootstrap), timeout_s_(timeout_s) {
     kernels::require_device(Device::cuda, "NcclComm");
     ncclUniqueId id{};
     if (bootstrap.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -139,8 +139,12 @@ NcclComm::NcclComm(Comm& bootstrap, double timeout_s)
     init_stream();
 }
 
-NcclComm::NcclComm(ncclComm* comm, Comm& bootstrap, double timeout_s)
-    : comm_(comm), bootstrap_(&bootstrap), timeout_s_(timeout_s) {
+NcclComm::NcclComm(ncclComm* comm, Comm& bootstrap, double timeout_s, std::unique_ptr<Comm> host)
+    : comm_(comm),
+      bootstrap_(&bootstrap),
+      host_split_(std::move(host)),
+      host_(host_split_.get()),
+      timeout_s_(timeout_s) {
     init_stream();
 }
 
@@ -170,9 +174,11 @@ void NcclComm::barrier() {
 
 std::unique_ptr<Comm> NcclComm::split(int color, int key) {
     MESHLM_CHECK(color >= 0, "split: color must be >= 0, got ", color);
+    // The host twin first: the same ranks split alike, collective over host_ (these ranks).
+    std::unique_ptr<Comm> host = host_->split(color, key);
     ncclComm_t sub = nullptr;
     check_nccl(ncclCommSplit(comm_, color, key, &sub, nullptr), "ncclCommSplit");
-    return std::unique_ptr<Comm>(new NcclComm(sub, *bootstrap_, timeout_s_));
+    return std::unique_ptr<Comm>(new NcclComm(sub, *bootstrap_, timeout_s_, std::move(host)));
 }
 
 void NcclComm::abort(int code) {

@@ -10,6 +10,9 @@
 // limit) and checks NCCL's asynchronous error, so a dead peer turns into an error naming the
 // operation instead of a hang. u16 (bf16 bits) moves as bytes; a reduction over u16 is refused.
 //
+// host() is the bootstrap for the communicator built over it, and for one split from it the
+// bootstrap's split of the same color and key: the same ranks, for host buffers.
+//
 // Untested on hardware so far: see the README's "CUDA build" section.
 #pragma once
 
@@ -34,6 +37,8 @@ class NcclComm final : public Comm {
     int rank() const override { return rank_; }
     int size() const override { return size_; }
     const char* backend() const override { return "nccl"; }
+    Device device() const override { return Device::cuda; }
+    Comm& host() override { return *host_; }
 
     void barrier() override;
     // ncclCommSplit: ranks with the same color form one communicator, ordered by key.
@@ -49,7 +54,7 @@ class NcclComm final : public Comm {
     CommRequest start_broadcast(void* buf, std::size_t n, CommType t, int root) override;
 
   private:
-    NcclComm(ncclComm* comm, Comm& bootstrap, double timeout_s);
+    NcclComm(ncclComm* comm, Comm& bootstrap, double timeout_s, std::unique_ptr<Comm> host);
     void init_stream();
     CommRequest started(const char* op);
 
@@ -57,6 +62,8 @@ class NcclComm final : public Comm {
     CUstream_st* stream_ = nullptr;
     int* barrier_word_ = nullptr;  // one device int for barrier()
     Comm* bootstrap_;
+    std::unique_ptr<Comm> host_split_;  // a split's host twin (the root's is the bootstrap)
+    Comm* host_;
     double timeout_s_;
     int rank_ = 0, size_ = 1;
 };

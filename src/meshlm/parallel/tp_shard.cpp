@@ -42,20 +42,22 @@ void tp_place(const ParamLayout& full_layout, const ParamLayout& local_layout, i
 
 void tp_gather(const ParamLayout& full_layout, const ParamLayout& local_layout, Comm& comm,
                const float* local, float* full) {
-    const int M = comm.size();
+    Comm& host = comm.host();
+    const int M = host.size();
     const std::size_t n = local_layout.total();
     Buffer<float> all(n * M);
-    std::memcpy(all.data() + n * comm.rank(), local, n * sizeof(float));
-    comm.all_gather(all.data(), n);
+    std::memcpy(all.data() + n * host.rank(), local, n * sizeof(float));
+    host.all_gather(all.data(), n);
     for (int r = 0; r < M; ++r) tp_place(full_layout, local_layout, M, r, all.data() + n * r, full);
 }
 
-double tp_sum_squares(const ParamLayout& local_layout, const float* local, Comm& comm) {
+double tp_sum_squares(const ParamLayout& local_layout, const float* local, Comm& comm,
+                      Device device) {
     double sums[2] = {0, 0};  // split (differs per rank), replicated (the same on every rank)
     for (const ParamSlice& s : local_layout.slices())
         sums[s.split == TpSplit::replicated] +=
-            ops::sum_squares(flat(local + s.offset, s.numel, Device::cpu));
-    comm.all_reduce_sum(sums, 1);
+            ops::sum_squares(flat(local + s.offset, s.numel, device));
+    comm.host().all_reduce_sum(sums, 1);
     return sums[0] + sums[1];
 }
 

@@ -19,14 +19,16 @@ void tp_scatter(const ParamLayout& full_layout, const ParamLayout& local_layout,
 void tp_place(const ParamLayout& full_layout, const ParamLayout& local_layout, int model, int rank,
               const float* local, float* full);
 // Every rank gets the full buffer from the local shards of the model-parallel group `comm`
-// (an all-gather of the flat shards, then tp_place). Collective over comm.
+// (an all-gather of the flat shards, then tp_place). Host buffers: collective over comm.host().
 void tp_gather(const ParamLayout& full_layout, const ParamLayout& local_layout, Comm& comm,
                const float* local, float* full);
 
 // Sum of squares of a TP-sharded buffer over the whole model (for global gradient-norm
-// clipping): split slices summed over the model ranks, replicated ones counted once.
-// Collective over comm; every rank gets the same value.
-double tp_sum_squares(const ParamLayout& local_layout, const float* local, Comm& comm);
+// clipping): split slices summed over the model ranks, replicated ones counted once. `local`
+// lives on `device`; the partial sums travel over comm.host(). Collective over comm; every
+// rank gets the same value.
+double tp_sum_squares(const ParamLayout& local_layout, const float* local, Comm& comm,
+                      Device device = Device::cpu);
 
 // The model-parallel collectives the model's layers call (core/model_comm.h), over a Comm.
 class CommModelGroup final : public ModelComm {

@@ -18,12 +18,15 @@ namespace meshlm {
 
 namespace {
 // ema_update (core/param_layout.h) with the ops, for parameters and gradients on a device:
-// p = keep p + (1 - keep) g, then g = 0 (an FMA apart from the CPU's loop at most).
-void ema_update_on(Device d, const ParamLayout& layout, float* params, float* grads) {
+// p = keep p + (1 - keep) g, then g = 0 over [begin, end) (an FMA apart from the CPU's loop).
+void ema_update_on(Device d, const ParamLayout& layout, float* params, float* grads,
+                   std::size_t begin, std::size_t end) {
     for (const ParamSlice& s : layout.slices()) {
         if (s.ema_decay <= 0.f) continue;
-        const Shape n{static_cast<std::int64_t>(s.numel)};
-        const Tensor p = view(params + s.offset, n, d), g = view(grads + s.offset, n, d);
+        const std::size_t lo = std::max(begin, s.offset), hi = std::min(end, s.offset + s.numel);
+        if (lo >= hi) continue;
+        const Shape n{static_cast<std::int64_t>(hi - lo)};
+        const Tensor p = view(params + (lo - begin), n, d), g = view(grads + (lo - begin), n, d);
         ops::scale(p, s.ema_decay);
         ops::axpy(p, g, 1.f - s.ema_decay);
         ops::fill(g, 0.f);
@@ -89,8 +92,8 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
       device_(device),
       params_(device, fsdp_ ? 0 : plan_.padded),
       grads_(device, streamed_ ? 0 : plan_.padded),
-      param_shard_(zero_stage >= 3 ? plan_.chunk : 0),
-      grad_shard_(zero_stage >= 2 ? plan_.chunk : 0),
+      param_shard_(device, zero_stage >= 3 ? plan_.chunk : 0),
+      grad_shard_(device, zero_stage >= 2 ? plan_.chunk : 0),
       // Decay groups from the local layout: it keeps the whole layout's tensors and facts.
       optim_(
           optim,
@@ -108,13 +111,19 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
             device_gap(model, optim, device, dp_.size(), mp_.size(), zero_stage);
         !gap.empty())
         MESHLM_INVALID(gap);
-    // Adafactor's per-tensor sums: over the data ranks when ZeRO chunks the tensors, over the
-    // model ranks when tensor parallelism shards them (one all-reduce each).
+    // The collectives of several ranks move this run's buffers: they must be on its device.
+    for (Comm* c : {&dp_, &mp_})
+        if (c->size() > 1 && c->device() != device)
+            MESHLM_INVALID("training on ", kernels::device_name(device), " over ", c->size(),
+                           " ranks needs a ", kernels::device_name(device), " communicator, got ",
+                           c->backend(), " (parallel/device_comm.h: make_device_world)");
+    // Adafactor's per-tensor sums (host doubles): over the data ranks when ZeRO chunks the
+    // tensors, over the model ranks when tensor parallelism shards them (one all-reduce each).
     const bool chunked = zero_stage >= 1 && dp_.size() > 1;
     if (chunked || tensor_parallel())
         optim_.set_tensor_sum([this, chunked](double* sums, std::size_t n) {
-            if (chunked) dp_.all_reduce_sum(sums, n);
-            if (tensor_parallel()) mp_.all_reduce_sum(sums, n);
+            if (chunked) dp_.host().all_reduce_sum(sums, n);
+            if (tensor_parallel()) mp_.host().all_reduce_sum(sums, n);
         });
     block_ranges_.assign(model.n_layer, {layout_.total(), 0});
     for (const ParamSlice& s : layout_.slices())
@@ -152,9 +161,7 @@ std::string Learner::device_gap(const ModelConfig& model, const OptimConfig& opt
     if (optim.name == "adafactor")
         return on +
                "optim.name adafactor keeps its factored statistics on the host (adamw or lion)";
-    if (data_ranks > 1 || model_ranks > 1)
-        return on + "one process for now: several ranks need the NCCL communicator, not wired yet";
-    if (zero_stage != 0) return on + "parallel.zero_stage 0 for now (one process shards nothing)";
+    (void)data_ranks, (void)model_ranks, (void)zero_stage;  // every mesh and stage runs
     return "";
 }
 
@@ -176,7 +183,7 @@ float* Learner::host_whole() {
 
 void Learner::host_written() {
     if (device_ != Device::cpu)
-        copy_floats(params_.data(), device_, host_.data(), Device::cpu, plan_.padded);
+        copy_floats(whole_params(), device_, host_.data(), Device::cpu, plan_.padded);
 }
 
 const float* Learner::host_read() {
@@ -187,9 +194,13 @@ const float* Learner::host_read() {
 
 void Learner::init_params(std::uint64_t seed) {
     if (fsdp_) {  // straight into the chunk: the model is never whole on a rank
-        std::memset(param_shard_.data(), 0, param_shard_.bytes());
+        Buffer<float> staged(device_ == Device::cpu ? 0 : plan_.chunk);  // off the CPU
+        float* chunk = device_ == Device::cpu ? param_shard_.data() : staged.data();
+        std::memset(chunk, 0, param_shard_.bytes());
         const std::size_t end = std::min(plan_.end(), layout_.total());
-        init_params_range(param_shard_.data(), seed, plan_.begin(), end);
+        init_params_range(chunk, seed, plan_.begin(), end);
+        if (chunk != param_shard_.data())
+            copy_floats(param_shard_.data(), device_, chunk, Device::cpu, plan_.chunk);
         params_current_ = false;
         return;
     }
@@ -212,22 +223,21 @@ float* Learner::full_params_buffer() {
 
 void Learner::full_params_written() {
     if (tensor_parallel())
-        tp_scatter(full_layout_, layout_, mp_.size(), mp_.rank(), full_.data(), whole_params());
-    else
-        host_written();
+        tp_scatter(full_layout_, layout_, mp_.size(), mp_.rank(), full_.data(), host_whole());
+    host_written();
     params_written();
 }
 
 const float* Learner::full_params() {
     sync_params();
     if (!tensor_parallel()) return host_read();
-    tp_gather(full_layout_, layout_, mp_, params_.data(), full_params_buffer());
+    tp_gather(full_layout_, layout_, mp_, host_read(), full_params_buffer());
     return full_.data();
 }
 
 void Learner::params_written() {
     if (plan_.stage < 3) return;
-    std::memcpy(param_shard_.data(), params_.data() + plan_.begin(), param_shard_.bytes());
+    copy_floats(param_shard_.data(), device_, params_.data() + plan_.begin(), device_, plan_.chunk);
     // Only the shard counts from now on: every step gathers the model alike.
     params_current_ = false;
     if (fsdp_) params_ = kernels::FloatArray();
@@ -235,7 +245,7 @@ void Learner::params_written() {
 
 void Learner::sync_params() {
     if (plan_.stage < 3 || params_current_) return;
-    std::memcpy(whole_params() + plan_.begin(), param_shard_.data(), param_shard_.bytes());
+    copy_floats(whole_params() + plan_.begin(), device_, param_shard_.data(), device_, plan_.chunk);
     dp_.all_gather(params_.data(), plan_.chunk);
     params_current_ = true;
 }
@@ -272,7 +282,7 @@ std::unique_ptr<Optimizer> Learner::gather_optimizer() {
         float* to = whole;
         if (tp) local = Buffer<float>(plan_.padded), to = local.data();
         copy_floats(to + at, Device::cpu, mine, device_, n);
-        if (plan_.stage >= 1) dp_.all_gather(to, plan_.chunk);
+        if (plan_.stage >= 1) dp_.host().all_gather(to, plan_.chunk);
         if (tp) tp_gather(full_layout_, layout_, mp_, to, whole);
     }
     // Whole on every rank already (Adafactor's factored statistics).
@@ -309,8 +319,15 @@ std::pair<std::size_t, std::size_t> Learner::chunk_span() const {
     return {begin, begin < total ? std::min(plan_.end(), total) - begin : 0};
 }
 
+const float* Learner::chunk_on_host(const float* src, std::size_t count, int slot) {
+    if (device_ == Device::cpu) return src;
+    if (chunk_host_.size() == 0) chunk_host_ = Buffer<float>(3 * plan_.chunk);
+    float* dst = chunk_host_.data() + static_cast<std::size_t>(slot) * plan_.chunk;
+    copy_floats(dst, Device::cpu, src, device_, count);
+    return dst;
+}
+
 Learner::LocalChunk Learner::local_chunk() {
-    MESHLM_CHECK(device_ == Device::cpu, "local_chunk: the chunk is read on the host");
     const auto [begin, count] = chunk_span();
     // Stage 3 keeps the current parameters only in its shard; stage 0's moments are whole.
     const float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + begin;
@@ -321,9 +338,10 @@ Learner::LocalChunk Learner::local_chunk() {
         optim_.export_v(v_export_.data());
         v = v_export_.data();
     }
-    return {p,
-            optim_.m() ? optim_.m() + at : nullptr,
-            v ? v + at : nullptr,
+    // Off the CPU a host copy of each (Adafactor, whose v is exported above, is CPU-only).
+    return {chunk_on_host(p, count, 0),
+            optim_.m() ? chunk_on_host(optim_.m() + at, count, 1) : nullptr,
+            v ? chunk_on_host(v + at, count, 2) : nullptr,
             begin,
             count,
             optim_.stats()};
@@ -331,13 +349,17 @@ Learner::LocalChunk Learner::local_chunk() {
 
 void Learner::load_local_chunk(const float* params, const float* m, const float* v,
                                const float* stats, long step) {
-    MESHLM_CHECK(device_ == Device::cpu, "load_local_chunk: the chunk is written on the host");
     const auto [begin, count] = chunk_span();
     // Stage 3 keeps only its chunk (FSDP has no whole buffer to go through).
     float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + begin;
     const std::size_t at = plan_.stage == 0 ? begin : 0;
     const std::size_t pad = plan_.chunk - count;
-    std::copy_n(params, count, p), std::fill_n(p + count, pad, 0.f);
+    // The host chunk onto `on`, its padding zeroed.
+    auto put = [&](float* dst, Device on, const float* src) {
+        copy_floats(dst, on, src, Device::cpu, count);
+        if (pad > 0) ops::fill(flat(dst + count, pad, on), 0.f);
+    };
+    put(p, device_, params);
     MESHLM_CHECK(!optim_.m() || m, "the checkpoint has no first moments for ", optim_cfg_.name);
     const bool packed = optim_.packed_v();
     MESHLM_CHECK(!(optim_.v() || packed) || v, "the checkpoint has no second moments for ",
@@ -350,7 +372,7 @@ void Learner::load_local_chunk(const float* params, const float* m, const float*
     for (auto [mine, from] :
          {std::pair{optim_.m(), m}, {packed ? unpacked.data() : optim_.v(), v}}) {
         if (!mine) continue;  // Lion keeps no second moment, Adafactor no first
-        std::copy_n(from, count, mine + at), std::fill_n(mine + at + count, pad, 0.f);
+        put(mine + at, packed && mine == unpacked.data() ? Device::cpu : device_, from);
         if (dp_.size() > 1 && plan_.stage == 0) dp_.all_gather(mine, plan_.chunk);
     }
     if (packed) optim_.import_v(unpacked.data());
@@ -380,21 +402,19 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     } else {
         sync_params();
     }
-    if (streamed_) {
-        std::memset(grad_shard_.data(), 0, grad_shard_.bytes());
-        stream_->begin(true);
-    } else if (device_ == Device::cpu) {
-        std::memset(grads_.data(), 0, grads_.bytes());
-    } else {
-        ops::fill(flat(grads_.data(), grads_.size(), device_), 0.f);
-    }
+    kernels::FloatArray& g = streamed_ ? grad_shard_ : grads_;
+    if (device_ == Device::cpu)
+        std::memset(g.data(), 0, g.bytes());
+    else
+        ops::fill(flat(g.data(), g.size(), device_), 0.f);
+    if (streamed_) stream_->begin(true);
     const bool distributed = dp_.size() > 1;
     const std::size_t per = static_cast<std::size_t>(B) * T;
     // The gradient of the mean over all scored targets of the step: every micro-batch's
     // per-token gradients are scaled by 1 / (scored targets of the whole step, all ranks).
     std::int64_t scored = 0;
     for (std::size_t i = 0; i < per * micro; ++i) scored += targets[i] >= 0;
-    if (distributed) dp_.all_reduce_sum(&scored, 1);
+    if (distributed) dp_.host().all_reduce_sum(&scored, 1);
     const float grad_scale = scored ? 1.f / static_cast<float>(scored) : 0.f;
     double loss = 0;
     const bool overlap = distributed && plan_.stage <= 1;
@@ -432,16 +452,10 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     // Exactly zero by the math (softmax's shift invariance for the key bias); what backward
     // computes is rounding noise that AdamW would turn into lr-sized steps.
     if (streamed_)
-        zero_null_grads(layout(), grad_shard_.data(), plan_.begin(), plan_.end());
-    else if (device_ == Device::cpu)
-        zero_null_grads(layout(), grads_.data(), 0, layout().total());
+        zero_null(grad_shard_.data(), plan_.begin(), plan_.end());
     else
-        for (const ParamSlice& s : layout().slices())
-            if (s.null_grad_end > s.null_grad_begin)
-                ops::fill(flat(grads_.data() + s.offset + s.null_grad_begin,
-                               s.null_grad_end - s.null_grad_begin, device_),
-                          0.f);
-    if (distributed) dp_.all_reduce_sum(&loss, 1);
+        zero_null(grads_.data(), 0, layout().total());
+    if (distributed) dp_.host().all_reduce_sum(&loss, 1);
     StepStats st;
     st.loss = scored ? static_cast<float>(loss / static_cast<double>(scored)) : 0.f;
     if (!overlap && !streamed_) reduce_gradients();
@@ -464,10 +478,23 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     return st;
 }
 
+void Learner::zero_null(float* grads, std::size_t begin, std::size_t end) {
+    if (device_ == Device::cpu) {
+        zero_null_grads(layout(), grads, begin, end);
+        return;
+    }
+    for (const ParamSlice& s : layout().slices()) {
+        const std::size_t a = std::max(begin, s.offset + s.null_grad_begin);
+        const std::size_t b = std::min(end, s.offset + s.null_grad_end);
+        if (s.null_grad_end > s.null_grad_begin && a < b)
+            ops::fill(flat(grads + (a - begin), b - a, device_), 0.f);
+    }
+}
+
 Learner::Held Learner::held_params() {
     if (plan_.stage >= 3) {
         const auto [begin, count] = chunk_span();
-        return {param_shard_.data(), begin, begin + count};
+        return {chunk_on_host(param_shard_.data(), count, 0), begin, begin + count};
     }
     return {host_read(), 0, layout_.total()};
 }
@@ -475,7 +502,7 @@ Learner::Held Learner::held_params() {
 Learner::Held Learner::held_grads() {
     if (plan_.stage >= 2) {
         const auto [begin, count] = chunk_span();
-        return {grad_shard_.data(), begin, begin + count};
+        return {chunk_on_host(grad_shard_.data(), count, 1), begin, begin + count};
     }
     if (device_ == Device::cpu) return {grads_.data(), 0, layout_.total()};
     if (held_host_.size() == 0) held_host_ = Buffer<float>(grads_.size());
@@ -488,24 +515,28 @@ void Learner::fold_moving_averages() {
     // (all-reduced): all of it, so none stays in the gradient norm (stage 1's gather brings the
     // owners' equal values). Stages 2-3: this rank's chunk.
     const std::size_t at = plan_.begin(), end = at + plan_.chunk;
+    auto fold = [&](float* params, float* grads, std::size_t begin, std::size_t stop) {
+        if (device_ == Device::cpu) return ema_update(layout(), params, grads, begin, stop);
+        ema_update_on(device_, layout(), params, grads, begin, stop);
+    };
     switch (plan_.stage) {
         case 0:
         case 1:
-            if (device_ != Device::cpu)  // one process: stage 0 (device_gap)
-                return ema_update_on(device_, layout(), params_.data(), grads_.data());
-            ema_update(layout(), params_.data(), grads_.data(), 0, layout().total());
+            fold(params_.data(), grads_.data(), 0, layout().total());
             return;
         case 2:
-            ema_update(layout(), params_.data() + at, grad_shard_.data(), at, end);
+            fold(params_.data() + at, grad_shard_.data(), at, end);
             return;
         default:
-            ema_update(layout(), param_shard_.data(), grad_shard_.data(), at, end);
+            fold(param_shard_.data(), grad_shard_.data(), at, end);
     }
 }
 
 void Learner::reduce_gradients() {
     if (plan_.stage <= 1)
         bucketed_all_reduce(dp_, grads_.data(), grads_.size());
+    else if (dp_.size() == 1)  // (several ranks stream theirs): the chunk is the whole buffer
+        copy_floats(grad_shard_.data(), device_, grads_.data(), device_, plan_.chunk);
     else
         dp_.reduce_scatter_sum(grads_.data(), grad_shard_.data(), plan_.chunk);
 }
@@ -527,23 +558,23 @@ float Learner::clip_gradients() {
     if (!tp) {
         // One sum over the chunk: bitwise what stage 0 computes on one rank, and a single
         // double on the wire.
-        sums[0] = ops::sum_squares(flat(g, plan_.chunk, Device::cpu));
-        if (dp_.size() > 1) dp_.all_reduce_sum(sums, 1);
+        sums[0] = ops::sum_squares(flat(g, plan_.chunk, device_));
+        if (dp_.size() > 1) dp_.host().all_reduce_sum(sums, 1);
     } else if (!chunked) {
-        sums[0] = tp_sum_squares(layout_, g, mp_);
+        sums[0] = tp_sum_squares(layout_, g, mp_, device_);
     } else {
         for (const ParamSlice& s : layout_.slices()) {
             const std::size_t a = std::max(s.offset, lo), b = std::min(s.offset + s.numel, hi);
             if (a < b)
                 sums[s.split == TpSplit::replicated] +=
-                    ops::sum_squares(flat(g + (a - lo), b - a, Device::cpu));
+                    ops::sum_squares(flat(g + (a - lo), b - a, device_));
         }
-        if (dp_.size() > 1) dp_.all_reduce_sum(sums, 2);
-        mp_.all_reduce_sum(sums, 1);
+        if (dp_.size() > 1) dp_.host().all_reduce_sum(sums, 2);
+        mp_.host().all_reduce_sum(sums, 1);
     }
     const float norm = static_cast<float>(std::sqrt(sums[0] + sums[1]));
-    grad_scale_ =
-        apply_clip(optim_cfg_, g, chunked ? grad_shard_.size() : grads_.size(), norm, fold);
+    grad_scale_ = apply_clip(optim_cfg_, g, chunked ? grad_shard_.size() : grads_.size(), norm,
+                             fold, device_);
     return norm;
 }
 

@@ -62,14 +62,17 @@ class Learner {
     // Plans for micro-batches of (batch, seq) and a schedule of total_steps optimizer steps.
     // `dp` (outliving the learner) is the data-parallel communicator; nullptr = one process.
     // `mp` is the model-parallel one (DeviceMesh::model_comm()); nullptr or 1 rank = no tensor
-    // parallelism. Throws InvalidInput when the model does not split over mp's ranks.
+    // parallelism. Throws InvalidInput when the model does not split over mp's ranks. With
+    // `device` cuda on several ranks they must be device communicators (NcclComm), whose
+    // collectives take the device buffers; the host scalars go through their host().
     Learner(const ModelConfig& model, const OptimConfig& optim, int batch, int seq,
             long total_steps, Comm* dp = nullptr, int zero_stage = 0, Comm* mp = nullptr,
             Recompute recompute = Recompute::none, Precision precision = Precision::fp32,
             Device device = Device::cpu);
-    // Why a run cannot train on `device` ("" when it can): the model's gaps (model_device_gap),
-    // Adafactor, and what off the CPU is not wired yet (several processes, tensor parallelism,
-    // a ZeRO stage, the coordinate check's update sums).
+    // Why a run cannot train on `device` ("" when it can): the model's gaps (model_device_gap)
+    // and Adafactor. Several ranks (data and tensor parallelism, every ZeRO stage) train on
+    // GPUs when dp and mp are device communicators (parallel/device_comm.h: NcclComm), which
+    // take the buffers while host scalars go through their host().
     static std::string device_gap(const ModelConfig& model, const OptimConfig& optim, Device device,
                                   int data_ranks, int model_ranks, int zero_stage);
     // Not copied or moved: the optimizer's tensor sum and FSDP's stream point into it.
@@ -217,6 +220,12 @@ class Learner {
     void reduce_gradients();
     // The running statistics of the layout (ParamSlice::ema_decay) take this step's sums.
     void fold_moving_averages();
+    // Zeroes the null-gradient ranges (ParamSlice::null_grad_begin) of [begin, end) of layout(),
+    // `grads` at element begin, on device().
+    void zero_null(float* grads, std::size_t begin, std::size_t end);
+    // The chunk's parameters [at, at + count) of a local_chunk() on the host (a copy off the CPU
+    // into chunk_host_ at `slot` of three).
+    const float* chunk_on_host(const float* src, std::size_t count, int slot);
     // Returns the norm before clipping; norm clipping's factor is left in grad_scale_ for the
     // optimizer where it folds it in (apply_clip).
     float clip_gradients();
@@ -257,12 +266,13 @@ class Learner {
     bool fsdp_;      // stage 3 over more than one data rank: parameters and gradients streamed
     bool streamed_;  // stage 2 or 3 over more than one data rank: gradients streamed
     Device device_;  // where the model, parameters, gradients and optimizer state live
-    kernels::FloatArray params_, grads_;      // whole buffers (FSDP: none, params_ on demand)
-    Buffer<float> host_, held_host_;          // off the CPU: host copies (host_whole, held_*)
-    float grad_scale_ = 1.f;                  // this step's clipping factor, not yet applied
-    Buffer<float> param_shard_, grad_shard_;  // stage 3 / stages 2-3
+    kernels::FloatArray params_, grads_;            // whole buffers (FSDP: none, params_ on demand)
+    Buffer<float> host_, held_host_;                // off the CPU: host copies (host_whole, held_*)
+    float grad_scale_ = 1.f;                        // this step's clipping factor, not yet applied
+    kernels::FloatArray param_shard_, grad_shard_;  // stage 3 / stages 2-3, on device()
     Optimizer optim_;
-    Buffer<float> v_export_;  // local_chunk(): Adafactor's second moments as the flat slot
+    Buffer<float> v_export_;    // local_chunk(): Adafactor's second moments as the flat slot
+    Buffer<float> chunk_host_;  // local_chunk() off the CPU: params, m, v of the chunk
     std::unique_ptr<FsdpStream> stream_;
     Buffer<float> full_;          // TP: the full_layout() staging buffer (allocated on first use)
     bool params_current_ = true;  // stage 3: params_ holds the gathered current parameters

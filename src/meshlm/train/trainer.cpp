@@ -30,6 +30,7 @@
 #include "meshlm/kernels/ops/machine.h"
 #include "meshlm/kernels/ops/run_device.h"
 #include "meshlm/model/flops.h"
+#include "meshlm/parallel/device_comm.h"
 #include "meshlm/parallel/fault.h"
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/mesh.h"
@@ -191,6 +192,13 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const Device device =
         kernels::resolve_run_device(tc.device, "train.device", gpu_gap, world.rank());
     const bool gpu = device != Device::cpu;
+    // Several ranks on GPUs: the learner's collectives go over NCCL (a mesh of NcclComms whose
+    // host() twins carry its scalars); the trainer's own (data, checkpoints, stop flags) stay on
+    // the host mesh.
+    const std::unique_ptr<Comm> device_world = make_device_world(world, device);
+    std::optional<DeviceMesh> device_mesh;
+    if (device_world) device_mesh.emplace(*device_world, job.parallel.data, job.parallel.model);
+    const DeviceMesh& learner_mesh = device_mesh ? *device_mesh : mesh;
     const bool writer = world.rank() == 0;  // prints and owns the run directory
     std::ostream silent(nullptr);
     std::ostream& out = writer ? rank0_out : silent;
@@ -279,8 +287,9 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     // optimizer step each, the VQ attention state carried from chunk to chunk (the seed's
     // truncated backpropagation). Activations are planned for a chunk, not a whole row.
     const int U = job.model.chunk_len(T);
-    Learner learner(job.model, job.optim, B, U, tc.steps, &dp, job.parallel.zero_stage,
-                    &mesh.model_comm(), parse_recompute(tc.recompute), precision, device);
+    Learner learner(job.model, job.optim, B, U, tc.steps, &learner_mesh.data_comm(),
+                    job.parallel.zero_stage, &learner_mesh.model_comm(),
+                    parse_recompute(tc.recompute), precision, device);
     long start_step = 0;
     std::uint64_t tokens_seen = 0;
     std::optional<double> best_val;
@@ -391,9 +400,10 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             << " working " << learner.working_bytes() << "\n";
     }
     if (gpu)
-        out << "device: " << kernels::device_name(device) << " (GPU " << world.rank() << " of "
-            << kernels::cuda_device_count() << " visible); parameters, gradients, optimizer "
-            << "state and activations in GPU memory\n";
+        out << "device: " << kernels::device_name(device) << " (GPU "
+            << world.rank() % kernels::cuda_device_count() << " of " << kernels::cuda_device_count()
+            << " visible" << (device_world ? ", one per rank; collectives over NCCL" : "")
+            << "); parameters, gradients, optimizer state and activations in GPU memory\n";
     out << "threads: " << threads << ", " << precision_name(precision) << " peak "
         << static_cast<int>(peak) << " GFLOP/s"
         << (tc.peak_gflops > 0 ? " (train.peak_gflops)"
@@ -630,6 +640,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         set_activity_phase("training step");
         fault_point(world.rank(), "train_step", step + 1);
         mesh.reset_bytes_sent();
+        if (device_mesh) device_mesh->reset_bytes_sent();
         // Dropout masks follow each row's place in the global batch (this rank's rows come
         // after those of the ranks before it), so any data-parallel layout drops alike.
         learner.set_dropout(tc.seed, static_cast<std::int64_t>(dp_rank) * Bs);
@@ -637,7 +648,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         if (coord_now) learner.record_coord_check();
         StepStats st =
             learner.train_step(tokens.data(), targets.data(), accum, Bs, n_update > 1 ? U : Ts);
-        const std::uint64_t step_bytes = mesh.bytes_sent();
+        const std::uint64_t step_bytes =
+            mesh.bytes_sent() + (device_mesh ? device_mesh->bytes_sent() : 0);
         if (!st.applied) {
             if (const auto back = on_bad_step(step + 1, st)) {
                 step = *back - 1;  // rolled back: the loop goes on after the checkpoint's step
