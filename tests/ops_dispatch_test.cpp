@@ -834,8 +834,11 @@ TEST(OpsDispatch, TrainingDeviceGapsAreNamed) {
     EXPECT_EQ(Learner::device_gap(t5, adafactor, Device::cuda, 1, 1, 0), "");
     ModelConfig vq = m;
     vq.attention = "vq";
-    EXPECT_NE(Learner::device_gap(vq, OptimConfig{}, Device::cuda, 1, 1, 0).find("Transformer-VQ"),
-              std::string::npos);
+    EXPECT_EQ(Learner::device_gap(vq, OptimConfig{}, Device::cuda, 1, 1, 0), "");  // trains
+    // ... but its decoder steps a host Transformer: decoding names it.
+    EXPECT_NE(decode_device_gap(vq, Device::cuda).find("Transformer-VQ"), std::string::npos);
+    EXPECT_EQ(decode_device_gap(vq, Device::cpu), "");
+    EXPECT_EQ(decode_device_gap(m, Device::cuda), "");
     // Several ranks (NcclComm meshes) and every ZeRO stage train on GPUs.
     EXPECT_EQ(Learner::device_gap(m, OptimConfig{}, Device::cuda, 1, 1, 0), "");
     EXPECT_EQ(Learner::device_gap(m, OptimConfig{}, Device::cuda, 2, 1, 3), "");

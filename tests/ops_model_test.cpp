@@ -285,9 +285,9 @@ TEST(OpsModel, VqCodebook) {
         "vq_codebook_stats: code 6 outside [0, 6)");
 }
 
-// The VQ attention has no CUDA kernel: a CUDA view is refused by name (in a CPU build, by the
-// build flag).
-TEST(OpsModel, VqAttentionRefusedOnCuda) {
+// The VQ attention on CUDA views needs a CUDA device: without one (or in a CPU build, by the
+// build flag) the op names itself; views on two devices are named too.
+TEST(OpsModel, VqAttentionOnCudaNeedsTheDevice) {
     const int B = 1, T = 4, N = B * T, S = 3, dk = 2, dv = 2, L = 2;
     std::vector<float> o(N * dv), lse(N), q(N * dk), v(N * dv), cb(S * dk), rel((L + 1) * dk),
         u(dk), vb(dk);

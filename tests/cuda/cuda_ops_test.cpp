@@ -1145,6 +1145,73 @@ TEST_F(CudaOps, VqCodebookAndQuantizer) {
     EXPECT_EQ(codes[1], codes[0]);
 }
 
+// Transformer-VQ's attention at the default run's widths (blocks of 32, 64 codes, dk 64, dv 224):
+// T = 100 crosses three block edges (the cache from the third block on); carried states from
+// lead texts of different lengths per row start each row off the block grid.
+void compare_vq_attention(bool carried) {
+    const int B = 3, T = 100, L = 32, S = 64, dk = 64, dv = 224, N = B * T;
+    const kernels::VqAttnShape sh{L, S, dk, dv};
+    const auto cb = randn(S * dk, 90, 0.5f), rel = randn((L + 1) * dk, 91, 0.3f);
+    const auto u = randn(dk, 92, 0.2f), vb = randn(dk, 93, 0.2f);
+    const auto qk = randn(N * 2 * dk, 94), act = randn(N * 2 * dv, 95), dout = randn(N * dv, 96);
+    std::vector<std::int32_t> z(N);
+    for (int n = 0; n < N; ++n) z[n] = (n * 29 + n / 7) % (S - 3);  // the last codes unused
+    std::vector<kernels::VqAttnState> lead(B);
+    for (int b = 0; carried && b < B; ++b) {  // each row's state after 45 + 11 b tokens
+        const int n = 45 + 11 * b;
+        std::vector<float> o(n * dv), l(n);
+        const auto q = randn(n * dk, 97 + b), v = randn(n * dv, 100 + b);
+        kernels::vq_attention_forward(o.data(), l.data(), q.data(), dk, z.data(), v.data(), dv,
+                                      cb.data(), rel.data(), u.data(), vb.data(), 1, n, sh,
+                                      &lead[b]);
+    }
+    compare_devices(
+        carried ? "vq attention, carried states" : "vq attention",
+        [&](Device d) {
+            std::vector<kernels::VqAttnState> st = lead;
+            DeviceBuffer tb[4] = {upload(d, cb, {S, dk}), upload(d, rel, {L + 1, dk}),
+                                  upload(d, u, {dk}), upload(d, vb, {dk})};
+            const ops::VqTables t{tb[0].view(), tb[1].view(), tb[2].view(), tb[3].view()};
+            DeviceBuffer x = upload(d, qk, {N, 2 * dk}), a = upload(d, act, {N, 2 * dv});
+            DeviceBuffer zz = upload(d, z, {N}), o(d, DType::f32, {N, dv}), l(d, DType::f32, {N});
+            ops::vq_attention_forward(o.view(), l.view(), x.view().columns(0, dk), zz.view(),
+                                      a.view().columns(0, dv), t, B, T, sh,
+                                      carried ? st.data() : nullptr);
+            std::vector<float> state;
+            for (const auto& s : st) {
+                state.push_back(static_cast<float>(s.pos));
+                state.insert(state.end(), s.z.begin(), s.z.end());
+                state.insert(state.end(), s.v.begin(), s.v.end());
+                state.insert(state.end(), s.count.begin(), s.count.end());
+                state.insert(state.end(), s.mean.begin(), s.mean.end());
+            }
+            DeviceBuffer gx = upload(d, qk, {N, 2 * dk}), ga = upload(d, act, {N, 2 * dv});
+            DeviceBuffer go = upload(d, dout, {N, dv});
+            DeviceBuffer vec = upload(d, randn((L + 3) * dk, 103), {(L + 3) * dk});
+            const Tensor vv = vec.view();
+            const Tensor du{vv.data, DType::f32, {dk}, d};
+            const Tensor dvb{static_cast<float*>(vv.data) + dk, DType::f32, {dk}, d};
+            const Tensor drel{static_cast<float*>(vv.data) + 2 * dk, DType::f32, {L + 1, dk}, d};
+            ops::vq_attention_backward({gx.view().columns(0, dk), gx.view().columns(dk, dk),
+                                        ga.view().columns(0, dv), du, dvb, drel},
+                                       go.view(), o.view(), l.view(), x.view().columns(0, dk),
+                                       zz.view(), a.view().columns(0, dv), t, B, T, sh,
+                                       carried ? lead.data() : nullptr);
+            return Outputs{{"out", download(o)}, {"lse", download(l)},
+                           {"state", state},     {"dq | dk", download(gx)},
+                           {"dv", download(ga)}, {"du | dvb | drel", download(vec)}};
+        },
+        {1e-5, 1e-4});
+}
+
+TEST_F(CudaOps, VqAttention) {
+    compare_vq_attention(false);
+}
+
+TEST_F(CudaOps, VqAttentionCarriedStates) {
+    compare_vq_attention(true);
+}
+
 TEST_F(CudaOps, BufferRoundTrip) {
     const auto host = randn(1000, 27);
     DeviceBuffer a = upload(Device::cuda, host, {10, 100});

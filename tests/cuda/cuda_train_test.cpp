@@ -28,9 +28,10 @@ struct Trained {
 constexpr int kB = 2, kT = 16, kSteps = 4;
 
 Trained train(const ModelConfig& m, const OptimConfig& o, Device d, Precision p, Recompute r,
-              int micro) {
+              int micro, bool carry) {
     Learner learner(m, o, kB, kT, kSteps, nullptr, 0, nullptr, r, p, d);
     learner.init_params(1234);
+    learner.set_vq_carry(carry);  // Transformer-VQ: each step continues the last one's rows
     learner.set_dropout(99, 0);
     const int n = micro * kB * kT;
     std::vector<std::int32_t> tokens(n), targets(n);
@@ -55,6 +56,7 @@ struct Case {
     Recompute recompute = Recompute::none;
     int micro = 1;
     std::string optim = "adamw";
+    bool carry = false;  // model.vq.update_len: the VQ attention states carried across steps
 };
 
 std::vector<Case> cases() {
@@ -83,6 +85,17 @@ std::vector<Case> cases() {
     out.push_back({"gpt2 recompute block, accum 2", gpt2, Precision::fp32, Recompute::block, 2});
     out.push_back({"gpt2 lion", gpt2, Precision::fp32, Recompute::none, 1, "lion"});
     out.push_back({"gpt2 adafactor", gpt2, Precision::fp32, Recompute::none, 1, "adafactor"});
+    // Transformer-VQ: blocks of 4 so that kT = 16 reads the window and the compressed cache;
+    // its codebook moves by the statistics' moving average, not the optimizer.
+    ModelConfig vq = gpt2;
+    vq.attention = "vq", vq.mlp = "none", vq.norm = "rmsnorm", vq.norm_bias = false;
+    vq.position = "none", vq.n_head = 1, vq.tied_head = false;
+    vq.vq_block_len = 4, vq.vq_codes = 8, vq.vq_d_k = 8, vq.vq_d_v = 32;
+    out.push_back({"vq", vq});
+    ModelConfig vq_mlp = vq;
+    vq_mlp.mlp = "gelu";
+    out.push_back({"vq + mlp, carried states, recompute block, accum 2", vq_mlp, Precision::fp32,
+                   Recompute::block, 2, "adamw", true});
     return out;
 }
 
@@ -94,8 +107,10 @@ TEST(CudaTraining, EveryFamilyMatchesTheCpu) {
         SCOPED_TRACE(c.name);
         OptimConfig o;
         o.name = c.optim, o.lr = 1e-3f, o.warmup_steps = 0;
-        const Trained gpu = train(c.model, o, Device::cuda, c.precision, c.recompute, c.micro);
-        const Trained cpu = train(c.model, o, Device::cpu, c.precision, c.recompute, c.micro);
+        const Trained gpu =
+            train(c.model, o, Device::cuda, c.precision, c.recompute, c.micro, c.carry);
+        const Trained cpu =
+            train(c.model, o, Device::cpu, c.precision, c.recompute, c.micro, c.carry);
         double max_loss = 0, sum_w = 0, max_w = 0;
         for (int s = 0; s < kSteps; ++s) {
             const double rel = std::fabs(gpu.losses[s] - cpu.losses[s]) / std::fabs(cpu.losses[s]);

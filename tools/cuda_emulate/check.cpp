@@ -831,6 +831,93 @@ void t5_bias() {
 }
 
 // Every group, in order; `check NAME...` runs only the named ones.
+// Transformer-VQ's attention: T crossing block edges (the cache joins from the third block), a
+// code never used (its cache column -inf), and carried states at positions off the block grid,
+// a different one per row; both CPU reductions against the GPU's one.
+struct VqCase {
+    int B, T, L, S, dk, dv;
+    bool carried;
+    k::VqReduction reduction;
+};
+
+// Each row's state after a CPU forward over `lead[b]` tokens of its own inputs.
+std::vector<k::VqAttnState> vq_lead_states(const VqCase& c, const std::vector<int>& lead,
+                                           const std::vector<float>& cb,
+                                           const std::vector<float>& rel,
+                                           const std::vector<float>& u,
+                                           const std::vector<float>& vb) {
+    std::vector<k::VqAttnState> st(c.B);
+    const k::VqAttnShape sh{c.L, c.S, c.dk, c.dv, c.reduction};
+    for (int b = 0; b < c.B; ++b) {
+        const int T = lead[b];
+        const auto q = randn(T * c.dk, 80 + b), v = randn(T * c.dv, 90 + b);
+        std::vector<std::int32_t> z(T);
+        for (int t = 0; t < T; ++t) z[t] = (t * 7 + b) % (c.S - 1);
+        std::vector<float> o(T * c.dv), l(T);
+        k::vq_attention_forward(o.data(), l.data(), q.data(), c.dk, z.data(), v.data(), c.dv,
+                                cb.data(), rel.data(), u.data(), vb.data(), 1, T, sh, &st[b]);
+    }
+    return st;
+}
+
+void vq_attention_case(const char* name, const VqCase& c) {
+    const int N = c.B * c.T, ldq = 2 * c.dk, ldv = 2 * c.dv;
+    const k::VqAttnShape sh{c.L, c.S, c.dk, c.dv, c.reduction};
+    const auto cb = randn(c.S * c.dk, 70, 0.7f), rel = randn((c.L + 1) * c.dk, 71, 0.5f);
+    const auto u = randn(c.dk, 72, 0.3f), vb = randn(c.dk, 73, 0.3f);
+    const auto qk = randn(N * ldq, 74), act = randn(N * ldv, 75);
+    std::vector<std::int32_t> z(N);
+    std::mt19937 rng(76);
+    for (auto& x : z) x = static_cast<std::int32_t>(rng() % (c.S - 1));  // code S - 1 unused
+    std::vector<k::VqAttnState> st1, st2;
+    if (c.carried) st1 = st2 = vq_lead_states(c, {13, 19, 5}, cb, rel, u, vb);
+    std::vector<k::VqAttnState> start = st1;
+    std::vector<float> o1(N * c.dv), o2(o1.size(), NAN), l1(N), l2(N, NAN);
+    k::vq_attention_forward(o1.data(), l1.data(), qk.data(), ldq, z.data(), act.data(), ldv,
+                            cb.data(), rel.data(), u.data(), vb.data(), c.B, c.T, sh,
+                            c.carried ? st1.data() : nullptr);
+    kc::vq_attention_forward(o2.data(), l2.data(), qk.data(), ldq, z.data(), act.data(), ldv,
+                             cb.data(), rel.data(), u.data(), vb.data(), c.B, c.T, sh,
+                             c.carried ? st2.data() : nullptr);
+    const std::string n = name;
+    compare((n + " out").c_str(), o2, o1, 1e-5, 1e-5);
+    compare((n + " lse").c_str(), l2, l1, 1e-5, 1e-5);
+    for (int b = 0; c.carried && b < c.B; ++b) {
+        same_bits((n + " state pos").c_str(), std::vector<std::int64_t>{st2[b].pos},
+                  std::vector<std::int64_t>{st1[b].pos});
+        same_bits((n + " state codes").c_str(), st2[b].z, st1[b].z);
+        same_bits((n + " state values").c_str(), st2[b].v, st1[b].v);
+        compare((n + " state counts").c_str(), st2[b].count, st1[b].count, 0, 0);
+        compare((n + " state means").c_str(), st2[b].mean, st1[b].mean, 1e-6, 1e-5);
+    }
+    const auto dout = randn(N * c.dv, 77);
+    auto dqk1 = pattern(N * ldq), dqk2 = dqk1, dact1 = pattern(N * ldv), dact2 = dact1;
+    auto vec1 = pattern((c.L + 3) * c.dk), vec2 = vec1;  // du | dvb | drel
+    const k::VqAttnState* from = c.carried ? start.data() : nullptr;
+    k::vq_attention_backward(dqk1.data(), dqk1.data() + c.dk, dact1.data(), vec1.data(),
+                             vec1.data() + c.dk, vec1.data() + 2 * c.dk, dout.data(), o1.data(),
+                             l1.data(), qk.data(), ldq, z.data(), act.data(), ldv, cb.data(),
+                             rel.data(), u.data(), vb.data(), c.B, c.T, sh, from);
+    kc::vq_attention_backward(dqk2.data(), dqk2.data() + c.dk, dact2.data(), vec2.data(),
+                              vec2.data() + c.dk, vec2.data() + 2 * c.dk, dout.data(), o1.data(),
+                              l1.data(), qk.data(), ldq, z.data(), act.data(), ldv, cb.data(),
+                              rel.data(), u.data(), vb.data(), c.B, c.T, sh, from);
+    compare((n + " dq | dk").c_str(), dqk2, dqk1, 1e-5, 1e-4);
+    compare((n + " dv").c_str(), dact2, dact1, 1e-5, 1e-4);
+    compare((n + " du | dvb | drel").c_str(), vec2, vec1, 1e-5, 1e-4);
+}
+
+void vq_attention() {
+    using R = k::VqReduction;
+    vq_attention_case("vq attn", {2, 29, 8, 6, 5, 7, false, R::serial});
+    vq_attention_case("vq attn matmul", {2, 29, 8, 6, 5, 7, false, R::matmul});
+    vq_attention_case("vq attn carried", {3, 21, 8, 6, 5, 7, true, R::serial});
+    vq_attention_case("vq attn carried mm", {3, 21, 8, 6, 5, 7, true, R::matmul});
+    vq_attention_case("vq attn step", {3, 1, 4, 5, 6, 3, true, R::serial});
+    vq_attention_case("vq attn one block", {1, 6, 8, 4, 3, 40, false, R::serial});
+}
+
+
 const std::pair<const char*, void (*)()> kGroups[] = {
     {"gemms", gemms},
     {"strided_gemm", strided_gemm},
@@ -862,6 +949,7 @@ const std::pair<const char*, void (*)()> kGroups[] = {
     {"positions", positions},
     {"elementwise_and_sums", elementwise_and_sums},
     {"vq_codebook", vq_codebook},
+    {"vq_attention", vq_attention},
 };
 
 }  // namespace

@@ -72,7 +72,7 @@ std::vector<std::string> chat_config_dirs(const RunDir& run) {
 }
 
 Device run_device(const RunDir& run, const std::string& name) {
-    const std::string gap = model_device_gap(for_inference(run.config.model), Device::cuda);
+    const std::string gap = decode_device_gap(for_inference(run.config.model), Device::cuda);
     return kernels::resolve_run_device(name, "--device", gap);
 }
 

@@ -35,7 +35,8 @@ Block::Block(const ModelConfig& cfg, int model, int rank)
 
 void Block::place(Device d) {
     attn.place(d);
-    norm.device = mlp.device = vq.device = d;
+    norm.device = mlp.device = d;
+    vq.place(d);
 }
 
 void Block::normalize(float* ln, std::uint16_t* ln16, float* mean, float* rstd, const float* x,

@@ -54,7 +54,7 @@ DecodeStack::DecodeStack(const ModelConfig& cfg, int max_rows, DecodePrecision p
       tokens_(device),
       pos_(device) {
     MESHLM_CHECK(max_rows >= 1, "a decoder needs at least one row, got ", max_rows);
-    if (const std::string gap = model_device_gap(cfg_, device); !gap.empty())
+    if (const std::string gap = decode_device_gap(cfg_, device); !gap.empty())
         throw InvalidInput(detail::concat("this model cannot decode on ",
                                           kernels::device_name(device), ": ", gap,
                                           "; decode it on the CPU"));

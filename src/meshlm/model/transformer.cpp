@@ -136,7 +136,14 @@ const float* Transformer::BlockRun::branch_grad(const float* dres, int N, int la
 
 std::string model_device_gap(const ModelConfig& cfg, Device device) {
     if (device == Device::cpu) return "";
-    if (cfg.vq()) return "Transformer-VQ's attention (model.attention vq) has no CUDA kernel yet";
+    return "";
+}
+
+std::string decode_device_gap(const ModelConfig& cfg, Device device) {
+    if (std::string gap = model_device_gap(cfg, device); !gap.empty()) return gap;
+    if (device != Device::cpu && cfg.vq())
+        return "Transformer-VQ's decoder (model.attention vq) runs its prompt model and states "
+               "on the host";
     return "";
 }
 
@@ -210,9 +217,15 @@ k::AttnDropout Transformer::attn_dropout(int layer) const {
 }
 
 void Transformer::add_vq_stats(const VqAttention::Acts& a, float err, int N) {
+    const std::int32_t* z = a.z;
+    if (device_ != Device::cpu) {  // the codes, read on the host
+        vq_codes_.resize(static_cast<std::size_t>(N));
+        kernels::copy(view(vq_codes_.data(), {N}, Device::cpu), view(a.z, {N}, device_));
+        z = vq_codes_.data();
+    }
     std::vector<int>& used = vq_used_;
     used.assign(block_.vq.S, 0);
-    for (int n = 0; n < N; ++n) ++used[a.z[n]];
+    for (int n = 0; n < N; ++n) ++used[z[n]];
     double entropy = 0;
     int codes = 0;
     for (int c : used)
@@ -289,7 +302,6 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
 
     const std::int32_t* host_targets = targets;
     if (device_ != Device::cpu) {  // the ids the embedding and the loss read, on the device
-        MESHLM_CHECK(!vq_states_, "carried attention states are on the host");
         tokens = device_ids(tokens_dev_, tokens, N);
         if (targets) targets = device_ids(targets_dev_, targets, N);
     }

@@ -67,8 +67,12 @@ std::size_t transformer_activation_floats(const ModelConfig& cfg, int B, int T, 
 std::size_t vq_carried_state_floats(const ModelConfig& cfg, std::size_t rows, int model = 1);
 
 // Why a model of `cfg` cannot run on `device` yet ("" when it can): what still runs on the host
-// (T5's distance bias, Transformer-VQ's attention, scaled sinusoids, carried attention states).
+// (T5's distance bias, scaled sinusoids, attention-probability dropout). Transformer-VQ runs
+// there, its carried states (kernels::VqAttnState) host structs the op copies over and back.
 std::string model_device_gap(const ModelConfig& cfg, Device device);
+// The same for decoding (sample, eval, serve): also Transformer-VQ, whose Decoder steps a host
+// Transformer with host states.
+std::string decode_device_gap(const ModelConfig& cfg, Device device);
 
 class Transformer {
   public:
@@ -178,7 +182,8 @@ class Transformer {
     bool vq_on_;
     float grad_scale_ = 0.f;  // the last forward's: the commitment loss's per-token scale
     VqStats vq_stats_;
-    std::vector<int> vq_used_;  // add_vq_stats' per-code counts
+    std::vector<int> vq_used_;            // add_vq_stats' per-code counts
+    std::vector<std::int32_t> vq_codes_;  // ... and off the CPU its host copy of the codes
     kernels::VqAttnState* vq_states_ = nullptr;
     std::vector<kernels::VqAttnState> vq_start_;  // what the last training forward started from
     bool vq_carried_ = false;                     // ... when it had states (vq_start_ valid)

@@ -97,6 +97,17 @@ Halves halves(const float* p, int N, int w, Device d) {
 }
 }  // namespace
 
+void VqAttention::place(Device d) {
+    device = d;
+    if (d == Device::cpu || table.empty()) return;
+    table_dev = kernels::DeviceBuffer(d, DType::f32, {L + 1, C});
+    kernels::copy(table_dev.view(), view(table.data(), {L + 1, C}, Device::cpu));
+}
+
+Tensor VqAttention::table_view() const {
+    return device == Device::cpu ? view(table.data(), {L + 1, C}, device) : table_dev.view();
+}
+
 ops::VqTables VqAttention::tables(const Derived& d) const {
     return {view(d.codebook, {S, dk}, device), view(d.rel, {L + 1, dk}, device),
             view(d.u, {dk}, device), view(d.vb, {dk}, device)};
@@ -106,8 +117,8 @@ void VqAttention::derive(Derived& d, const BlockTensors& w) const {
     const Device dev = device;
     ops::vq_codebook(view(d.codebook, {S, dk}, dev), view(w.c_sum, {S, dk}, dev),
                      view(w.c_count, {S}, dev));
-    ops::gemm(view(d.rel, {L + 1, dk}, dev), view(table.data(), {L + 1, C}, dev), false,
-              view(w.vq_r_w, {dk, C}, dev), true, scale, 0.f);
+    ops::gemm(view(d.rel, {L + 1, dk}, dev), table_view(), false, view(w.vq_r_w, {dk, C}, dev),
+              true, scale, 0.f);
     const Tensor u = view(d.u, {dk}, dev), vb = view(d.vb, {dk}, dev);
     kernels::copy(u, view(w.vq_u, {dk}, dev));
     kernels::copy(vb, view(w.vq_v, {dk}, dev));
@@ -222,8 +233,7 @@ void VqAttention::backward(float* dx, BlockTensors& g, const float* dout, const 
     linear::backward(dev, lead ? dx : nullptr, g.vq_qk_w, nullptr, dqk, x, w.vq_qk_w, N, C, 2 * dk,
                      true, bf16, x16);
     // rel = scale table Wr^T: dWr += scale drel^T table.
-    ops::gemm(view(g.vq_r_w, {dk, C}, dev), drelv, true, view(table.data(), {L + 1, C}, dev), false,
-              scale, 1.f);
+    ops::gemm(view(g.vq_r_w, {dk, C}, dev), drelv, true, table_view(), false, scale, 1.f);
     ops::axpy(view(g.vq_u, {dk}, dev), duv, scale);
     ops::axpy(view(g.vq_v, {dk}, dev), dvbv, scale);
     // The codebook's statistics of this batch (in row order: deterministic).

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "meshlm/core/model_comm.h"
+#include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/ops/op_params.h"
 #include "meshlm/kernels/ops/vq_attention.h"
 #include "meshlm/model/linear.h"
@@ -38,7 +39,12 @@ struct VqAttention {
     float eps, scale, c_beta;  // scale = dk^-1/4
     std::vector<float> table;  // (L + 1, C) the sinusoids of distances 0..L
     Bf16Scratch* bf16 = nullptr;
-    Device device = Device::cpu;  // where the projections' views live
+    Device device = Device::cpu;      // where the projections' views live (place())
+    kernels::DeviceBuffer table_dev;  // off the CPU: table's copy there
+
+    // Puts the sublayer on d: its views there and, off the CPU, a copy of the table.
+    void place(Device d);
+    Tensor table_view() const;  // (L + 1, C) on device
 
     // What the forward keeps for the backward, over N rows.
     struct Acts {

@@ -16,6 +16,24 @@
 
 namespace meshlm {
 
+namespace {
+// ema_update (core/param_layout.h) with the ops, for parameters and gradients on a device:
+// p = keep p + (1 - keep) g, then g = 0 over [begin, end) (an FMA apart from the CPU's loop).
+void ema_update_on(Device d, const ParamLayout& layout, float* params, float* grads,
+                   std::size_t begin, std::size_t end) {
+    for (const ParamSlice& s : layout.slices()) {
+        if (s.ema_decay <= 0.f) continue;
+        const std::size_t lo = std::max(begin, s.offset), hi = std::min(end, s.offset + s.numel);
+        if (lo >= hi) continue;
+        const Shape n{static_cast<std::int64_t>(hi - lo)};
+        const Tensor p = view(params + (lo - begin), n, d), g = view(grads + (lo - begin), n, d);
+        ops::scale(p, s.ema_decay);
+        ops::axpy(p, g, 1.f - s.ema_decay);
+        ops::fill(g, 0.f);
+    }
+}
+}  // namespace
+
 std::vector<ParamGroup> param_groups(const ParamLayout& layout, const OptimConfig& optim,
                                      const ModelConfig& model) {
     const std::string& mask = optim.decay_mask;
@@ -498,16 +516,20 @@ void Learner::fold_moving_averages() {
     // (all-reduced): all of it, so none stays in the gradient norm (stage 1's gather brings the
     // owners' equal values). Stages 2-3: this rank's chunk.
     const std::size_t at = plan_.begin(), end = at + plan_.chunk;
+    auto fold = [&](float* params, float* grads, std::size_t begin, std::size_t stop) {
+        if (device_ == Device::cpu) return ema_update(layout(), params, grads, begin, stop);
+        ema_update_on(device_, layout(), params, grads, begin, stop);
+    };
     switch (plan_.stage) {
         case 0:
         case 1:
-            ema_update(layout(), params_.data(), grads_.data(), 0, layout().total());
+            fold(params_.data(), grads_.data(), 0, layout().total());
             return;
         case 2:
-            ema_update(layout(), params_.data() + at, grad_shard_.data(), at, end);
+            fold(params_.data() + at, grad_shard_.data(), at, end);
             return;
         default:
-            ema_update(layout(), param_shard_.data(), grad_shard_.data(), at, end);
+            fold(param_shard_.data(), grad_shard_.data(), at, end);
     }
 }
 

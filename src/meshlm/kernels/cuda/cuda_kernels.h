@@ -200,5 +200,19 @@ void attention_act_forward(float* out, const float* qkv, int B, int T, int H, in
 void attention_act_backward(float* dqkv, const float* dout, const float* qkv, int B, int T, int H,
                             int Hkv, int D, const float* alibi_slopes, const AttnActParams& act,
                             float scale);
+// Transformer-VQ's attention (vq_attention.cu, vq_attention_backward.cu): kernels.h's contracts
+// (its results differ from the CPU's in rounding only; both VqReduction values get the serial
+// cache), needing 2 L + S <= 6144 columns (a row's scores in shared memory). state: B host
+// states (not device memory), packed and copied to the device by the call; the forward copies
+// the advanced ones back before it returns. Scratch is allocated per call.
+void vq_attention_forward(float* out, float* lse, const float* q, int ldq, const std::int32_t* z,
+                          const float* v, int ldv, const float* codebook, const float* rel,
+                          const float* u, const float* vb, int B, int T, VqAttnShape shape,
+                          VqAttnState* state);
+void vq_attention_backward(float* dq, float* dk, float* dv, float* du, float* dvb, float* drel,
+                           const float* dout, const float* out, const float* lse, const float* q,
+                           int ldq, const std::int32_t* z, const float* v, int ldv,
+                           const float* codebook, const float* rel, const float* u, const float* vb,
+                           int B, int T, VqAttnShape shape, const VqAttnState* state);
 
 }  // namespace meshlm::kernels::cuda

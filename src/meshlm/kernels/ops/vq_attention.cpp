@@ -35,13 +35,6 @@ int check_attention(const char* op, const Tensor& q, const Tensor& z, const Tens
     return static_cast<int>(N);
 }
 
-[[noreturn]] void refuse_cuda(const char* op) {
-    kernels::require_device(Device::cuda, op);  // a CPU build names -DMESHLM_CUDA=ON
-    throw Error(detail::concat(op,
-                               ": Transformer-VQ's attention has no CUDA kernel yet "
-                               "(model.attention vq trains on the CPU)"));
-}
-
 }  // namespace
 
 void vq_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& z,
@@ -64,11 +57,16 @@ void vq_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q,
     expect_shape(op, {"out", out}, Shape{N, s.dv});
     expect_shape(op, {"lse", lse}, Shape{N});
     expect_dense(op, {{"out", out}, {"lse", lse}});
-    if (d != Device::cpu) refuse_cuda(op);
-    kernels::vq_attention_forward(
-        out.f32(), lse.f32(), q.f32(), as_int(op, "q's row stride", row_stride(op, {"q", q})),
-        z.i32(), v.f32(), as_int(op, "v's row stride", row_stride(op, {"v", v})), t.codebook.f32(),
-        t.rel.f32(), t.u.f32(), t.vb.f32(), B, T, s, state);
+    const int ldq = as_int(op, "q's row stride", row_stride(op, {"q", q}));
+    const int ldv = as_int(op, "v's row stride", row_stride(op, {"v", v}));
+    kernels::require_device(d, op);
+    if (d == Device::cpu)
+        return kernels::vq_attention_forward(out.f32(), lse.f32(), q.f32(), ldq, z.i32(), v.f32(),
+                                             ldv, t.codebook.f32(), t.rel.f32(), t.u.f32(),
+                                             t.vb.f32(), B, T, s, state);
+    MESHLM_ON_CUDA(op, kernels::cuda::vq_attention_forward(
+                           out.f32(), lse.f32(), q.f32(), ldq, z.i32(), v.f32(), ldv,
+                           t.codebook.f32(), t.rel.f32(), t.u.f32(), t.vb.f32(), B, T, s, state));
 }
 
 void vq_attention_backward(const VqGrads& g, const Tensor& dout, const Tensor& out,
@@ -120,12 +118,18 @@ void vq_attention_backward(const VqGrads& g, const Tensor& dout, const Tensor& o
         row_stride(op, {"dv", g.dv}) != ldv)
         throw Error(
             detail::concat(op, ": dq and dk need q's row stride ", ldq, " and dv needs v's ", ldv));
-    if (d != Device::cpu) refuse_cuda(op);
-    kernels::vq_attention_backward(g.dq.f32(), g.dk.f32(), g.dv.f32(), g.du.f32(), g.dvb.f32(),
-                                   g.drel.f32(), dout.f32(), out.f32(), lse.f32(), q.f32(),
-                                   as_int(op, "ldq", ldq), z.i32(), v.f32(), as_int(op, "ldv", ldv),
-                                   t.codebook.f32(), t.rel.f32(), t.u.f32(), t.vb.f32(), B, T, s,
-                                   state);
+    const int ldq32 = as_int(op, "ldq", ldq), ldv32 = as_int(op, "ldv", ldv);
+    kernels::require_device(d, op);
+    if (d == Device::cpu)
+        return kernels::vq_attention_backward(
+            g.dq.f32(), g.dk.f32(), g.dv.f32(), g.du.f32(), g.dvb.f32(), g.drel.f32(), dout.f32(),
+            out.f32(), lse.f32(), q.f32(), ldq32, z.i32(), v.f32(), ldv32, t.codebook.f32(),
+            t.rel.f32(), t.u.f32(), t.vb.f32(), B, T, s, state);
+    MESHLM_ON_CUDA(op,
+                   kernels::cuda::vq_attention_backward(
+                       g.dq.f32(), g.dk.f32(), g.dv.f32(), g.du.f32(), g.dvb.f32(), g.drel.f32(),
+                       dout.f32(), out.f32(), lse.f32(), q.f32(), ldq32, z.i32(), v.f32(), ldv32,
+                       t.codebook.f32(), t.rel.f32(), t.u.f32(), t.vb.f32(), B, T, s, state));
 }
 
 void vq_quantize(const Tensor& z, const Tensor& err, const Tensor& k, const Tensor& codebook) {

@@ -10,7 +10,8 @@
 //   vq_codebook:       codebook = c_sum / max(c_count, 0.01) per code (c_sum [S, dk], c_count [S])
 //   vq_commit_grad:    dk += scale (k - codebook[z]) (the commitment loss's gradient)
 //   vq_codebook_stats: c_sum[z[n]] += k[n], c_count[z[n]] += 1, in row order
-// All f32 but z, on one device. The attention itself has no CUDA kernel yet: refused by name.
+// All f32 but z, on one device. state: host structs on either device (the CUDA kernels stage
+// them to the device and the advanced ones back, cuda/cuda_kernels.h).
 #pragma once
 
 #include "meshlm/core/tensor.h"
