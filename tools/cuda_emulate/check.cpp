@@ -917,7 +917,6 @@ void vq_attention() {
     vq_attention_case("vq attn one block", {1, 6, 8, 4, 3, 40, false, R::serial});
 }
 
-
 const std::pair<const char*, void (*)()> kGroups[] = {
     {"gemms", gemms},
     {"strided_gemm", strided_gemm},
