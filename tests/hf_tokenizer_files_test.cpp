@@ -36,15 +36,10 @@ test::CommandResult convert(const std::string& args) {
     return test::run_command(test::meshlm_binary() + " convert " + args);
 }
 
-std::string venv_python() {
-    const std::string py = test::source_dir() + "/.venv/bin/python";
-    return access(py.c_str(), X_OK) == 0 ? py : "";
-}
-
 // transformers' AutoTokenizer on an export, against `meshlm tokenize --tokenizer spec`.
 void expect_transformers_agree(const std::string& dir, const std::string& spec,
                                const std::string& eot, int eot_id) {
-    const std::string py = venv_python();
+    const std::string py = test::venv_python();
     ASSERT_FALSE(py.empty()) << "no .venv: run scripts/test.sh";
     ASSERT_EQ(test::run_command(py + " -c 'import transformers'").exit_code, 0)
         << "transformers is not in .venv: run scripts/test.sh";

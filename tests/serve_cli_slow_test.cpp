@@ -12,7 +12,7 @@ namespace {
 class ServeCliSlow : public ServeCli {};
 
 TEST_F(ServeCliSlow, LmEvalLocalCompletionsAgreesWithMeshlmEval) {
-    const std::string py = python();
+    const std::string py = test::venv_python();
     ASSERT_FALSE(py.empty()) << "no .venv: run scripts/test.sh";
     ASSERT_EQ(test::run_command(py + " -c 'import lm_eval'").exit_code, 0)
         << "lm-eval is not in .venv: run scripts/test.sh";

@@ -15,7 +15,7 @@ namespace meshlm {
 namespace {
 
 TEST_F(ServeCli, OpenAIPythonClientCompletesStreamsAndReadsLogprobs) {
-    const std::string py = python();
+    const std::string py = test::venv_python();
     ASSERT_FALSE(py.empty()) << "no .venv with the openai package: run scripts/test.sh";
     ServeProcess srv(run(), "--api-key sekret", *dir_ + "/openai.log");
     auto r = test::run_command("timeout 120 " + py + " " + test::source_dir() +
@@ -25,7 +25,7 @@ TEST_F(ServeCli, OpenAIPythonClientCompletesStreamsAndReadsLogprobs) {
 }
 
 TEST_F(ServeCli, OpenAIPythonClientChatsThroughTheDefaultTemplate) {
-    const std::string py = python();
+    const std::string py = test::venv_python();
     ASSERT_FALSE(py.empty()) << "no .venv with the openai package: run scripts/test.sh";
     const std::string chat_run = train_chat_run(*dir_);
     ServeProcess srv(chat_run, "--api-key sekret", *dir_ + "/openai_chat.log");

@@ -76,11 +76,6 @@ class ServeProcess {
     int port_ = 0, status_ = -1;
 };
 
-inline std::string python() {
-    const std::string py = test::source_dir() + "/.venv/bin/python";
-    return access(py.c_str(), X_OK) == 0 ? py : "";
-}
-
 // A run trained on ChatML conversations with a context that holds one (the suite's run has 64
 // positions, fewer than a system and a user turn take in bytes).
 inline std::string train_chat_run(const std::string& dir) {

@@ -18,11 +18,6 @@ namespace fs = std::filesystem;
 namespace meshlm {
 namespace {
 
-std::string venv_python() {
-    const std::string py = test::source_dir() + "/.venv/bin/python";
-    return fs::exists(py) ? py : "";
-}
-
 std::string tiny_flags(const std::string& corpus, const std::string& cache) {
     return " --config " + test::source_dir() + "/configs/tiny-gpt2.yaml" +
            " --config.model.n_layer=2 --config.model.d_model=32 --config.model.n_head=2"
@@ -42,7 +37,7 @@ std::string ascii_of(const std::string& s) {
 }
 
 nlohmann::json read_events(const std::string& tb_dir) {
-    const auto r = test::run_command(venv_python() + " " + test::source_dir() +
+    const auto r = test::run_command(test::venv_python() + " " + test::source_dir() +
                                      "/tests/tensorboard/read_events.py " + tb_dir);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     const auto at = r.output.find("{\"scalars\"");  // after any warning of the import
@@ -95,8 +90,8 @@ void expect_same_values(const std::string& run, const nlohmann::json& events) {
 }
 
 TEST(TensorBoard, EventsHoldTheMetricsAndSurviveAResume) {
-    ASSERT_FALSE(venv_python().empty()) << "no .venv: run scripts/test.sh";
-    ASSERT_EQ(test::run_command(venv_python() + " -c 'import tensorboard'").exit_code, 0)
+    ASSERT_FALSE(test::venv_python().empty()) << "no .venv: run scripts/test.sh";
+    ASSERT_EQ(test::run_command(test::venv_python() + " -c 'import tensorboard'").exit_code, 0)
         << "tensorboard is not in .venv: run scripts/test.sh";
     const std::string dir = test::temp_dir("tensorboard"), run = dir + "/run";
     const std::string flags = tiny_flags(test::write_test_corpus(dir), dir + "/cache");

@@ -6,6 +6,7 @@
 #include "meshlm/model/transformer_layout.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -33,6 +34,10 @@ std::string source_dir() {
     // A test binary carried to another machine (the GPU check) finds the checkout there.
     if (const char* moved = std::getenv("MESHLM_SOURCE_DIR")) return moved;
     return MESHLM_SOURCE_DIR;
+}
+std::string venv_python() {
+    const std::string py = source_dir() + "/.venv/bin/python";
+    return access(py.c_str(), X_OK) == 0 ? py : "";
 }
 std::string meshlm_binary() {
     return MESHLM_BINARY;

@@ -53,6 +53,8 @@ constexpr bool sanitizer_build() {
 std::string source_dir();                      // repository root
 std::string meshlm_binary();                   // build/meshlm
 std::string fixture(const std::string& name);  // tests/fixtures/<name>
+// The Python of the checkout's .venv (scripts/test.sh makes it), or "" when there is none.
+std::string venv_python();
 // A fresh empty directory under the system temp dir, removed at exit.
 std::string temp_dir(const std::string& tag);
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_vs_cpu.h"
 #include "meshlm/core/threads.h"
 #include "meshlm/kernels/device.h"
 #include "meshlm/parallel/device_comm.h"
@@ -110,25 +111,7 @@ TEST_F(CudaMeshTest, DataAndTensorParallelTrainingMatchesTheCpu) {
                       Recompute::none, c.precision, Device::cuda);
         const Trained cpu = train(cpu_l, m, host.data_index());
         const Trained gpu = train(gpu_l, m, dev.data_index());
-        double max_loss = 0, sum_w = 0, max_w = 0;
-        for (int s = 0; s < kSteps; ++s) {
-            const double rel = std::fabs(gpu.losses[s] - cpu.losses[s]) / std::fabs(cpu.losses[s]);
-            max_loss = std::max(max_loss, rel);
-            EXPECT_LE(rel, 1e-4) << "step " << s + 1 << ": gpu " << gpu.losses[s] << " cpu "
-                                 << cpu.losses[s];
-        }
-        ASSERT_EQ(gpu.params.size(), cpu.params.size());
-        for (std::size_t i = 0; i < cpu.params.size(); ++i) {
-            const double d = std::fabs(gpu.params[i] - cpu.params[i]);
-            sum_w += d, max_w = std::max(max_w, d);
-        }
-        const double mean_w = sum_w / static_cast<double>(cpu.params.size());
-        EXPECT_LE(mean_w, 1e-5);
-        if (world.rank() == 0)
-            std::printf(
-                "[ trained  ] %-20s loss rel diff max %.2e  weights |diff| mean %.2e "
-                "max %.2e\n",
-                c.name.c_str(), max_loss, mean_w, max_w);
+        test::expect_gpu_matches_cpu(gpu, cpu, c.name, world.rank() == 0);
 
         // A sharded checkpoint's chunk: read through host copies, written back the same way.
         const Learner::LocalChunk gc = gpu_l.local_chunk();

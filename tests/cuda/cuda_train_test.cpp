@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_vs_cpu.h"
 #include "meshlm/core/model_comm.h"
 #include "meshlm/kernels/device.h"
 #include "meshlm/kernels/device_buffer.h"
@@ -111,23 +112,7 @@ TEST(CudaTraining, EveryFamilyMatchesTheCpu) {
             train(c.model, o, Device::cuda, c.precision, c.recompute, c.micro, c.carry);
         const Trained cpu =
             train(c.model, o, Device::cpu, c.precision, c.recompute, c.micro, c.carry);
-        double max_loss = 0, sum_w = 0, max_w = 0;
-        for (int s = 0; s < kSteps; ++s) {
-            const double rel = std::fabs(gpu.losses[s] - cpu.losses[s]) / std::fabs(cpu.losses[s]);
-            max_loss = std::max(max_loss, rel);
-            EXPECT_LE(rel, 1e-4) << "step " << s + 1 << ": gpu " << gpu.losses[s] << " cpu "
-                                 << cpu.losses[s];
-        }
-        ASSERT_EQ(gpu.params.size(), cpu.params.size());
-        for (std::size_t i = 0; i < cpu.params.size(); ++i) {
-            const double d = std::fabs(gpu.params[i] - cpu.params[i]);
-            sum_w += d, max_w = std::max(max_w, d);
-        }
-        const double mean_w = sum_w / static_cast<double>(cpu.params.size());
-        EXPECT_LE(mean_w, 1e-5);
-        std::printf(
-            "[ trained  ] %-50s loss rel diff max %.2e  weights |diff| mean %.2e max %.2e\n",
-            c.name.c_str(), max_loss, mean_w, max_w);
+        test::expect_gpu_matches_cpu(gpu, cpu, c.name);
     }
 }
 
