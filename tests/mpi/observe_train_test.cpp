@@ -80,7 +80,7 @@ void check_trace(const std::string& dir, int ranks) {
     std::map<int, double> covered, total;        // step event -> its children's time
     for (std::size_t i = 0; i < ev.size(); ++i) {
         const Event& e = ev[i];
-        ++names[e.name.substr(0, e.name.find(" block"))];
+        ++names[e.name.substr(0, e.name.find_last_not_of("0123456789 ") + 1)];  // no number
         const std::string parent = e.parent >= 0 ? ev[e.parent].name : "";
         if (e.name.starts_with("step ")) {
             EXPECT_EQ(e.parent, -1) << e.name;
@@ -104,10 +104,13 @@ void check_trace(const std::string& dir, int ranks) {
         EXPECT_EQ(steps[r], (std::set<std::string>{"step 3", "step 4"})) << "rank " << r;
     // Per step and rank: 2 micro-batches (data, forward, backward) and 2 blocks each way.
     const int per = 2 * 2 * ranks;
+    EXPECT_EQ(names["step"], 2 * ranks);
     EXPECT_EQ(names["forward"], per);
     EXPECT_EQ(names["backward"], per);
-    EXPECT_EQ(names["forward"], per);
+    EXPECT_EQ(names["forward block"], 2 * per);
+    EXPECT_EQ(names["backward block"], 2 * per);
     EXPECT_EQ(names["data"], per);
+    EXPECT_EQ(names["gradient norm"], 2 * ranks);
     EXPECT_EQ(names["optimizer"], 2 * ranks);
     EXPECT_EQ(names["checkpoint write"], ranks);
     if (ranks > 1) EXPECT_GT(names["all_reduce"], 0);
@@ -116,7 +119,7 @@ void check_trace(const std::string& dir, int ranks) {
         std::printf("rank %d %s: %.1f us, children %.1f %%\n", ev[step].pid, ev[step].name.c_str(),
                     t, 100 * f);
         EXPECT_LE(covered[step], t + 1e-3);
-        EXPECT_GE(f, 0.9) << ev[step].name << " of rank " << ev[step].pid;
+        EXPECT_GE(f, 0.8) << ev[step].name << " of rank " << ev[step].pid;
     }
 }
 

@@ -58,6 +58,7 @@ void record(const TraceEvent& e) {
 }  // namespace trace_detail
 
 void trace_set_enabled(bool on) {
+    if (on) own_events();  // the thread that traces is the first: tid 0 (the trainer's main)
     trace_detail::on.store(on, std::memory_order_relaxed);
 }
 

@@ -24,7 +24,7 @@ struct TraceEvent {
     std::int64_t bytes;   // -1: none; else args.bytes
     std::int64_t ts_ns;   // start, steady clock (CLOCK_MONOTONIC: one clock for every process
     std::int64_t dur_ns;  // of a machine)
-    int tid;              // the thread's number in this process, 0 = the first to record
+    int tid;              // the thread's number in this process, 0 = the first to trace
 };
 
 namespace trace_detail {
@@ -34,6 +34,7 @@ void record(const TraceEvent& e);
 }  // namespace trace_detail
 
 // Starts (true) or stops recording; scopes open when it changes keep the state they began in.
+// The first thread to start it is tid 0.
 void trace_set_enabled(bool on);
 inline bool trace_enabled() {
     return trace_detail::on.load(std::memory_order_relaxed);
