@@ -45,7 +45,9 @@ constexpr bool is_number_v = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>
 
 template <typename T>
 const char* type_name() {
-    if constexpr (std::is_same_v<T, bool>)
+    if constexpr (std::is_same_v<T, StepRange>)
+        return "[int, int]";
+    else if constexpr (std::is_same_v<T, bool>)
         return "bool";
     else if constexpr (std::is_same_v<T, std::string>)
         return "string";
@@ -61,7 +63,9 @@ const char* type_name() {
 
 template <typename T>
 const char* expected_what() {
-    if constexpr (std::is_same_v<T, bool>)
+    if constexpr (std::is_same_v<T, StepRange>)
+        return "a list of two steps [first, last] with 1 <= first <= last, or [] for none";
+    else if constexpr (std::is_same_v<T, bool>)
         return "a boolean (true or false)";
     else if constexpr (std::is_same_v<T, std::string>)
         return "a string";
@@ -83,7 +87,10 @@ std::string quote_yaml(const std::string& s) {
 // YAML text for a value; floats use the shortest text that reads back to the same bits.
 template <typename T>
 std::string format_value(const T& v) {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (std::is_same_v<T, StepRange>) {
+        if (v.empty()) return "[]";
+        return "[" + std::to_string(v.first) + ", " + std::to_string(v.last) + "]";
+    } else if constexpr (std::is_same_v<T, bool>) {
         return v ? "true" : "false";
     } else if constexpr (std::is_same_v<T, std::string>) {
         return quote_yaml(v);
@@ -108,7 +115,9 @@ template <typename T>
 std::optional<std::string> parse_scalar(const std::string& text, T& out) {
     const std::string wrong =
         std::string("expected ") + expected_what<T>() + ", got '" + text + "'";
-    if constexpr (std::is_same_v<T, std::string>) {
+    if constexpr (std::is_same_v<T, StepRange>) {
+        return wrong;  // a list, not a scalar (read_value)
+    } else if constexpr (std::is_same_v<T, std::string>) {
         out = text;
         return std::nullopt;
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -141,6 +150,21 @@ std::optional<std::string> parse_scalar(const std::string& text, T& out) {
     }
 }
 
+// A StepRange from a sequence's items joined by ", " ("" = none).
+std::optional<std::string> parse_step_range(const std::string& items, StepRange& out) {
+    const std::string wrong =
+        std::string("expected ") + expected_what<StepRange>() + ", got [" + items + "]";
+    if (items.empty()) return out = StepRange{}, std::nullopt;
+    const auto comma = items.find(", ");
+    if (comma == std::string::npos) return wrong;
+    long a = 0, b = 0;
+    if (parse_scalar(items.substr(0, comma), a) || parse_scalar(items.substr(comma + 2), b) ||
+        a < 1 || b < a)
+        return wrong;
+    out = {a, b};
+    return std::nullopt;
+}
+
 template <typename T>
 std::optional<std::string> read_value(const RawValue& raw, T& out) {
     switch (raw.kind) {
@@ -150,6 +174,7 @@ std::optional<std::string> read_value(const RawValue& raw, T& out) {
             if constexpr (std::is_same_v<T, std::string>) return out.clear(), std::nullopt;
             return std::string("expected ") + expected_what<T>() + ", got an empty value";
         case RawValue::Kind::sequence:
+            if constexpr (std::is_same_v<T, StepRange>) return parse_step_range(raw.text, out);
             return std::string("expected ") + expected_what<T>() + ", got a sequence";
         case RawValue::Kind::map:
             return std::string("expected ") + expected_what<T>() + ", got a mapping";
@@ -254,8 +279,9 @@ class Section {
 
     template <typename T>
     Section& add(const std::string& name, T S::*field, std::string help, Rule rule = {}) {
-        static_assert(is_number_v<T> || std::is_same_v<T, bool> || std::is_same_v<T, std::string>,
-                      "config fields are int, uint64, float, double, bool or string");
+        static_assert(is_number_v<T> || std::is_same_v<T, bool> || std::is_same_v<T, std::string> ||
+                          std::is_same_v<T, StepRange>,
+                      "config fields are int, uint64, float, double, bool, string or StepRange");
         constexpr bool numeric = is_number_v<T>, textual = std::is_same_v<T, std::string>;
         MESHLM_CHECK((numeric || !rule.number) && (textual || !rule.text), "rule '", rule.describe,
                      "' does not fit the type of ", name_, ".", name);
@@ -606,7 +632,14 @@ OptionTable build_table() {
         .add("sample_prompt", &LogConfig::sample_prompt, "prompt of that sample")
         .add("tensorboard", &LogConfig::tensorboard,
              "also write TensorBoard event files into RUN_DIR/tb/ (every logged metric, the "
-             "validation loss and the final sample)");
+             "validation loss and the final sample)")
+        .add("profile_steps", &LogConfig::profile_steps,
+             "steps [first, last] to trace (forward, backward, optimizer, collectives, data, "
+             "checkpoints) into RUN_DIR/trace.json for Perfetto; [] = none")
+        .add("diag_interval", &LogConfig::diag_interval,
+             "steps between diagnostics (activation RMS per layer, update/weight RMS per tensor, "
+             "gradient noise scale) in the metrics; 0 = off",
+             at_least(0));
 
     Section<ParallelConfig>(t, "parallel", &Config::parallel)
         .add("data", &ParallelConfig::data,
@@ -835,8 +868,14 @@ RawValue raw_value(const YAML::Node& n) {
     switch (n.Type()) {
         case YAML::NodeType::Scalar:
             return {RawValue::Kind::scalar, n.Scalar()};
-        case YAML::NodeType::Sequence:
-            return {RawValue::Kind::sequence, {}};
+        case YAML::NodeType::Sequence: {
+            // The items' text, for the options that take a list (StepRange).
+            std::string items;
+            for (const auto& item : n)
+                items += (items.empty() ? "" : ", ") +
+                         (item.IsScalar() ? item.Scalar() : std::string("?"));
+            return {RawValue::Kind::sequence, items};
+        }
         case YAML::NodeType::Map:
             return {RawValue::Kind::map, {}};
         default:

@@ -5,6 +5,7 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/core/rng.h"
+#include "meshlm/core/trace.h"
 #include "meshlm/data/prepare.h"
 
 namespace meshlm {
@@ -175,6 +176,7 @@ std::pair<int, int> DataLoader::rank_rows(int B, int rank, int world_size) {
 
 void DataLoader::next_batch(int B, int T, std::int32_t* tokens, std::int32_t* targets, int rank,
                             int world_size) {
+    TraceScope trace("data");
     if (B < 1 || T < 1) MESHLM_INVALID("batch shape B=", B, " T=", T, " must be positive");
     if (opt_.packing == Packing::Concat && T > opt_.seq_len)
         MESHLM_INVALID("T=", T, " exceeds the loader's window of seq_len=", opt_.seq_len);

@@ -13,9 +13,11 @@
 #include <utility>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/trace.h"
 #include "meshlm/kernels/device.h"
 #include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/ops/bf16.h"
+#include "meshlm/kernels/ops/clip.h"
 #include "meshlm/kernels/ops/dropout.h"
 #include "meshlm/kernels/ops/elementwise.h"
 #include "meshlm/kernels/ops/linear.h"
@@ -260,6 +262,12 @@ const float* Transformer::block_qkv(int layer) const {
     return blocks_[layer].qkv;
 }
 
+void Transformer::add_residual_sums(int layer, const float* x, int N) {
+    const std::size_t n = static_cast<std::size_t>(N) * cfg_.d_model;
+    (*resid_sums_)[layer] += ops::sum_squares(flat(x, n, device_));
+    (*resid_sums_)[cfg_.n_layer + layer] += static_cast<double>(n);
+}
+
 float Transformer::forward(const float* params, const std::int32_t* tokens,
                            const std::int32_t* targets, int B, int T, float grad_scale) {
     // The plan is by tokens: any (B, T) with B*T <= max_batch*max_seq and T <= max_seq fits
@@ -310,10 +318,12 @@ float Transformer::forward(const float* params, const std::int32_t* tokens,
     const float* x = embed_;
     BlockRun run(*this, train, recording_, false);
     for (int l = 0; l < cfg_.n_layer; ++l) {
+        TraceScope trace("forward block", l);
         views_.begin_block(l, Pass::forward);
         block_.forward(run, l, block_weights(l), blocks_[l], x, B, T);
         views_.end_block(l, Pass::forward);
         x = blocks_[l].out;
+        if (resid_sums_ && train) add_residual_sums(l, x, N);
     }
     const ModelTensors& r = root_weights();
     block_.norm.forward(lnf_, lnf_mean_, lnf_rstd_, x, r.lnf_w, r.lnf_b, N);
@@ -356,6 +366,7 @@ void Transformer::backward(const float* params, float* grads) {
     BlockRun run(*this, dropped_, false, true);
     const BlockGrads s{dres_, dln_, dy_, dqkv_, da_, dh_};
     for (int l = cfg_.n_layer - 1; l >= 0; --l) {
+        TraceScope trace("backward block", l);
         views_.begin_block(l, Pass::backward);
         const float* x = l ? blocks_[l - 1].out : embed_;
         const BlockTensors& w = block_weights(l);

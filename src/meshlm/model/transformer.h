@@ -133,6 +133,10 @@ class Transformer {
     // With stats (outliving the calls; nullptr = off), training forwards add the coordinate
     // check's sums at every site (coord_stats.h) into it.
     void set_coord_stats(CoordStats* stats) { coord_ = stats; }
+    // With sums (2 * n_layer doubles, outliving the calls; nullptr = off), training forwards add
+    // the sum of squares of the residual stream after each block into sums[l] and its element
+    // count into sums[n_layer + l] (log.diag_interval's activation RMS).
+    void set_residual_sums(std::vector<double>* sums) { resid_sums_ = sums; }
 
     Device device() const { return device_; }
     // (B*T, logits_stride()) after forward, on device().
@@ -171,6 +175,7 @@ class Transformer {
     void add_vq_stats(const VqAttention::Acts& a, float err, int N);
     // The coordinate check's attention-score records of block l (q | k | v rows of B x T).
     void record_scores(int l, const float* qkv, int B, int T);
+    void add_residual_sums(int layer, const float* x, int N);  // x: (N, C)
 
     ModelConfig cfg_;
     Device device_ = Device::cpu;  // where the activations live; every layer's device
@@ -222,6 +227,7 @@ class Transformer {
     std::function<void(int)> block_hook_;
     CoordStats* coord_ = nullptr;
     bool recording_ = false;  // coord_ set and this forward trains
+    std::vector<double>* resid_sums_ = nullptr;
 };
 
 }  // namespace meshlm

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/trace.h"
 #include "meshlm/parallel/traffic.h"
 
 namespace meshlm {
@@ -42,13 +43,32 @@ const char* comm_op_name(CommOp op) {
     return "?";
 }
 
+namespace {
+// A collective's issue as a trace event carrying the bytes this rank sends; the time it blocks
+// is its request's "<op> wait" event (the two nest in whatever scope runs them, also when a
+// non-blocking one is waited for later).
+template <typename Start>
+CommRequest traced_start(CommOp op, std::uint64_t bytes, Start&& start) {
+    static constexpr const char* kWait[kCommOpCount] = {"all_reduce wait", "reduce_scatter wait",
+                                                        "all_gather wait", "broadcast wait"};
+    CommRequest r;
+    {
+        TraceScope trace(comm_op_name(op), -1, static_cast<std::int64_t>(bytes));
+        r = start();
+    }
+    r.set_wait_name(kWait[static_cast<int>(op)]);
+    return r;
+}
+}  // namespace
+
 std::uint64_t Comm::bytes_sent() const {
     return std::accumulate(bytes_.begin(), bytes_.end(), std::uint64_t{0});
 }
 
 CommRequest Comm::start_all_reduce_counted(void* buf, std::size_t n, CommType t, ReduceOp op) {
-    count(CommOp::all_reduce, traffic_all_reduce(n, size(), rank(), comm_type_size(t)));
-    return start_all_reduce(buf, n, t, op);
+    const std::uint64_t bytes = traffic_all_reduce(n, size(), rank(), comm_type_size(t));
+    count(CommOp::all_reduce, bytes);
+    return traced_start(CommOp::all_reduce, bytes, [&] { return start_all_reduce(buf, n, t, op); });
 }
 
 namespace {
@@ -71,22 +91,27 @@ CommRequest Comm::start_reduce_scatter_counted(const void* in, void* out, std::s
     const auto* b = static_cast<const char*>(out);
     MESHLM_CHECK(total == 0 || b + chunks[rank()] * es <= a || a + total * es <= b,
                  "reduce_scatter: input and output buffers overlap");
-    count(CommOp::reduce_scatter, traffic_reduce_scatter(chunks, rank(), es));
-    return start_reduce_scatter(in, out, n, counts, t);
+    const std::uint64_t bytes = traffic_reduce_scatter(chunks, rank(), es);
+    count(CommOp::reduce_scatter, bytes);
+    return traced_start(CommOp::reduce_scatter, bytes,
+                        [&] { return start_reduce_scatter(in, out, n, counts, t); });
 }
 
 CommRequest Comm::start_all_gather_counted(void* buf, std::size_t n,
                                            std::span<const std::size_t> counts, CommType t) {
     const auto chunks = chunk_sizes(n, counts, size(), "all_gather");
-    count(CommOp::all_gather, traffic_all_gather(chunks, rank(), comm_type_size(t)));
-    return start_all_gather(buf, n, counts, t);
+    const std::uint64_t bytes = traffic_all_gather(chunks, rank(), comm_type_size(t));
+    count(CommOp::all_gather, bytes);
+    return traced_start(CommOp::all_gather, bytes,
+                        [&] { return start_all_gather(buf, n, counts, t); });
 }
 
 CommRequest Comm::start_broadcast_counted(void* buf, std::size_t n, CommType t, int root) {
     MESHLM_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ",
                  size());
-    count(CommOp::broadcast, traffic_broadcast(n, size(), rank(), root, comm_type_size(t)));
-    return start_broadcast(buf, n, t, root);
+    const std::uint64_t bytes = traffic_broadcast(n, size(), rank(), root, comm_type_size(t));
+    count(CommOp::broadcast, bytes);
+    return traced_start(CommOp::broadcast, bytes, [&] { return start_broadcast(buf, n, t, root); });
 }
 
 }  // namespace meshlm

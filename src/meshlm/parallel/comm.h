@@ -78,10 +78,13 @@ class CommRequest {
     void wait();
     bool test();
     bool done() const { return !pending_; }
+    // The trace event of a wait() that blocks (core/trace.h): "<op> wait", a string literal.
+    void set_wait_name(const char* name) { wait_name_ = name; }
 
   private:
     void finish_quietly() noexcept;
     std::unique_ptr<Pending> pending_;
+    const char* wait_name_ = "collective wait";
 };
 
 class Comm {

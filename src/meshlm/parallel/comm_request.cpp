@@ -1,12 +1,15 @@
 // CommRequest: completion of a non-blocking collective, whatever the backend.
 #include "meshlm/parallel/comm.h"
 
+#include "meshlm/core/trace.h"
+
 namespace meshlm {
 
 CommRequest& CommRequest::operator=(CommRequest&& other) noexcept {
     if (this != &other) {
         finish_quietly();
         pending_ = std::move(other.pending_);
+        wait_name_ = other.wait_name_;
     }
     return *this;
 }
@@ -18,6 +21,7 @@ CommRequest::~CommRequest() {
 void CommRequest::wait() {
     if (!pending_) return;
     auto p = std::move(pending_);  // complete (or failed) either way: never waited twice
+    TraceScope trace(wait_name_);
     p->wait();
 }
 

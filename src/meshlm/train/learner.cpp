@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/trace.h"
 #include "meshlm/kernels/device.h"
 #include "meshlm/kernels/ops/clip.h"
 #include "meshlm/kernels/ops/elementwise.h"
@@ -146,10 +147,12 @@ Learner::Learner(const ModelConfig& model, const OptimConfig& optim, int batch, 
 
 float Learner::forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,
                        int B, int T, float grad_scale) {
+    TraceScope trace("forward");
     return model_->forward(params, tokens, targets, B, T, grad_scale);
 }
 
 void Learner::backward(const float* params, float* grads) {
+    TraceScope trace("backward");
     model_->backward(params, grads);
 }
 
@@ -420,6 +423,8 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     double loss = 0;
     const bool overlap = distributed && plan_.stage <= 1;
     if (overlap) reducer_.begin(grads_.data(), grads_.size());
+    if (diag_on_)
+        diag_.start_step(targets, per, micro, scored, distributed, overlap, tensor_parallel());
     for (int m = 0; m < micro; ++m) {
         const std::int32_t* tg = targets + m * per;
         std::size_t n = 0;
@@ -442,12 +447,17 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
         // On the last micro-batch each block's gradients are final when its backward ends.
         if (overlap && m == micro - 1)
             model_->set_block_backward_hook([this](int layer) {
+                if (diag_on_)
+                    diag_.rank_range(layout_, grads_.data(), block_ranges_[layer].first,
+                                     block_ranges_[layer].second, device_);
                 reducer_.ready(block_ranges_[layer].first, block_ranges_[layer].second);
             });
         backward(params_.data(), grads_.data());
+        if (diag_on_) diag_.micro_done(m, layout_, grads_.data(), device_);
         if (carry_on_) model_->set_vq_states(nullptr, 0);
         if (overlap) model_->set_block_backward_hook({});
     }
+    if (overlap && diag_on_) diag_.rank_rest(layout_, grads_.data(), block_ranges_, device_);
     if (overlap) reducer_.finish();
     if (streamed_) stream_->end();
     // Exactly zero by the math (softmax's shift invariance for the key bias); what backward
@@ -473,6 +483,7 @@ StepStats Learner::train_step(const std::int32_t* tokens, const std::int32_t* ta
     if (step_check_ && !step_check_(st)) {
         st.applied = false;
         if (coord_on_) coord_on_ = false, model_->set_coord_stats(nullptr);
+        if (diag_on_) stop_diagnostics();
         return st;
     }
     update(st.lr);
@@ -534,6 +545,7 @@ void Learner::fold_moving_averages() {
 }
 
 void Learner::reduce_gradients() {
+    TraceScope trace("gradient reduction");
     if (plan_.stage <= 1)
         bucketed_all_reduce(dp_, grads_.data(), grads_.size());
     else if (dp_.size() == 1)  // (several ranks stream theirs): the chunk is the whole buffer
@@ -543,6 +555,7 @@ void Learner::reduce_gradients() {
 }
 
 float Learner::clip_gradients() {
+    TraceScope trace("gradient norm");
     const bool tp = tensor_parallel();
     const bool fold = optim_.folds_grad_scale();
     grad_scale_ = 1.f;
@@ -599,19 +612,31 @@ void Learner::add_update_sums(const float* before, const float* after, std::size
 }
 
 void Learner::update(float lr) {
+    TraceScope trace("optimizer");
+    if (!coord_on_ && !diag_on_) return update_steps(lr);
+    // What this rank's optimizer step updates: the whole buffer (stage 0), its chunk; compared
+    // on the host (a copy off the CPU).
+    const std::size_t lo = plan_.stage == 0 ? 0 : plan_.begin();
+    const std::size_t n = plan_.stage == 0 ? plan_.padded : plan_.chunk;
+    float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + lo;
+    std::vector<float> before(n), host_after;
+    copy_floats(before.data(), Device::cpu, p, device_, n);
+    update_steps(lr);
+    const float* after = p;
+    if (device_ != Device::cpu) {
+        host_after.resize(n);
+        copy_floats(host_after.data(), Device::cpu, p, device_, n);
+        after = host_after.data();
+    }
     if (coord_on_) {
-        // What this rank's optimizer step updates: the whole buffer (stage 0), its chunk.
         coord_on_ = false;
         model_->set_coord_stats(nullptr);
-        const std::size_t lo = plan_.stage == 0 ? 0 : plan_.begin();
-        const std::size_t n = plan_.stage == 0 ? plan_.padded : plan_.chunk;
-        float* p = plan_.stage >= 3 ? param_shard_.data() : params_.data() + lo;
-        const std::vector<float> before(p, p + n);
-        update_steps(lr);
-        add_update_sums(before.data(), p, lo, lo + n, lr);
-        return;
+        add_update_sums(before.data(), after, lo, lo + n, lr);
     }
-    update_steps(lr);
+    if (diag_on_) {
+        diag_.add_update(layout_, before.data(), after, lo, lo + n);
+        stop_diagnostics();
+    }
 }
 
 void Learner::update_steps(float lr) {

@@ -44,6 +44,7 @@
 #include "meshlm/parallel/tp_shard.h"
 #include "meshlm/parallel/zero_plan.h"
 #include "meshlm/train/chunked_losses.h"
+#include "meshlm/train/diag_sums.h"
 
 namespace meshlm {
 
@@ -187,6 +188,15 @@ class Learner {
     const CoordStats& coord() const { return coord_; }
     const std::vector<double>& update_sums() const { return update_sums_; }
 
+    // Diagnostics (log.diag_interval): the next train_step records diag_sums.h's sums (read
+    // only: the step itself is bitwise the same).
+    void record_diagnostics() {
+        diag_on_ = true;
+        diag_.reset(model_cfg_.n_layer, layout_.slices().size());
+        model_->set_residual_sums(&diag_.resid);
+    }
+    const DiagSums& diagnostics() const { return diag_; }
+
     void set_dropout(std::uint64_t seed, std::int64_t row0) {
         drop_seed_ = seed, drop_row0_ = row0;
     }
@@ -287,6 +297,9 @@ class Learner {
     bool coord_on_ = false;
     CoordStats coord_;
     std::vector<double> update_sums_;
+    bool diag_on_ = false;
+    DiagSums diag_;
+    void stop_diagnostics() { diag_on_ = false, model_->set_residual_sums(nullptr); }
     // Adds |after - before| / lr_tensor over [lo, hi) of layout() into update_sums_.
     void add_update_sums(const float* before, const float* after, std::size_t lo, std::size_t hi,
                          float lr);

@@ -46,8 +46,14 @@ std::string metrics_json(const StepMetrics& m) {
     if (m.fault) s += ", \"fault\": \"" + *m.fault + "\"";
     if (m.skipped_steps) s += ", \"skipped_steps\": " + std::to_string(*m.skipped_steps);
     if (m.rolled_back_to) s += ", \"rolled_back_to\": " + std::to_string(*m.rolled_back_to);
-    for (const auto& [key, values] :
-         {std::pair{"coord", &m.coord}, {"update", &m.update}, {"vq", &m.vq}}) {
+    field("gns", m.gns, false);
+    field("gns_grad_sq", m.gns_grad_sq, false);
+    field("gns_noise", m.gns_noise, false);
+    for (const auto& [key, values] : {std::pair{"coord", &m.coord},
+                                      {"update", &m.update},
+                                      {"vq", &m.vq},
+                                      {"act_rms", &m.act_rms},
+                                      {"update_ratio", &m.update_ratio}}) {
         if (values->empty()) continue;
         s += std::string(", \"") + key + "\": {";
         for (std::size_t i = 0; i < values->size(); ++i) {

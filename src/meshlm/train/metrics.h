@@ -26,6 +26,12 @@ struct StepMetrics {
     std::vector<std::pair<std::string, double>> coord, update;
     // model.attention vq: commitment error, codebook usage and entropy, as a "vq" object.
     std::vector<std::pair<std::string, double>> vq;
+    // Diagnostics (log.diag_interval, train/diagnostics.h): RMS of the residual stream after
+    // each block ("act_rms": "h.<l>"), update RMS / weight RMS per tensor ("update_ratio"), the
+    // gradient noise scale B_simple ("gns") and the moving averages it is the ratio of:
+    // |G|^2 ("gns_grad_sq") and tr(Sigma) ("gns_noise").
+    std::vector<std::pair<std::string, double>> act_rms, update_ratio;
+    std::optional<double> gns, gns_grad_sq, gns_noise;
     // train.nan_policy: why the step's update was refused ("non_finite", "spike"), the steps
     // skipped so far (skip), the step of the checkpoint the run went back to (rollback).
     std::optional<std::string> fault;

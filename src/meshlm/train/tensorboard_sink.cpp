@@ -58,8 +58,14 @@ std::vector<std::pair<std::string, float>> scalars_of(const StepMetrics& m) {
     add("comm_bytes", m.comm_bytes);
     add("seq_len", m.seq_len);
     add("skipped_steps", m.skipped_steps);
-    for (const auto& [group, values] :
-         {std::pair{"coord/", &m.coord}, {"update/", &m.update}, {"vq/", &m.vq}})
+    add("gns", m.gns);
+    add("gns_grad_sq", m.gns_grad_sq);
+    add("gns_noise", m.gns_noise);
+    for (const auto& [group, values] : {std::pair{"coord/", &m.coord},
+                                        {"update/", &m.update},
+                                        {"vq/", &m.vq},
+                                        {"act_rms/", &m.act_rms},
+                                        {"update_ratio/", &m.update_ratio}})
         for (const auto& [name, x] : *values) v.emplace_back(group + name, static_cast<float>(x));
     return v;
 }

@@ -41,6 +41,13 @@ struct TrainConfig {
     int debug_inject_nan_step = 0;    // tests only: a NaN gradient at this step (0 = never)
 };
 
+// Steps [first, last], both counted from 1; empty (first = 0) = none. In YAML `[first, last]`.
+struct StepRange {
+    long first = 0, last = 0;
+    bool empty() const { return first == 0; }
+    bool contains(long step) const { return first > 0 && step >= first && step <= last; }
+};
+
 struct LogConfig {
     std::string dir;          // run directory; empty = runs/<config name>
     int interval = 10;        // steps between log lines
@@ -48,6 +55,8 @@ struct LogConfig {
     int sample_tokens = 200;  // length of the sample printed at the end; 0 = none
     std::string sample_prompt = "";
     bool tensorboard = false;  // RUN_DIR/tb/events.out.tfevents.* beside metrics.jsonl
+    StepRange profile_steps;   // steps traced into RUN_DIR/trace.json (train/trace_files.h)
+    int diag_interval = 0;     // steps between diagnostics records (train/diagnostics.h); 0 = off
 };
 
 }  // namespace meshlm

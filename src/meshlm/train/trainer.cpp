@@ -41,6 +41,7 @@
 #include "meshlm/train/checkpoint_failure.h"
 #include "meshlm/train/chunked_losses.h"
 #include "meshlm/train/console_sink.h"
+#include "meshlm/train/diagnostics.h"
 #include "meshlm/train/evaluate.h"
 #include "meshlm/train/final_weights.h"
 #include "meshlm/train/init_from.h"
@@ -55,6 +56,7 @@
 #include "meshlm/train/sharded_checkpoint.h"
 #include "meshlm/train/stop_signal.h"
 #include "meshlm/train/tensorboard_sink.h"
+#include "meshlm/train/trace_files.h"
 
 namespace meshlm {
 namespace {
@@ -328,6 +330,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     auto evaluate_val = [&](long max_batches, std::int32_t* tok, std::int32_t* tgt,
                             const char* what) {
         ActivityPhase phase(what);
+        TraceScope trace(what);
         LoaderOptions opt = train_opt;
         opt.shuffle = false;
         auto val = DataLoader::open_split(data_dir, "val", opt);
@@ -450,6 +453,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     // (`must`: the run stops after it anyway, so a failure always throws).
     auto save_checkpoint = [&](long step, bool must) {
         ActivityPhase phase("checkpoint write");
+        TraceScope trace("checkpoint write");
         TrainerState st;
         st.step = step;
         st.tokens_seen = tokens_seen;
@@ -601,11 +605,13 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     };
 
     StopSignals stop;
+    Diagnostics diag(job.log.diag_interval, out);
     bool mfu_capped = false;
     const auto train_start = Clock::now();
     auto interval_start = train_start;
     long interval_tokens = 0;
     for (long step = start_step; step < tc.steps; ++step) {
+        const TracedStep traced(job.log.profile_steps, step + 1);
         // Staged sequence-length warmup: shorter rows, more of them, same tokens per step.
         const StepShape shape = step_shape(tc, step);
         const int Ts = shape.len, Bs = shape.rows;
@@ -642,6 +648,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         learner.set_dropout(tc.seed, static_cast<std::int64_t>(dp_rank) * Bs);
         const bool coord_now = tc.coord_interval > 0 && (step + 1) % tc.coord_interval == 0;
         if (coord_now) learner.record_coord_check();
+        const bool diag_now = diag.due(step + 1);
+        if (diag_now) learner.record_diagnostics();
         StepStats st =
             learner.train_step(tokens.data(), targets.data(), accum, Bs, n_update > 1 ? U : Ts);
         const std::uint64_t step_bytes =
@@ -670,6 +678,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         if (!st.applied) m.fault = step_fault_name(bad);
         if (skipped_steps > 0) m.skipped_steps = skipped_steps;
         if (coord_now) coord_check_metrics(learner, world, m);
+        if (diag_now && st.applied)
+            diag.add_metrics(learner.diagnostics(), learner.layout(), st.grad_norm, world, m);
         if (log_now) {
             if (tc.seq_warmup_steps > 0) m.seq_len = Ts;
             double secs = std::chrono::duration<double>(Clock::now() - interval_start).count();
@@ -716,7 +726,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
             result.final_val_loss = val;
             sinks.validation(m, ev.bits_per_byte(), tc.steps);
         }
-        if (log_now || eval_now || coord_now) {
+        if (log_now || eval_now || coord_now || diag_now) {
             out.flush();
             record(m);
         }
@@ -732,6 +742,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                                               : "SIGTERM")
                 << ": stopping after step " << done << "\n";
             save_checkpoint(done, true);
+            write_trace_files(world, job.run_dir, job.log.profile_steps, out);
             result.interrupted = true;
             out << "resume with: " << resume_command(world.size(), job.run_dir) << "\n";
             out.flush();
@@ -761,6 +772,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         }
     }
 
+    write_trace_files(world, job.run_dir, job.log.profile_steps, out);
     // Before the final weights are written: what the training steps needed.
     std::int64_t rss = static_cast<std::int64_t>(peak_rss_bytes());
     if (world.size() > 1) world.all_reduce_max(&rss, 1);
