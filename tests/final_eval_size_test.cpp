@@ -17,26 +17,26 @@ TEST(FinalEvalSize, AnExplicitValueIsKept) {
     LogConfig log;
     tc.steps = 10;
     tc.final_eval_batches = 0;  // the whole split
-    EXPECT_EQ(final_eval_size(tc, log, 10 * kBatch, kBatch, 83).batches, 0);
-    EXPECT_EQ(final_eval_size(tc, log, 10 * kBatch, kBatch, 83).note, "");
+    EXPECT_EQ(final_eval_size(tc, log, 10 * kBatch, kBatch, 122).batches, 0);
+    EXPECT_EQ(final_eval_size(tc, log, 10 * kBatch, kBatch, 122).note, "");
     tc.final_eval_batches = 50;
-    EXPECT_EQ(final_eval_size(tc, log, 10 * kBatch, kBatch, 83).batches, 50);
+    EXPECT_EQ(final_eval_size(tc, log, 10 * kBatch, kBatch, 122).batches, 50);
 }
 
 TEST(FinalEvalSize, AShortRunScoresAtMostTheTokensItTrainsOn) {
     TrainConfig tc;  // final_eval_batches -1: sized to the run
     LogConfig log;   // evaluations every 250 steps: none in a 10-step run
     tc.steps = 10;
-    FinalEvalSize s = final_eval_size(tc, log, 10 * kBatch, kBatch, 83);
+    FinalEvalSize s = final_eval_size(tc, log, 10 * kBatch, kBatch, 122);
     EXPECT_EQ(s.batches, 10);
     EXPECT_EQ(s.note,
-              "final evaluation: 10 of the 83 validation batches, sized to the run (at most the "
+              "final evaluation: 10 of the 122 validation batches, sized to the run (at most the "
               "20.5k tokens its 10 steps train on; train.final_eval_batches=0 scores the whole "
               "split)");
     // A partial batch's worth counts as a batch.
-    EXPECT_EQ(final_eval_size(tc, log, 10 * kBatch + 1, kBatch, 83).batches, 11);
+    EXPECT_EQ(final_eval_size(tc, log, 10 * kBatch + 1, kBatch, 122).batches, 11);
     // A run that trains on the split's size or more scores it whole, and says nothing.
-    s = final_eval_size(tc, log, 83 * kBatch, kBatch, 83);
+    s = final_eval_size(tc, log, 122 * kBatch, kBatch, 122);
     EXPECT_EQ(s.batches, 0);
     EXPECT_EQ(s.note, "");
 }
@@ -47,17 +47,17 @@ TEST(FinalEvalSize, PeriodicEvaluationsSetTheFloor) {
     tc.steps = 4;
     log.eval_interval = 2;
     tc.eval_batches = 5;  // more than the 4 batches the run trains on
-    FinalEvalSize s = final_eval_size(tc, log, 4 * kBatch, kBatch, 83);
+    FinalEvalSize s = final_eval_size(tc, log, 4 * kBatch, kBatch, 122);
     EXPECT_EQ(s.batches, 5);
-    EXPECT_NE(s.note.find("5 of the 83 validation batches, sized to the run (train.eval_batches"),
+    EXPECT_NE(s.note.find("5 of the 122 validation batches, sized to the run (train.eval_batches"),
               std::string::npos)
         << s.note;
     // Periodic evaluations of the whole split: the final one is whole too.
     tc.eval_batches = 0;
-    EXPECT_EQ(final_eval_size(tc, log, 4 * kBatch, kBatch, 83).batches, 0);
+    EXPECT_EQ(final_eval_size(tc, log, 4 * kBatch, kBatch, 122).batches, 0);
     // An evaluation only at the last step is the final one: no floor.
     log.eval_interval = 4;
-    EXPECT_EQ(final_eval_size(tc, log, 4 * kBatch, kBatch, 83).batches, 4);
+    EXPECT_EQ(final_eval_size(tc, log, 4 * kBatch, kBatch, 122).batches, 4);
 }
 
 TEST(FinalEvalSize, TheDefaultRecipeKeepsItsEvaluationOfTheWholeSplit) {
@@ -68,11 +68,11 @@ TEST(FinalEvalSize, TheDefaultRecipeKeepsItsEvaluationOfTheWholeSplit) {
     const std::uint64_t run = batch * tc.grad_accum * tc.steps;  // 2000 steps of 16 x 128
     // Its periodic evaluations score the whole split, however large.
     EXPECT_EQ(final_eval_size(tc, c.log, run, batch, 1000000).batches, 0);
-    // Without them the token cap alone keeps the fortunes split whole (83 batches of 16 x 128),
+    // Without them the token cap alone keeps the fortunes split whole (122 batches of 16 x 128),
     // as it would any split of up to 2000 batches.
     LogConfig final_only = c.log;
     final_only.eval_interval = 0;
-    EXPECT_EQ(final_eval_size(tc, final_only, run, batch, 83).batches, 0);
+    EXPECT_EQ(final_eval_size(tc, final_only, run, batch, 122).batches, 0);
     EXPECT_EQ(final_eval_size(tc, final_only, run, batch, 2000).batches, 0);
     EXPECT_EQ(final_eval_size(tc, final_only, run, batch, 2001).batches, 2000);
 }
