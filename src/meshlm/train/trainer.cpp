@@ -37,23 +37,17 @@ TrainResult nothing_to_train(const TrainJob& job, long step, std::ostream& out) 
     return result;
 }
 
-// When the run evaluates and checkpoints, for the ETA. The final evaluation is sized to the
-// run (final_eval_size.h); a cap below the whole split is said on `out`.
-RunSchedule run_schedule(const TrainJob& job, const Validation& val, const StepBatches& batches,
-                         long& final_eval_batches, std::ostream& out) {
+// When the run evaluates and checkpoints, for the ETA; `final_eval_batches` as evaluate()
+// takes it (0 = the whole split).
+RunSchedule run_schedule(const TrainJob& job, const Validation& val, long final_eval_batches) {
     RunSchedule s;
     s.steps = job.train.steps;
     s.eval_interval = job.log.eval_interval;
     s.evaluates = !job.data.synthetic;
     s.eval_batches = val.batches(job.train.eval_batches);
+    s.final_eval_batches = val.batches(final_eval_batches);
     s.checkpoint_interval = job.checkpoint.interval;
     s.only_better = job.checkpoint.only_better;
-    const FinalEvalSize fin =
-        final_eval_size(job.train, job.log, batches.tokens_per_step() * job.train.steps,
-                        val.batch_tokens(), val.split_batches());
-    if (s.evaluates && !fin.note.empty()) out << fin.note << "\n";
-    final_eval_batches = fin.batches;
-    s.final_eval_batches = val.batches(fin.batches);
     return s;
 }
 
@@ -91,8 +85,12 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     Validation validation(job, data, learner, dp, out);
     const MfuBasis mfu = print_start_banner(job, learner, meshes, threads, precision, out);
     StepBatches batches(job, U, data.loader.get(), dp.rank(), dp.size());
-    long final_eval_batches = 0;
-    const RunSchedule schedule = run_schedule(job, validation, batches, final_eval_batches, out);
+    // The final evaluation sized to the run; said when it scores less than the whole split.
+    const FinalEvalSize final_eval =
+        final_eval_size(tc, job.log, batches.tokens_per_step() * tc.steps,
+                        validation.batch_tokens(), validation.split_batches());
+    if (!job.data.synthetic && !final_eval.note.empty()) out << final_eval.note << "\n";
+    const RunSchedule schedule = run_schedule(job, validation, final_eval.batches);
     out << "run directory: " << job.run_dir << "\n";
     out.flush();
 
@@ -111,7 +109,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     BadSteps bad_steps(job, meshes.host(), learner, data, batches, progress, checkpoints, report,
                        out);
     StepLoop loop({job, meshes, learner, batches, validation, checkpoints, bad_steps, report,
-                   progress, eta, schedule, final_eval_batches, out});
+                   progress, eta, schedule, final_eval.batches, out});
     TrainResult result;
     result.final_val_loss = std::numeric_limits<float>::quiet_NaN();
     const bool finished = loop.run(result);
