@@ -52,7 +52,8 @@ std::string tiny(const std::string& run, int steps = 12) {
            " --config.model.max_seq_len=32 --config.train.seq_len=32 --config.train.batch_size=4"
            " --config.train.threads=2 --config.train.peak_gflops=100 --config.log.interval=4"
            " --config.log.eval_interval=0 --config.log.sample_tokens=8"
-           " --config.train.precision=fp32 --config.train.steps=" +
+           " --config.train.final_eval_batches=0 --config.train.precision=fp32"
+           " --config.train.steps=" +
            std::to_string(steps) + " --config.log.dir=" + run;
 }
 

@@ -62,6 +62,7 @@ TEST(ModelConfigs, VqUpdateLenPlansAChunkAndEvaluatesWholeRows) {
     const std::string dir = test::temp_dir("vq_update_len") + "/run";
     auto train = test::run_command(test::meshlm_binary() + " train" + config +
                                    " --config.train.steps=4 --config.log.eval_interval=4"
+                                   " --config.train.final_eval_batches=0"
                                    " --config.log.sample_tokens=0 --config.log.dir=" +
                                    dir);
     ASSERT_EQ(train.exit_code, 0) << train.output;

@@ -1,10 +1,10 @@
 // What `meshlm train` tells the person watching: a short summary of the resolved config with the
 // values actually used, step lines with elapsed time and an ETA, an MFU never above 100 %,
-// evaluation progress on a terminal, a final evaluation capped by train.final_eval_batches, a
-// resume whose loader state no longer fits explained in words; and the HF export's dropout rates
-// are the ones meshlm trained with. Output to a pipe has no redraws; a changed schedule on resume
-// and a warmup longer than the run are said in one line; a stopped run's resume command runs as
-// printed.
+// evaluation progress on a terminal, a final evaluation capped by train.final_eval_batches or
+// sized to a short run, a resume whose loader state no longer fits explained in words; and the
+// HF export's dropout rates are the ones meshlm trained with. Output to a pipe has no redraws; a
+// changed schedule on resume and a warmup longer than the run are said in one line; a stopped run's
+// resume command runs as printed.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -83,7 +83,9 @@ TEST_F(TrainConsole, StepLinesCarryElapsedTimeAndAnEtaAndMfuNeverExceeds100) {
     EXPECT_TRUE(std::regex_search(
         r.output, std::regex("step      2/6 \\| .*\\| mfu 100\\.0% \\| [0-9.]+ s elapsed, ETA ")))
         << r.output;
-    EXPECT_TRUE(std::regex_search(r.output, std::regex("step      6/6 \\| .* s elapsed\n")))
+    // The last step's ETA is the final evaluation's and the last checkpoint's.
+    EXPECT_TRUE(
+        std::regex_search(r.output, std::regex("step      6/6 \\| .* s elapsed, ETA [0-9.]+ s\n")))
         << r.output;
     EXPECT_TRUE(std::regex_search(
         r.output, std::regex("exceeds the (fp32|bf16) peak of 0 GFLOP/s \\(train.peak_gflops\\)")))
@@ -114,7 +116,9 @@ TEST_F(TrainConsole, FinalEvaluationShowsProgressAndFinalEvalBatchesCapsIt) {
         EXPECT_TRUE(std::regex_search(out, m, std::regex("val_loss ([0-9.]+)"))) << out;
         return m.size() > 1 ? m[1].str() : std::string();
     };
-    const auto whole = train("--config.train.steps=2 --config.log.dir=" + dir_ + "/b");
+    const auto whole = train(
+        "--config.train.steps=2 --config.train.final_eval_batches=0 --config.log.dir=" + dir_ +
+        "/b");
     const auto one = train(
         "--config.train.steps=2 --config.train.final_eval_batches=1 "
         "--config.log.dir=" +
@@ -122,6 +126,44 @@ TEST_F(TrainConsole, FinalEvaluationShowsProgressAndFinalEvalBatchesCapsIt) {
     ASSERT_EQ(whole.exit_code, 0) << whole.output;
     ASSERT_EQ(one.exit_code, 0) << one.output;
     EXPECT_NE(val_of(whole.output), val_of(one.output));
+}
+
+TEST_F(TrainConsole, AShortRunsFinalEvaluationIsSizedToTheRunAndSaysSo) {
+    // On a terminal, so that the final evaluation's progress line gives its batch count.
+    auto term = [&](const std::string& extra) {
+        return test::run_command("script -qec '" + test::meshlm_binary() + " train" + flags_ + " " +
+                                 extra + "' /dev/null");
+    };
+    auto batches = [](const std::string& out) {
+        std::smatch m;
+        EXPECT_TRUE(std::regex_search(out, m, std::regex("final evaluation: ([0-9]+)/\\1 batches")))
+            << out;
+        return m.size() > 1 ? std::stol(m[1].str()) : -1L;
+    };
+    // 2 steps of 4 x 32 tokens train on 256 tokens: 2 evaluation batches of 4 x 32.
+    const auto sized = term("--config.train.steps=2 --config.log.dir=" + dir_ + "/a");
+    const auto whole =
+        term("--config.train.steps=2 --config.train.final_eval_batches=0 --config.log.dir=" + dir_ +
+             "/b");
+    ASSERT_EQ(sized.exit_code, 0) << sized.output;
+    ASSERT_EQ(whole.exit_code, 0) << whole.output;
+    const long all = batches(whole.output);
+    EXPECT_GT(all, 2) << whole.output;
+    EXPECT_EQ(batches(sized.output), 2) << sized.output;
+    EXPECT_NE(sized.output.find("final evaluation: 2 of the " + std::to_string(all) +
+                                " validation batches, sized to the run (at most the 256 tokens "
+                                "its 2 steps train on; train.final_eval_batches=0 scores the "
+                                "whole split)"),
+              std::string::npos)
+        << sized.output;
+    EXPECT_EQ(whole.output.find("sized to the run"), std::string::npos) << whole.output;
+    // Periodic evaluations of 3 batches: the final one scores at least as many.
+    const auto periodic = term(
+        "--config.train.steps=2 --config.log.eval_interval=1 --config.train.eval_batches=3 "
+        "--config.log.dir=" +
+        dir_ + "/c");
+    ASSERT_EQ(periodic.exit_code, 0) << periodic.output;
+    EXPECT_EQ(batches(periodic.output), 3) << periodic.output;
 }
 
 TEST_F(TrainConsole, AResumeWhoseLoaderStateNoLongerFitsIsExplainedInWords) {

@@ -238,8 +238,8 @@ TEST(DataParallelText, MatchesOneProcess) {
                " --config.train.grad_accum=2 --config.train.threads=1"
                " --config.train.peak_gflops=100 --config.log.interval=1"
                " --config.log.eval_interval=6 --config.train.eval_batches=2"
-               " --config.log.sample_tokens=0 --config.checkpoint.interval=0"
-               " --config.data.path=" +
+               " --config.train.final_eval_batches=0 --config.log.sample_tokens=0"
+               " --config.checkpoint.interval=0 --config.data.path=" +
                dir + "/corpus.txt --config.data.cache_dir=" + dir +
                "/cache --config.train.batch_size=" + std::to_string(batch) +
                " --config.log.dir=" + run_dir;

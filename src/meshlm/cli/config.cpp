@@ -527,7 +527,10 @@ OptionTable build_table() {
         .add("eval_batches", &TrainConfig::eval_batches,
              "validation batches per periodic evaluation; 0 = the whole split", at_least(0))
         .add("final_eval_batches", &TrainConfig::final_eval_batches,
-             "validation batches of the final evaluation; 0 = the whole split", at_least(0))
+             "validation batches of the final evaluation; 0 = the whole split; -1 = sized to "
+             "the run: the whole split, but at most the tokens the run trains on and at least "
+             "a periodic evaluation's batches",
+             at_least(-1))
         .add("seq_warmup_steps", &TrainConfig::seq_warmup_steps,
              "steps trained at seq_warmup_len before seq_len (tokens per step kept)", at_least(0))
         .add("seq_warmup_len", &TrainConfig::seq_warmup_len,

@@ -19,7 +19,7 @@ namespace meshlm {
 struct StepContext {
     long total_steps = 0;
     double elapsed = 0;         // seconds since this process started training
-    std::optional<double> eta;  // seconds left; none at the last step
+    std::optional<double> eta;  // seconds left, evaluations and checkpoints included (run_eta.h)
     int ranks = 1;              // > 1: the bytes sent are shown (m.comm_bytes)
 };
 

@@ -12,10 +12,12 @@ struct TrainConfig {
     int seq_len = 128;    // T; at most model.max_seq_len
     int grad_accum = 1;   // micro-batches per optimizer step
     std::uint64_t seed = 1337;
-    int threads = 0;             // 0 = all cores
-    double peak_gflops = 0;      // peak for MFU (fp32 or bf16 as trained); 0 = measure at start
-    int eval_batches = 0;        // validation batches per periodic evaluation; 0 = the whole split
-    int final_eval_batches = 0;  // validation batches of the final evaluation; 0 = whole split
+    int threads = 0;         // 0 = all cores
+    double peak_gflops = 0;  // peak for MFU (fp32 or bf16 as trained); 0 = measure at start
+    int eval_batches = 0;    // validation batches per periodic evaluation; 0 = the whole split
+    // Validation batches of the final evaluation; 0 = the whole split; -1 = sized to the run
+    // (train/final_eval_size.h).
+    int final_eval_batches = -1;
     // Staged sequence-length warmup: the first seq_warmup_steps steps train on sequences of
     // seq_warmup_len tokens, with batch_size * seq_len / seq_warmup_len rows (same tokens).
     int seq_warmup_steps = 0;
