@@ -55,6 +55,7 @@
 #include "meshlm/train/sharded_checkpoint.h"
 #include "meshlm/train/stop_signal.h"
 #include "meshlm/train/tensorboard_sink.h"
+#include "meshlm/train/weight_average.h"
 
 namespace meshlm {
 namespace {
@@ -297,6 +298,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     } else {
         learner.init_params(tc.seed);
     }
+    WeightAverage average(tc, job.model, mesh, learner);  // train.average
+    if (resume) out << average.restore(job.resume_from);
 
     // Inputs are valid: only now does the run directory appear (replacing an old run when
     // asked to).
@@ -487,6 +490,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         if (!dir) return false;
         result.last_checkpoint = *dir;
         last_saved = step;
+        out << average.after_checkpoint(*dir, job.run_dir, step);
         char line[64];
         std::snprintf(line, sizeof line, " (%.2f s)",
                       std::chrono::duration<double>(Clock::now() - t0).count());
@@ -555,6 +559,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         }
         guard.clear();
         last_saved = s.step;
+        average.drop_after(s.step);
         return s.step;
     };
     // A step's whole record to every sink, with the tokens seen and the time.
@@ -656,6 +661,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         interval_tokens += static_cast<long>(per_micro / n_update) * accum * W;
         tokens_seen += per_micro / n_update * accum * W;
         result.final_loss = st.loss;
+        average.after_step(step + 1);
 
         const long done = step + 1;
         const bool last = done == tc.steps;
@@ -771,6 +777,7 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const std::string weights_path = job.run_dir + "/model.safetensors";
     const std::map<std::string, std::string> weights_meta = {{"format", "meshlm"},
                                                              {"step", std::to_string(tc.steps)}};
+    out << average.write_weights(job.run_dir, weights_meta);
     if (world.size() == 1) {
         const float* final_params = learner.full_params();
         save_weights(weights_path, learner.full_layout(), final_params, weights_meta);
