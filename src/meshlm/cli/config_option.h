@@ -7,6 +7,7 @@
 //          Option, CrossCheck, OptionTable, Section
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <functional>

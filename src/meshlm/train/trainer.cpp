@@ -490,12 +490,12 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
         if (!dir) return false;
         result.last_checkpoint = *dir;
         last_saved = step;
-        out << average.after_checkpoint(*dir, job.run_dir, step);
         char line[64];
         std::snprintf(line, sizeof line, " (%.2f s)",
                       std::chrono::duration<double>(Clock::now() - t0).count());
         out << "step " << std::setw(6) << step << "/" << tc.steps << " | checkpoint "
             << result.last_checkpoint << line << "\n";
+        out << average.after_checkpoint(*dir, job.run_dir, step);
         return true;
     };
 

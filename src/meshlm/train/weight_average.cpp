@@ -151,7 +151,9 @@ std::string WeightAverage::restore(const std::string& dir) {
 
 std::string WeightAverage::write_weights(const std::string& run_dir,
                                          const std::map<std::string, std::string>& metadata) {
-    if (!on() || window_.empty() || window_.back().step == written_step_) return "";
+    if (!on() || window_.empty() ||
+        (window_.back().step == written_step_ && metadata == written_meta_))
+        return "";
     const std::string path = run_dir + "/model.avg.safetensors";
     const std::vector<float> avg = mean();
     if (mesh_.world().size() == 1)
@@ -159,7 +161,7 @@ std::string WeightAverage::write_weights(const std::string& run_dir,
     else
         write_final_weights(mesh_, learner_.layout(), avg.data(), begin_, count_, model_, path,
                             metadata);
-    written_step_ = window_.back().step;
+    written_step_ = window_.back().step, written_meta_ = metadata;
     return "saved " + path + " (the mean of the weights of steps " + join_steps(steps()) + ")\n";
 }
 

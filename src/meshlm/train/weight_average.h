@@ -47,8 +47,8 @@ class WeightAverage {
     // then RUN_DIR/model.avg.safetensors (returns write_weights' line).
     std::string after_checkpoint(const std::string& dir, const std::string& run_dir, long step);
     // Writes RUN_DIR/model.avg.safetensors with `metadata` (collective) unless the window is
-    // empty or already written as it is. Returns a line for the console ("" when nothing was
-    // written).
+    // empty or the file already holds this window with this metadata. Returns a line for the
+    // console ("" when nothing was written).
     std::string write_weights(const std::string& run_dir,
                               const std::map<std::string, std::string>& metadata);
 
@@ -71,7 +71,9 @@ class WeightAverage {
     Learner& learner_;
     std::size_t begin_ = 0, count_ = 0;  // this rank's chunk of its local layout
     std::deque<Snapshot> window_;
-    long written_step_ = -1;  // newest snapshot in the model.avg.safetensors last written
+    // What the model.avg.safetensors last written holds: its newest snapshot and metadata.
+    long written_step_ = -1;
+    std::map<std::string, std::string> written_meta_;
 };
 
 }  // namespace meshlm
