@@ -129,6 +129,20 @@ TEST(WeightAverage, ResumeWritesTheSameBytesAtZeroThree) {
     expect_resume_exact(2, test::temp_dir("avgres2"), test::mesh_flags(2, 1, 3));
 }
 
+// A rollback (train.nan_policy) to the checkpoint of step 8 forgets the snapshot of step 10
+// taken before it: the window at the end holds 6 and 8 from before, 10 and 12 from after.
+TEST(WeightAverage, ARollbackForgetsTheSnapshotsAfterItsCheckpoint) {
+    const std::string run = test::temp_dir("avgroll") + "/run";
+    const auto r = test::run_train(
+        1, test::tiny_flags(run, 12, 4, 1, 4) +
+               " --config.train.average.every=2 --config.train.average.last=4"
+               " --config.train.nan_policy=rollback --config.train.debug_inject_nan_step=11");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("rolled back to"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("(the mean of the weights of steps 6,8,10,12)"), std::string::npos)
+        << r.output;
+}
+
 TEST(WeightAverage, EvalScoresTheAverage) {
     const std::string dir = test::temp_dir("avgeval"), run = dir + "/run";
     const std::string text =
