@@ -2,7 +2,9 @@
 // written model.avg.safetensors is the mean of the weights the run's own checkpoints hold at the
 // window's steps, on one process, at data parallelism with ZeRO 3 and under tensor parallelism;
 // a resumed run writes the same bytes as an uninterrupted one (and does not once the window is
-// lost); `meshlm eval --weights avg` scores it; the options are validated by name.
+// lost); a rollback forgets the snapshots after its checkpoint; a window that cannot be written
+// follows checkpoint.on_error; `meshlm eval --weights avg` scores it; the options are validated
+// by name.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -141,6 +143,30 @@ TEST(WeightAverage, ARollbackForgetsTheSnapshotsAfterItsCheckpoint) {
     EXPECT_NE(r.output.find("rolled back to"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("(the mean of the weights of steps 6,8,10,12)"), std::string::npos)
         << r.output;
+}
+
+// A window that cannot be written stops the run (checkpoint.on_error=stop, naming the file) or
+// is a warning (continue), the checkpoint itself being complete either way.
+TEST(WeightAverage, AWindowWriteFailureFollowsCheckpointOnError) {
+    const std::string dir = test::temp_dir("avgfail");
+    const std::string fault = "MESHLM_FAULT_WRITE=ENOSPC:step_4/average-d0-m0";
+    auto r = test::run_train(1, average_flags(dir + "/stop", 4), fault);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("writing the averaging window into " + dir +
+                            "/stop/checkpoints/step_4 failed"),
+              std::string::npos)
+        << r.output;
+    EXPECT_TRUE(fs::exists(dir + "/stop/checkpoints/step_4/trainer.json"));
+    r = test::run_train(1, average_flags(dir + "/go", 4) + " --config.checkpoint.on_error=continue",
+                        fault);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(
+        r.output.find("(injected by MESHLM_FAULT_WRITE) (checkpoint.on_error=continue: training "
+                      "goes on; a resume from " +
+                      dir + "/go/checkpoints/step_4 starts a new averaging window)"),
+        std::string::npos)
+        << r.output;
+    EXPECT_TRUE(fs::exists(dir + "/go/checkpoints/step_6/average-d0-m0.safetensors"));
 }
 
 TEST(WeightAverage, EvalScoresTheAverage) {

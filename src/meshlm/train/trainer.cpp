@@ -495,7 +495,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                       std::chrono::duration<double>(Clock::now() - t0).count());
         out << "step " << std::setw(6) << step << "/" << tc.steps << " | checkpoint "
             << result.last_checkpoint << line << "\n";
-        out << average.after_checkpoint(*dir, job.run_dir, step);
+        out << average.after_checkpoint(*dir, job.run_dir, step,
+                                        job.checkpoint.on_error == "continue");
         return true;
     };
 

@@ -102,11 +102,18 @@ void WeightAverage::save_window(const std::string& dir) const {
 }
 
 std::string WeightAverage::after_checkpoint(const std::string& dir, const std::string& run_dir,
-                                            long step) {
+                                            long step, bool keep_going) {
     if (!on()) return "";
-    const auto err = capture([&] { save_window(dir); });
-    throw_if_any_failed(mesh_.world(), err, "writing the averaging window into " + dir);
-    return write_weights(run_dir, {{"format", "meshlm"}, {"step", std::to_string(step)}});
+    try {
+        const auto err = capture([&] { save_window(dir); });
+        throw_if_any_failed(mesh_.world(), err, "writing the averaging window into " + dir);
+        return write_weights(run_dir, {{"format", "meshlm"}, {"step", std::to_string(step)}});
+    } catch (const std::exception& e) {  // every rank alike: the writers' errors are collective
+        if (!keep_going) throw;
+        return std::string("warning: ") + e.what() +
+               " (checkpoint.on_error=continue: training goes on; a resume from " + dir +
+               " starts a new averaging window)\n";
+    }
 }
 
 std::string WeightAverage::restore(const std::string& dir) {

@@ -44,8 +44,10 @@ class WeightAverage {
     // A rollback to the checkpoint of `step`: the snapshots taken after it are forgotten.
     void drop_after(long step);
     // After the checkpoint `dir` of step `step` was written (collective): the window into it,
-    // then RUN_DIR/model.avg.safetensors (returns write_weights' line).
-    std::string after_checkpoint(const std::string& dir, const std::string& run_dir, long step);
+    // then RUN_DIR/model.avg.safetensors (returns write_weights' line). A failure throws, or
+    // with `keep_going` (checkpoint.on_error=continue) becomes the warning returned.
+    std::string after_checkpoint(const std::string& dir, const std::string& run_dir, long step,
+                                 bool keep_going);
     // Writes RUN_DIR/model.avg.safetensors with `metadata` (collective) unless the window is
     // empty or the file already holds this window with this metadata. Returns a line for the
     // console ("" when nothing was written).
