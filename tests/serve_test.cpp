@@ -655,21 +655,22 @@ TEST(ServeLimits, AGoneClientFreesItsSequence) {
     set_thread_count(2);
     EngineOptions eo;
     eo.max_running = 2;
-    // A model slow enough that 250 tokens take seconds.
+    // A model slow enough that 2000 tokens take many seconds even on a fast CPU (250 took under
+    // the keep-alive's one second on a Zen 5, and the non-streamed one then finished).
     ModelConfig big = small_model();
     big.d_model = 512;
     big.n_head = 8;
     big.n_layer = 8;
-    big.max_seq_len = 256;
+    big.max_seq_len = 2048;
     TestServer srv(eo, {}, big);
     const int total = srv.engine->blocks_free();
     for (bool stream : {true, false}) {
         const double before = srv.metrics.counter("meshlm_generation_tokens");
         start_and_hang_up(
             srv.port,
-            {{"prompt", "a"}, {"max_tokens", 250}, {"stream", stream}, {"ignore_eos", true}});
+            {{"prompt", "a"}, {"max_tokens", 2000}, {"stream", stream}, {"ignore_eos", true}});
         // Sequences end within a couple of seconds of the hang-up (non-streamed: at the next
-        // one-second keep-alive byte), long before their 95 tokens would.
+        // one-second keep-alive byte), long before their 2000 tokens would.
         const auto deadline = std::chrono::steady_clock::now() + 20s;
         while (!srv.engine->idle() && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(20ms);
@@ -680,7 +681,7 @@ TEST(ServeLimits, AGoneClientFreesItsSequence) {
         ASSERT_TRUE(m);
         EXPECT_NE(m->body.find("\nmeshlm_running_sequences 0\n"), std::string::npos) << m->body;
         EXPECT_NE(m->body.find("\nmeshlm_kv_blocks_used 0\n"), std::string::npos) << m->body;
-        EXPECT_LT(srv.metrics.counter("meshlm_generation_tokens") - before, 250);
+        EXPECT_LT(srv.metrics.counter("meshlm_generation_tokens") - before, 2000);
     }
     EXPECT_EQ(srv.metrics.counter("meshlm_sequences_finished", "reason=\"cancelled\""), 2);
 }

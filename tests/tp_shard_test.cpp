@@ -177,7 +177,9 @@ TEST(TpShard, HeadsThatDoNotDivideAreRejected) {
         transformer_layout(cfg, 2);
         FAIL() << "expected InvalidInput";
     } catch (const InvalidInput& e) {
-        EXPECT_NE(std::string(e.what()).find("key/value heads (model.n_kv_head = 1)"),
+        // The one tensor-parallel rule (core/tp_divisibility.h), as the config check says it.
+        EXPECT_NE(std::string(e.what()).find("key/value heads (model.n_kv_head, 0 = n_head) (1) "
+                                             "must be divisible by parallel.model (2)"),
                   std::string::npos)
             << e.what();
     }

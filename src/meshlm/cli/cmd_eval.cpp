@@ -1,10 +1,12 @@
 // meshlm eval --checkpoint RUN_DIR --split {val,test}: mean loss, perplexity and bits per byte
-// of a run's final weights on a split of its prepared data (the seeds' validation / test modes).
+// of a run's final weights (--weights avg: its averaged ones) on a split of its prepared data
+// (the seeds' validation / test modes).
 // meshlm eval --checkpoint RUN_DIR --tasks FILE... [--output results.json]: zero-shot accuracy
 // on JSONL task files (infer/task_eval.h), as a table and as JSON.
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,7 @@
 #include "meshlm/data/loader.h"
 #include "meshlm/data/prepare.h"
 #include "meshlm/infer/task_eval.h"
+#include "meshlm/io/weights.h"
 #include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/ops/run_device.h"
 #include "meshlm/model/transformer_layout.h"
@@ -37,7 +40,23 @@ struct EvalArgs {
     std::vector<std::string> tasks;
     std::string output;
     int max_length = 0, max_rows = 512;
+    std::string weights = "final";  // final | avg
 };
+
+// The weights --weights names: the run's (final, or its latest checkpoint's) or, for avg, the
+// mean train.average wrote beside them.
+void load_eval_weights(const EvalArgs& a, const RunDir& run, const ParamLayout& layout,
+                       float* params) {
+    if (a.weights != "avg") return load_run_weights(run, layout, params);
+    if (std::filesystem::exists(a.checkpoint + "/trainer.json"))
+        MESHLM_INVALID("--weights avg reads a run directory's model.avg.safetensors, but ",
+                       a.checkpoint, " is a checkpoint: give its run directory");
+    const std::string path = a.checkpoint + "/model.avg.safetensors";
+    if (!std::filesystem::exists(path))
+        MESHLM_INVALID("--weights avg: ", path,
+                       " does not exist (a run writes it when train.average.every > 0)");
+    load_weights(path, layout, params);
+}
 
 // Zero-shot tasks: every file's requests go through one engine, batched by it.
 int run_tasks(const EvalArgs& a, const RunDir& run) {
@@ -45,7 +64,7 @@ int run_tasks(const EvalArgs& a, const RunDir& run) {
     std::vector<Task> tasks;
     for (const std::string& f : a.tasks) tasks.push_back(load_task(f));
     Buffer<float> params(transformer_layout(cfg).total());
-    load_run_weights(run, transformer_layout(cfg), params.data());
+    load_eval_weights(a, run, transformer_layout(cfg), params.data());
     EngineOptions eo;
     eo.max_running = 64;
     eo.max_waiting = 1 << 16;
@@ -140,6 +159,11 @@ CommandRunner add_eval_command(CLI::App& app, const std::vector<std::string>& ov
     cmd->add_option("--seq-len", a->seq_len,
                     "tokens per row (0 = the run's train.seq_len); up to model.max_seq_len")
         ->check(at_least(0));
+    cmd->add_option("--weights", a->weights,
+                    "final: the run's model.safetensors (an unfinished run: its latest "
+                    "checkpoint); avg: its model.avg.safetensors (train.average)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"final", "avg"}));
     cmd->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
     cmd->add_option("--device", a->device,
                     "where the model runs: cpu, cuda (one GPU; Transformer-VQ and T5-bias models "
@@ -193,7 +217,7 @@ CommandRunner add_eval_command(CLI::App& app, const std::vector<std::string>& ov
                           device);
         const std::size_t n = model.layout().total();
         Buffer<float> params(n);
-        load_run_weights(run, model.layout(), params.data());
+        load_eval_weights(*a, run, model.layout(), params.data());
         kernels::FloatArray on_device(device, device == Device::cpu ? 0 : n);
         if (device != Device::cpu)
             kernels::copy(flat(on_device.data(), n, device), flat(params.data(), n, Device::cpu));

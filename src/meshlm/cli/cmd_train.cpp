@@ -14,7 +14,6 @@
 #include "meshlm/core/error.h"
 #include "meshlm/data/data_source.h"
 #include "meshlm/infer/sampler.h"
-#include "meshlm/parallel/mesh.h"
 #include "meshlm/train/all_ranks.h"
 #include "meshlm/train/checkpoint.h"
 #include "meshlm/train/init_from.h"
@@ -57,9 +56,7 @@ void layout_from_launch(Config& cfg, const std::vector<std::string>& given, int 
     } else if (data_set && !model_set && ranks % p.data == 0) {
         p.model = ranks / p.data;
     }
-    check_model_parallel_shapes(p.model, cfg.model.n_head, cfg.model.kv_heads(),
-                                cfg.model.mlp_width(),
-                                cfg.model.vq() ? cfg.model.vq_value_width() : 0);
+    check_model_parallel(cfg.model, p.model);
 }
 
 // A fresh run's model against what model.init_from loads.

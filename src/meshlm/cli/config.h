@@ -1,8 +1,9 @@
 // The run configuration: one struct filled by defaults < YAML file < "section.key=value"
 // overrides, validated, and dumpable back to YAML.
 //
-// Every option is declared once, in the table in config.cpp (build_table) (key, field, help,
-// constraint); parsing, dumping, the key list and the help text all come from that table.
+// Every option is declared once, in the option table (config_table.h: a file per section) (key,
+// field, help, constraint); parsing, dumping, the key list and the help text all come from that
+// table.
 // Sections: model, data, train, optim, log, parallel, checkpoint.
 //
 // exports: Config, load_config, config_to_yaml, split_config_overrides, SplitArgs,

@@ -4,6 +4,7 @@
 #include <initializer_list>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/tp_divisibility.h"
 #include "meshlm/model/transformer_layout.h"
 
 namespace meshlm {
@@ -63,6 +64,11 @@ void check_t5(const ModelConfig& c) {
 }
 
 }  // namespace
+
+void check_model_parallel(const ModelConfig& cfg, int model) {
+    check_model_parallel_shapes(model, cfg.n_head, cfg.kv_heads(), cfg.mlp_width(),
+                                cfg.vq() ? cfg.vq_value_width() : 0);
+}
 
 void check_model_config(const ModelConfig& c) {
     one_of("block", c.block, {"sequential", "parallel"});

@@ -116,6 +116,9 @@ struct ModelConfig {
 // Throws InvalidInput naming the key when the values do not make a model (heads that do not
 // divide, an odd rotary width, unknown names).
 void check_model_config(const ModelConfig& cfg);
+// The tensor-parallel divisibility rule (core/tp_divisibility.h) for this model over `model`
+// ranks: throws InvalidInput naming the width that does not divide.
+void check_model_parallel(const ModelConfig& cfg, int model);
 
 // The config decoding and scoring run: dropout acts only in training forwards, so it is off
 // (and asks nothing of the device).

@@ -108,12 +108,6 @@ float truncated_draw(Philox& rng, std::uint64_t j) {
     return 0.f;
 }
 
-void check_divides(int n, int model, const char* what, const char* key) {
-    if (n % model != 0)
-        MESHLM_INVALID(what, " (", key, " = ", n, ") do not divide over parallel.model = ", model,
-                       " model ranks; choose a parallel.model that divides ", n);
-}
-
 }  // namespace
 
 ParamLayout transformer_layout(const ModelConfig& cfg, int model) {
@@ -121,14 +115,7 @@ ParamLayout transformer_layout(const ModelConfig& cfg, int model) {
     MESHLM_CHECK(model >= 1, "parallel.model must be at least 1");
     const std::int64_t C = cfg.d_model, V = cfg.vocab_size, H = cfg.n_head, K = cfg.kv_heads(),
                        D = cfg.head_dim(), F = cfg.mlp_width(), L = cfg.n_layer;
-    if (model > 1 && cfg.vq()) {
-        check_divides(cfg.vq_value_width(), model, "VQ value widths", "model.vq.d_v");
-        check_divides(cfg.mlp_width(), model, "MLP widths", "model.d_ff");
-    } else if (model > 1) {
-        check_divides(cfg.n_head, model, "attention heads", "model.n_head");
-        check_divides(cfg.kv_heads(), model, "key/value heads", "model.n_kv_head");
-        check_divides(cfg.mlp_width(), model, "MLP widths", "model.d_ff");
-    }
+    check_model_parallel(cfg, model);
     Builder b(cfg, model);
     const auto rows = TpSplit::rows, cols = TpSplit::columns, rep = TpSplit::replicated;
     const auto normal = InitRule::normal, zeros = InitRule::zeros;

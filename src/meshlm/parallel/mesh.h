@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "meshlm/core/tp_divisibility.h"  // the shapes a mesh's model ranks split
 #include "meshlm/parallel/comm.h"
 
 namespace meshlm {
@@ -39,11 +40,5 @@ class DeviceMesh {
     int data_, model_, data_index_, model_index_;
     std::unique_ptr<Comm> data_comm_, model_comm_;
 };
-
-// Tensor parallelism over `model` ranks splits the attention heads, the key/value heads and the
-// MLP width (the vocabulary is padded); throws InvalidInput naming the first that does not
-// divide and what would. vq_d_v > 0: Transformer-VQ attention, whose one head is replicated and
-// whose value width vq_d_v splits instead.
-void check_model_parallel_shapes(int model, int n_head, int n_kv_head, int d_ff, int vq_d_v = 0);
 
 }  // namespace meshlm

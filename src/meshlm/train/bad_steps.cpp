@@ -75,6 +75,7 @@ long BadSteps::roll_back(const std::string& dir) {
     }
     guard_.clear();
     progress_.last_saved = s.step;
+    checkpoints_.average().drop_after(s.step);
     return s.step;
 }
 

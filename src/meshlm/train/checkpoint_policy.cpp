@@ -17,7 +17,7 @@ namespace meshlm {
 
 CheckpointPolicy::CheckpointPolicy(const TrainJob& job, const DeviceMesh& mesh, Learner& learner,
                                    const TrainData& data, RunProgress& progress, std::string run_id,
-                                   RunEta& eta, std::ostream& out)
+                                   RunEta& eta, WeightAverage& average, std::ostream& out)
     : job_(job),
       mesh_(mesh),
       learner_(learner),
@@ -25,6 +25,7 @@ CheckpointPolicy::CheckpointPolicy(const TrainJob& job, const DeviceMesh& mesh, 
       progress_(progress),
       run_id_(std::move(run_id)),
       eta_(eta),
+      average_(average),
       out_(out),
       bytes_(bytes_estimate(job, learner)) {}
 
@@ -84,6 +85,8 @@ bool CheckpointPolicy::save(long step, bool must) {
     std::snprintf(line, sizeof line, " (%.2f s)", seconds);
     out_ << "step " << std::setw(6) << step << "/" << steps << " | checkpoint " << last_ << line
          << "\n";
+    out_ << average_.after_checkpoint(last_, job_.run_dir, step,
+                                      job_.checkpoint.on_error == "continue");
     return true;
 }
 

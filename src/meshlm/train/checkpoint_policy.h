@@ -19,16 +19,17 @@
 #include "meshlm/train/run_progress.h"
 #include "meshlm/train/train_data.h"
 #include "meshlm/train/trainer.h"
+#include "meshlm/train/weight_average.h"
 
 namespace meshlm {
 
 class CheckpointPolicy {
   public:
     // `progress` is read at each write and its last_saved set; `run_id` goes into every
-    // checkpoint; `eta` gets each write's time.
+    // checkpoint; `eta` gets each write's time; `average`'s window is saved with each.
     CheckpointPolicy(const TrainJob& job, const DeviceMesh& mesh, Learner& learner,
                      const TrainData& data, RunProgress& progress, std::string run_id, RunEta& eta,
-                     std::ostream& out);
+                     WeightAverage& average, std::ostream& out);
 
     // About what a checkpoint of `learner` takes on disk.
     static std::uint64_t bytes_estimate(const TrainJob& job, Learner& learner);
@@ -42,6 +43,8 @@ class CheckpointPolicy {
     // step's evaluation, else `evaluate()`) did not improve on the best so far (which it says).
     void at_due_step(long done, std::optional<double> val, const std::function<double()>& evaluate);
 
+    // train.average's window, saved with each checkpoint.
+    WeightAverage& average() { return average_; }
     // The newest checkpoint this process wrote ("" = none).
     const std::string& last_checkpoint() const { return last_; }
 
@@ -55,6 +58,7 @@ class CheckpointPolicy {
     RunProgress& progress_;
     std::string run_id_;
     RunEta& eta_;
+    WeightAverage& average_;
     std::ostream& out_;
     std::uint64_t bytes_;  // about what one checkpoint takes (for the disk-full message)
     std::string last_;

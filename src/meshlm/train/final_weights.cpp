@@ -50,6 +50,14 @@ struct Fd {
 void write_final_weights(const DeviceMesh& mesh, Learner& learner, const ModelConfig& model,
                          const std::string& path,
                          const std::map<std::string, std::string>& metadata) {
+    const Learner::LocalChunk c = learner.local_chunk();
+    write_final_weights(mesh, learner.layout(), c.params, c.begin, c.count, model, path, metadata);
+}
+
+void write_final_weights(const DeviceMesh& mesh, const ParamLayout& local, const float* chunk,
+                         std::size_t begin, std::size_t count, const ModelConfig& model,
+                         const std::string& path,
+                         const std::map<std::string, std::string>& metadata) {
     Comm& world = mesh.world();
     const ParamLayout full = transformer_layout(model);
     std::vector<SafetensorsTensor> tensors;
@@ -73,8 +81,6 @@ void write_final_weights(const DeviceMesh& mesh, Learner& learner, const ModelCo
     throw_if_any_failed(world, err, what, remove_tmp);  // also: the file exists for every rank
 
     err = capture([&] {
-        const Learner::LocalChunk c = learner.local_chunk();
-        const ParamLayout& local = learner.layout();
         const int M = mesh.model_size(), m = mesh.model_index();
         Fd f(tmp, O_WRONLY);
         for (std::size_t i = 0; i < full.slices().size(); ++i) {
@@ -84,10 +90,9 @@ void write_final_weights(const DeviceMesh& mesh, Learner& learner, const ModelCo
             auto piece = [&](std::size_t full_at, std::size_t local_at, std::size_t n) {
                 // The part of this piece inside the rank's chunk of its local buffer.
                 const std::size_t lo = ls.offset + local_at;
-                const std::size_t a = std::max(lo, c.begin),
-                                  b = std::min(lo + n, c.begin + c.count);
+                const std::size_t a = std::max(lo, begin), b = std::min(lo + n, begin + count);
                 if (a >= b) return;
-                f.write_at(c.params + (a - c.begin), (b - a) * sizeof(float),
+                f.write_at(chunk + (a - begin), (b - a) * sizeof(float),
                            plan.offsets[i] + (full_at + (a - lo)) * sizeof(float), tmp);
             };
             if (replicated)

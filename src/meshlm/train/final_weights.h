@@ -20,5 +20,11 @@ namespace meshlm {
 void write_final_weights(const DeviceMesh& mesh, Learner& learner, const ModelConfig& model,
                          const std::string& path,
                          const std::map<std::string, std::string>& metadata);
+// The same from any values laid out as the learner's chunk: `chunk` (host memory) holds
+// [begin, begin + count) of this rank's local layout `local` (Learner::local_chunk's span).
+void write_final_weights(const DeviceMesh& mesh, const ParamLayout& local, const float* chunk,
+                         std::size_t begin, std::size_t count, const ModelConfig& model,
+                         const std::string& path,
+                         const std::map<std::string, std::string>& metadata);
 
 }  // namespace meshlm

@@ -14,7 +14,8 @@
 namespace meshlm {
 
 void finish_run(const TrainJob& job, const DeviceMesh& mesh, Learner& learner,
-                const Tokenizer& tokenizer, MetricSinks& sinks, std::ostream& out) {
+                WeightAverage& average, const Tokenizer& tokenizer, MetricSinks& sinks,
+                std::ostream& out) {
     Comm& world = mesh.world();
     const long steps = job.train.steps;
     // Before the final weights are written: what the training steps needed.
@@ -27,6 +28,7 @@ void finish_run(const TrainJob& job, const DeviceMesh& mesh, Learner& learner,
     const std::string path = job.run_dir + "/model.safetensors";
     const std::map<std::string, std::string> meta = {{"format", "meshlm"},
                                                      {"step", std::to_string(steps)}};
+    out << average.write_weights(job.run_dir, meta);
     if (world.size() == 1) {
         const float* params = learner.full_params();
         save_weights(path, learner.full_layout(), params, meta);

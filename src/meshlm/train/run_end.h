@@ -12,11 +12,14 @@
 #include "meshlm/train/learner.h"
 #include "meshlm/train/metric_sink.h"
 #include "meshlm/train/trainer.h"
+#include "meshlm/train/weight_average.h"
 
 namespace meshlm {
 
 // Collective over mesh.world(); the sample goes to `sinks` (rank 0's).
+// `average`: RUN_DIR/model.avg.safetensors (train.average), written beside the final weights.
 void finish_run(const TrainJob& job, const DeviceMesh& mesh, Learner& learner,
-                const Tokenizer& tokenizer, MetricSinks& sinks, std::ostream& out);
+                WeightAverage& average, const Tokenizer& tokenizer, MetricSinks& sinks,
+                std::ostream& out);
 
 }  // namespace meshlm

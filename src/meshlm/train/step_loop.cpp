@@ -49,6 +49,7 @@ bool StepLoop::run(TrainResult& result) {
         interval_tokens_ += static_cast<long>(tokens);
         p_.progress.tokens_seen += tokens;
         result.final_loss = st.loss;
+        p_.checkpoints.average().after_step(step + 1);
         if (!after_step(step + 1, st, shape.len, bytes, probes, result)) {
             result.interrupted = true;
             return false;

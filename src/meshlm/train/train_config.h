@@ -41,6 +41,11 @@ struct TrainConfig {
     double spike_factor = 0;          // a loss above this x the running mean is a spike; 0 = off
     int spike_window = 50;            // steps in the running mean (spikes are checked once full)
     int debug_inject_nan_step = 0;    // tests only: a NaN gradient at this step (0 = never)
+    // Checkpoint averaging (train/weight_average.h): a snapshot of the weights every
+    // average_every steps (0 = off); model.avg.safetensors is the mean of the newest
+    // average_last.
+    int average_every = 0;
+    int average_last = 5;
 };
 
 // Steps [first, last], both counted from 1; empty (first = 0) = none. In YAML `[first, last]`.

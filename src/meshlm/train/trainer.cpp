@@ -79,6 +79,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
                     job.parallel.zero_stage, &lm.model_comm(), parse_recompute(tc.recompute),
                     precision, meshes.device());
     RunProgress progress = start_weights(job, resume, learner, meshes.host(), out);
+    WeightAverage average(tc, job.model, meshes.host(), learner);  // train.average
+    if (resume) out << average.restore(job.resume_from);
     // Inputs are valid: only now does the run directory appear.
     if (meshes.writer()) create_run_dir(job, resume.has_value(), out);
 
@@ -106,7 +108,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     RunEta eta(static_cast<double>(validation.batch_tokens()) /
                    static_cast<double>(batches.tokens_per_step()),
                CheckpointPolicy::bytes_estimate(job, learner));
-    CheckpointPolicy checkpoints(job, meshes.host(), learner, data, progress, run_id, eta, out);
+    CheckpointPolicy checkpoints(job, meshes.host(), learner, data, progress, run_id, eta, average,
+                                 out);
     BadSteps bad_steps(job, meshes.host(), learner, data, batches, progress, checkpoints, report,
                        out);
     StepLoop loop({job, meshes, learner, batches, validation, checkpoints, bad_steps, report,
@@ -116,7 +119,8 @@ TrainResult run_training(const TrainJob& job, std::ostream& rank0_out) {
     const bool finished = loop.run(result);
     if (finished) write_trace_files(world, job.run_dir, job.log.profile_steps, out);
     result.last_checkpoint = checkpoints.last_checkpoint();
-    if (finished) finish_run(job, meshes.host(), learner, *data.tokenizer, report.sinks(), out);
+    if (finished)
+        finish_run(job, meshes.host(), learner, average, *data.tokenizer, report.sinks(), out);
     return result;
 }
 
