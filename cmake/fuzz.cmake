@@ -24,10 +24,9 @@ if(MESHLM_FUZZ)
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
   set(MESHLM_FUZZ_SOURCES_REGEX
       "/cli/(config|overrides|suggest|validators|yaml_documents)\\.cpp$"
-      "|/io/safetensors(_set)?\\.cpp$"
+      "|/io/(safetensors(_set)?|checkpoint|shard_format)\\.cpp$"
       "|/data/(tokenizer|bpe_tokenizer|byte_tokenizer_json|spm_tokenizer|pretokenize)\\.cpp$"
       "|/data/(shard|loader|prepare|corpus_reader|chat_template)\\.cpp$|/data/(jinja|hf)/"
-      "|/train/(checkpoint|shard_format)\\.cpp$"
       "|/infer/(server|http_front|request_fields|chat_request)\\.cpp$")
   string(JOIN "" MESHLM_FUZZ_SOURCES_REGEX ${MESHLM_FUZZ_SOURCES_REGEX})
   set(MESHLM_FUZZ_GXX_BUILD "${PROJECT_SOURCE_DIR}/build" CACHE PATH

@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "fuzz_util.h"
+#include "meshlm/io/checkpoint.h"
+#include "meshlm/io/shard_format.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/checkpoint.h"
-#include "meshlm/train/shard_format.h"
 
 namespace meshlm::fuzz {
 namespace {

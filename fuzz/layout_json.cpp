@@ -1,4 +1,4 @@
-// Fuzz target: a sharded checkpoint's layout.json (train/shard_format.h read_shard_manifest:
+// Fuzz target: a sharded checkpoint's layout.json (io/shard_format.h read_shard_manifest:
 // geometry, chunk, every model rank's slices, every shard file's indices, range, size and CRC-32)
 // checked against the tiny model and trainer.json's file records of checkpoint_fixture.h, then
 // every shard assembled into the single-process layout. Seed: the fixture's own layout.json.
@@ -7,8 +7,8 @@
 
 #include "checkpoint_fixture.h"
 #include "fuzz_util.h"
+#include "meshlm/io/shard_format.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/shard_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace meshlm;

@@ -1,4 +1,4 @@
-// Fuzz target: a checkpoint's trainer.json (train/checkpoint.h read_checkpoint: format, version,
+// Fuzz target: a checkpoint's trainer.json (io/checkpoint.h read_checkpoint: format, version,
 // the files with their sizes and CRC-32s, step, loader state, RNG, best loss, config, run id), as
 // a resume reads it, then the weights and optimizer state it points at (read_full_state). The
 // input replaces trainer.json in one of the two checkpoints of checkpoint_fixture.h: the sharded
@@ -7,7 +7,7 @@
 
 #include "checkpoint_fixture.h"
 #include "fuzz_util.h"
-#include "meshlm/train/checkpoint.h"
+#include "meshlm/io/checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace meshlm;

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <regex>
 
-#include "meshlm/train/checkpoint.h"
+#include "meshlm/io/checkpoint.h"
 #include "test_util.h"
 
 namespace meshlm {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "meshlm/io/init_from.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/init_from.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;

@@ -14,6 +14,7 @@
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/optim/mup_rule.h"
 #include "meshlm/optim/optimizer.h"
+#include "meshlm/optim/param_groups.h"
 #include "meshlm/parallel/tp_shard.h"
 #include "meshlm/train/learner.h"
 
@@ -165,7 +166,7 @@ TEST(Mup, EachTensorStepsAtItsRate) {
         const ParamLayout l = transformer_layout(m, model);
         std::vector<float> p(l.total(), 0.f), g(l.total());
         for (std::size_t i = 0; i < g.size(); ++i) g[i] = (i % 3 == 0 ? -1.f : 1.f) * 0.01f;
-        Optimizer opt(c, param_groups(l, c, m), l.total());
+        Optimizer opt(c, param_groups(l, c, m.d_model, m.mup_d_base), l.total());
         opt.step(p.data(), g.data(), c.lr);
         for (const ParamSlice& s : l.slices()) {
             const bool matrix = s.mup_role == "hidden" || s.mup_role == "readout";

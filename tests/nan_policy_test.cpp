@@ -12,8 +12,8 @@
 #include <sstream>
 #include <vector>
 
+#include "meshlm/io/checkpoint.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/checkpoint.h"
 #include "test_util.h"
 
 namespace meshlm {

@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "meshlm/core/error.h"
+#include "meshlm/io/checkpoint.h"
+#include "meshlm/io/checkpoint_layout.h"
+#include "meshlm/io/init_from.h"
 #include "meshlm/io/safetensors.h"
+#include "meshlm/io/shard_format.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/checkpoint.h"
-#include "meshlm/train/init_from.h"
 #include "meshlm/train/learner.h"
-#include "meshlm/train/shard_format.h"
 #include "meshlm/train/sharded_checkpoint.h"
 #include "test_util.h"
 

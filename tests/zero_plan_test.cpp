@@ -12,6 +12,7 @@
 #include "meshlm/kernels/kernels.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
+#include "meshlm/optim/param_groups.h"
 #include "meshlm/parallel/fsdp.h"
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/zero_plan.h"

@@ -9,8 +9,8 @@
 
 #include <filesystem>
 
+#include "meshlm/io/checkpoint.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/checkpoint.h"
 #include "train_runs.h"
 
 namespace meshlm::test {

@@ -14,10 +14,10 @@
 
 #include "meshlm/cli/config.h"
 #include "meshlm/core/error.h"
+#include "meshlm/io/checkpoint.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/checkpoint.h"
 #include "test_util.h"
 #include "train_runs.h"
 

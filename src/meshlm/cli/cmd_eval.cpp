@@ -26,7 +26,6 @@
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/train/chunked_losses.h"
 #include "meshlm/train/evaluate.h"
-#include "meshlm/train/trainer.h"
 
 #include <iostream>
 

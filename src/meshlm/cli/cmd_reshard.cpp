@@ -21,12 +21,12 @@
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
 #include "meshlm/core/launch_command.h"
+#include "meshlm/io/checkpoint.h"
+#include "meshlm/io/checkpoint_layout.h"
+#include "meshlm/io/run_files.h"
+#include "meshlm/io/shard_format.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/checkpoint.h"
-#include "meshlm/train/shard_format.h"
-#include "meshlm/train/sharded_checkpoint.h"
-#include "meshlm/train/trainer.h"
 
 namespace fs = std::filesystem;
 

@@ -15,8 +15,6 @@
 #include "meshlm/data/data_source.h"
 #include "meshlm/infer/sampler.h"
 #include "meshlm/train/all_ranks.h"
-#include "meshlm/train/checkpoint.h"
-#include "meshlm/train/init_from.h"
 #include "meshlm/train/run_log.h"
 #include "meshlm/train/run_owner.h"
 #include "meshlm/train/trainer.h"

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "meshlm/data/data_config.h"
+#include "meshlm/io/checkpoint_config.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/optim/optim_config.h"
 #include "meshlm/parallel/parallel_config.h"
-#include "meshlm/train/checkpoint_config.h"
 #include "meshlm/train/train_config.h"
 
 namespace meshlm {

@@ -3,9 +3,9 @@
 #include <filesystem>
 
 #include "meshlm/core/error.h"
+#include "meshlm/io/checkpoint.h"
 #include "meshlm/io/hf_model.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/checkpoint.h"
 
 namespace fs = std::filesystem;
 

@@ -5,12 +5,12 @@
 #include "meshlm/cli/model_match.h"
 #include "meshlm/cli/overrides.h"
 #include "meshlm/core/error.h"
+#include "meshlm/io/checkpoint.h"
+#include "meshlm/io/run_files.h"
 #include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/kernels/ops/run_device.h"
 #include "meshlm/model/transformer.h"
-#include "meshlm/train/checkpoint.h"
-#include "meshlm/train/trainer.h"
 
 namespace fs = std::filesystem;
 

@@ -16,23 +16,24 @@ namespace meshlm {
 
 namespace {
 
-using json = nlohmann::ordered_json;
+// (Its own name: a unity batch may also hold a file with `using nlohmann::json`.)
+using ojson = nlohmann::ordered_json;
 
-json read_json(const std::string& path) {
+ojson read_json(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) MESHLM_INVALID("cannot read ", path);
     std::stringstream ss;
     ss << in.rdbuf();
-    json j = json::parse(ss.str(), nullptr, false);
+    ojson j = ojson::parse(ss.str(), nullptr, false);
     if (j.is_discarded() || !j.is_object()) MESHLM_INVALID(path, ": not a JSON object");
     return j;
 }
 
 // The text of added token `id` in a tokenizer.json ("" when it has none).
 std::string added_token_text(const std::string& tokenizer_json, int id) {
-    const json j = read_json(tokenizer_json);
+    const ojson j = read_json(tokenizer_json);
     if (auto it = j.find("added_tokens"); it != j.end() && it->is_array())
-        for (const json& t : *it)
+        for (const ojson& t : *it)
             if (t.value("id", -1) == id && t.contains("content") && t["content"].is_string())
                 return t["content"].get<std::string>();
     return "";
@@ -40,11 +41,11 @@ std::string added_token_text(const std::string& tokenizer_json, int id) {
 
 // The tokenizer_config.json of a run that has none: the end-of-text token as BOS, EOS and pad,
 // serve's chat template for it, and no clean-up of spaces (meshlm decodes text as it is).
-json generated_tokenizer_config(const HfTokenizerSource& src, bool byte) {
+ojson generated_tokenizer_config(const HfTokenizerSource& src, bool byte) {
     const std::string eot = byte              ? kByteEotToken
                             : src.eot_id >= 0 ? added_token_text(src.spec, src.eot_id)
                                               : "";
-    json c = json::object();
+    ojson c = ojson::object();
     if (!eot.empty())
         for (const char* key : {"bos_token", "eos_token", "pad_token"}) c[key] = eot;
     c["chat_template"] = ChatTemplate::fallback_source();
@@ -57,9 +58,9 @@ json generated_tokenizer_config(const HfTokenizerSource& src, bool byte) {
 }
 
 // special_tokens_map.json from a tokenizer_config.json's special tokens.
-json special_tokens_map(const json& config) {
+ojson special_tokens_map(const ojson& config) {
     const nlohmann::json all = special_tokens_of(nlohmann::json::parse(config.dump()));
-    json m = json::object();
+    ojson m = ojson::object();
     for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"})
         if (all.contains(key)) m[key] = all[key];
     return m;
@@ -99,7 +100,7 @@ std::string write_hf_tokenizer_files(const std::string& dir, const HfTokenizerSo
         fs::copy_file(src.spec, dir + "/tokenizer.json");
     std::string note =
         byte ? "tokenizer.json of the byte tokenizer written" : "tokenizer.json copied";
-    json config;
+    ojson config;
     if (const std::string own = find_in(src.dirs, "tokenizer_config.json"); !own.empty()) {
         config = read_json(own);
         fs::copy_file(own, dir + "/tokenizer_config.json");

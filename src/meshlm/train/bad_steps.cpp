@@ -4,7 +4,7 @@
 #include <ostream>
 
 #include "meshlm/core/error.h"
-#include "meshlm/train/checkpoint.h"
+#include "meshlm/io/checkpoint.h"
 #include "meshlm/train/sharded_checkpoint.h"
 
 namespace meshlm {

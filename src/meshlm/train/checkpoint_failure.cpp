@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "meshlm/core/error.h"
-#include "meshlm/train/checkpoint.h"
+#include "meshlm/io/checkpoint.h"
 
 namespace fs = std::filesystem;
 

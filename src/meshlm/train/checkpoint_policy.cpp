@@ -7,9 +7,9 @@
 #include <ostream>
 
 #include "meshlm/core/trace.h"
+#include "meshlm/io/checkpoint.h"
 #include "meshlm/optim/optimizer.h"
 #include "meshlm/parallel/rank_activity.h"
-#include "meshlm/train/checkpoint.h"
 #include "meshlm/train/checkpoint_failure.h"
 #include "meshlm/train/sharded_checkpoint.h"
 

@@ -23,6 +23,11 @@
 // chunks that local buffer over the data-parallel comm, which joins the ranks holding the same
 // shard. Files keep the single-process layout: full_params() gathers it, load_full_params()
 // scatters it, and the optimizer is gathered / loaded in the full layout likewise.
+//
+// The Learner is a facade over its parts: ParamState (the parameters and gradients as the ZeRO
+// stage keeps them), ShardedOptimizer (clipping, the step, its state to and from files),
+// StepDriver (the micro-batches' forward and backward passes, evaluation forwards), and the
+// Transformer-VQ carry (vq_carry.h) and coordinate check (coord_probe.h).
 #pragma once
 
 #include <cstdint>
@@ -32,19 +37,19 @@
 #include <utility>
 #include <vector>
 
-#include "meshlm/core/buffer.h"
 #include "meshlm/core/error.h"
 #include "meshlm/model/coord_stats.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/optim/optimizer.h"
 #include "meshlm/parallel/comm.h"
-#include "meshlm/parallel/fsdp.h"
-#include "meshlm/parallel/grad_reducer.h"
 #include "meshlm/parallel/local_comm.h"
 #include "meshlm/parallel/tp_shard.h"
 #include "meshlm/parallel/zero_plan.h"
-#include "meshlm/train/chunked_losses.h"
+#include "meshlm/train/coord_probe.h"
 #include "meshlm/train/diag_sums.h"
+#include "meshlm/train/param_state.h"
+#include "meshlm/train/sharded_optimizer.h"
+#include "meshlm/train/step_driver.h"
 
 namespace meshlm {
 
@@ -80,73 +85,69 @@ class Learner {
     Learner(const Learner&) = delete;
     Learner& operator=(const Learner&) = delete;
 
-    bool tensor_parallel() const { return mp_.size() > 1; }
+    bool tensor_parallel() const { return state_.tensor_parallel(); }
     // This rank's model (with tensor parallelism, its shard).
     Transformer& model() { return *model_; }
     // This rank's layout: transformer_layout, or its tensor-parallel shard.
     const ParamLayout& layout() const { return layout_; }
     // The single-process layout that files (checkpoints, model.safetensors) use.
     const ParamLayout& full_layout() const { return full_layout_; }
-    const ZeroPlan& plan() const { return plan_; }
-    Device device() const { return device_; }
+    const ZeroPlan& plan() const { return state_.plan(); }
+    Device device() const { return state_.device(); }
     // The whole parameter buffer, on device(). With stage 3 it is current (FSDP: allocated)
     // only after sync_params(), until the next step.
-    float* params() { return params_.data(); }
+    float* params() { return state_.params(); }
     // The whole gradient buffer of the last step, on device() (not on several ranks at stages
     // 2-3, which keep only their chunk).
-    float* grads() { return grads_.data(); }
-    Optimizer& optimizer() { return optim_; }
-    long step() const { return optim_.steps_taken(); }
+    float* grads() { return state_.grads(); }
+    Optimizer& optimizer() { return optim_.optimizer(); }
+    long step() const { return optim_.optimizer().steps_taken(); }
 
     // Single-process init with `seed` (a TP rank keeps its shard of it).
-    void init_params(std::uint64_t seed);
+    void init_params(std::uint64_t seed) { state_.init(seed); }
     // A host buffer of full_layout() to fill, then full_params_written() (resume, warm start).
     // Without TP on the CPU it is params() itself.
-    float* full_params_buffer();
-    void full_params_written();
+    float* full_params_buffer() { return state_.full_params_buffer(); }
+    void full_params_written() { state_.full_params_written(); }
     // The whole model in full_layout(), in host memory (collective over both axes; every rank
     // gets it).
-    const float* full_params();
+    const float* full_params() { return state_.full_params(); }
     // After the caller wrote the whole of params() (init, resume, warm start): stage 3 keeps
     // its chunk of it.
-    void params_written();
+    void params_written() { state_.params_written(); }
     // Stage 3: all-gathers the whole model into params() (collective; FSDP allocates the buffer
     // for it, released by the next step). Others: nothing.
-    void sync_params();
+    void sync_params() { state_.sync_params(); }
 
     // The whole optimizer state as one host optimizer over full_layout() (collective with
     // stages 1-3, which all-gather the moments, and with TP) for a checkpoint, and back: each
     // rank takes its shard and chunk. nullptr = optimizer() is already that (stage 0 without TP
     // on the CPU).
-    std::unique_ptr<Optimizer> gather_optimizer();
-    void load_optimizer(Optimizer& full);
-    // This rank's part of a sharded checkpoint (train/shard_format.h): [begin, begin + count)
+    std::unique_ptr<Optimizer> gather_optimizer() { return optim_.gather(); }
+    void load_optimizer(Optimizer& full) { optim_.load(full); }
+    // This rank's part of a sharded checkpoint (io/shard_format.h): [begin, begin + count)
     // of its local buffer, i.e. its ZeRO chunk without the padding past layout().total(). The
     // parameters are current without sync_params() at every stage.
     // m and v are null where the optimizer keeps no such slot; stats are the optimizer's
     // statistics kept whole on every rank (Adafactor's factored ones; null for the others).
-    struct LocalChunk {
-        const float *params, *m, *v;  // count floats each
-        std::size_t begin, count;
-        const float* stats;
-    };
+    using LocalChunk = ChunkState;
     // (Adafactor's packed second moments are unpacked into a buffer that lives until the next
     // train_step.)
-    LocalChunk local_chunk();
+    LocalChunk local_chunk() { return optim_.local_chunk(); }
     // The inverse (resuming at the same mesh): writes the chunk, zeroes its padding, all-gathers
     // over the data comm what this stage keeps whole (collective), sets the optimizer step.
     void load_local_chunk(const float* params, const float* m, const float* v, const float* stats,
-                          long step);
+                          long step) {
+        optim_.load_local_chunk(params, m, v, stats, step);
+    }
     // An optimizer over the whole full_layout() buffer with this run's groups, for gather / load.
-    std::unique_ptr<Optimizer> make_full_optimizer() const;
+    std::unique_ptr<Optimizer> make_full_optimizer() const { return optim_.make_full(); }
 
     // model.vq.update_len: each micro-batch's rows continue from the VQ attention states the
     // previous train_step left them (truncated backpropagation: the carried keys and values take
     // no gradient); reset_vq_carry() starts every row afresh (a new batch).
-    void set_vq_carry(bool on) { carry_on_ = on, carry_.clear(); }
-    void reset_vq_carry() {
-        for (auto& st : carry_) st.clear();
-    }
+    void set_vq_carry(bool on) { driver_.carry().set(on); }
+    void reset_vq_carry() { driver_.carry().reset(); }
 
     // One optimizer step over `micro` micro-batches of (B, T) rows of this rank; tokens and
     // targets hold micro*B*T ids each. The loss is the mean over every target >= 0 of all
@@ -158,35 +159,35 @@ class Learner {
         return train_step(tokens, targets, micro, batch_, seq_);
     }
     // Mean loss of one batch without touching gradients (collective with stage 3).
-    float eval_loss(const std::int32_t* tokens, const std::int32_t* targets);
+    float eval_loss(const std::int32_t* tokens, const std::int32_t* targets) {
+        return driver_.eval_forward(tokens, targets, batch_, seq_);
+    }
     // Per-token losses of (B, T) rows, B <= the planned batch (collective with stage 3). B = 0
     // (none of an evaluation batch's rows are this rank's) returns nullptr; FSDP still runs
     // its collective forward, on one fully masked row. Transformer-VQ rows longer than planned
     // (model.vq.update_len) run in chunks of the planned length, carrying the attention state.
-    const float* eval_losses(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
+    const float* eval_losses(const std::int32_t* tokens, const std::int32_t* targets, int B,
+                             int T) {
+        return driver_.eval_losses(tokens, targets, B, T);
+    }
 
     // Bytes allocated per rank, by kind (for `info` and memory reports); working = the buffers
     // stages 2-3 need during the step beyond their chunks (see zero_plan.h).
-    std::size_t param_bytes() const;
-    std::size_t grad_bytes() const;
-    std::size_t optimizer_bytes() const { return optim_.state_bytes(); }
-    std::size_t working_bytes() const;
+    std::size_t param_bytes() const { return state_.param_bytes(); }
+    std::size_t grad_bytes() const { return state_.grad_bytes(); }
+    std::size_t optimizer_bytes() const { return optim_.optimizer().state_bytes(); }
+    std::size_t working_bytes() const { return state_.working_bytes(); }
     std::size_t activation_bytes() const { return model_->activation_bytes(); }
-    // Dropout masks of the next train_step: (seed, optimizer step, global row) keyed; row0 = the
-    // global index of this rank's first row in each micro-batch of the global batch.
     // Coordinate check: the next train_step records the model's activation sums (coord()) and,
     // per tensor of layout(), the sum of |update| / (the tensor's learning rate) and its element
     // count over what this rank updates (update_sums(): [sum..., count...]). Sums, so that the
     // ranks can add theirs (an element updated on several ranks adds to sum and count alike).
     void record_coord_check() {
-        MESHLM_CHECK(device_ == Device::cpu, "the coordinate check reads its updates on the host");
-        coord_on_ = true;
-        model_->set_coord_stats(&coord_);
-        coord_.reset(model_cfg_.n_layer);
-        update_sums_.assign(2 * layout_.slices().size(), 0.0);
+        MESHLM_CHECK(device() == Device::cpu, "the coordinate check reads its updates on the host");
+        coord_.record(*model_, model_cfg_.n_layer, layout_.slices().size());
     }
-    const CoordStats& coord() const { return coord_; }
-    const std::vector<double>& update_sums() const { return update_sums_; }
+    const CoordStats& coord() const { return coord_.coord(); }
+    const std::vector<double>& update_sums() const { return coord_.update_sums(); }
 
     // Diagnostics (log.diag_interval): the next train_step records diag_sums.h's sums (read
     // only: the step itself is bitwise the same).
@@ -194,12 +195,13 @@ class Learner {
         diag_on_ = true;
         diag_.reset(model_cfg_.n_layer, layout_.slices().size());
         model_->set_residual_sums(&diag_.resid);
+        driver_.set_diagnostics(&diag_);
     }
     const DiagSums& diagnostics() const { return diag_; }
 
-    void set_dropout(std::uint64_t seed, std::int64_t row0) {
-        drop_seed_ = seed, drop_row0_ = row0;
-    }
+    // Dropout masks of the next train_step: (seed, optimizer step, global row) keyed; row0 = the
+    // global index of this rank's first row in each micro-batch of the global batch.
+    void set_dropout(std::uint64_t seed, std::int64_t row0) { driver_.set_dropout(seed, row0); }
 
     // Called by every train_step once the step's loss and global gradient norm are known, just
     // before the optimizer update (every rank calls it at the same point, so it may run
@@ -210,54 +212,22 @@ class Learner {
     }
     // A dropped update counted as a step (train.nan_policy=skip): the optimizer's step count
     // advances (schedule, dropout keys, checkpoints stay in step), nothing else changes.
-    void count_skipped_step() { optim_.set_steps_taken(optim_.steps_taken() + 1); }
+    void count_skipped_step() { optimizer().set_steps_taken(step() + 1); }
     // Test hook (train.debug_inject_nan_step): at optimizer step `step` (1-based; 0 = never) the
     // first gradient element this rank holds becomes NaN just before the gradient norm, once.
     void inject_nan_at(long step) { inject_nan_step_ = step; }
     // What this rank holds of the parameters and of the last step's gradients: [begin, end) of
     // layout(), at data in host memory (for naming the first non-finite tensor; off the CPU a
     // copy, valid until the next call).
-    struct Held {
-        const float* data;
-        std::size_t begin, end;
-    };
-    Held held_params();
-    Held held_grads();
+    using Held = HeldSpan;
+    Held held_params() { return state_.held_params(); }
+    Held held_grads() { return state_.held_grads(); }
 
   private:
-    // [begin, begin + count) of this rank's chunk without the padding past layout().total().
-    std::pair<std::size_t, std::size_t> chunk_span() const;
-    void reduce_gradients();
-    // The running statistics of the layout (ParamSlice::ema_decay) take this step's sums.
-    void fold_moving_averages();
-    // Zeroes the null-gradient ranges (ParamSlice::null_grad_begin) of [begin, end) of layout(),
-    // `grads` at element begin, on device().
-    void zero_null(float* grads, std::size_t begin, std::size_t end);
-    // The chunk's parameters [at, at + count) of a local_chunk() on the host (a copy off the CPU
-    // into chunk_host_ at `slot` of three).
-    const float* chunk_on_host(const float* src, std::size_t count, int slot);
-    // Returns the norm before clipping; norm clipping's factor is left in grad_scale_ for the
-    // optimizer where it folds it in (apply_clip).
-    float clip_gradients();
     void update(float lr);  // the optimizer step, with the coordinate check's update sums
-    void update_steps(float lr);
-    float forward(const float* params, const std::int32_t* tokens, const std::int32_t* targets,
-                  int B, int T, float grad_scale);
-    void backward(const float* params, float* grads);
-    // The init of `seed` on [begin, end) of this rank's layout, `params` at element begin.
-    void init_params_range(float* params, std::uint64_t seed, std::size_t begin, std::size_t end);
-    // The whole parameter buffer (FSDP: allocated on demand, for init, loading and gathering).
-    float* whole_params();
-    // The whole parameters as a host array: params() on the CPU, else host_ (the copy to write
-    // before host_written(), or read after host_read()).
-    float* host_whole();
-    void host_written();
-    const float* host_read();
-    // n floats from src to dst, each on its device (a memcpy on the CPU).
-    static void copy_floats(float* dst, Device dst_on, const float* src, Device src_on,
-                            std::size_t n);
-    // Forward without gradients (FSDP: streamed between begin(false) and end()).
-    float eval_forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
+    void stop_diagnostics() {
+        diag_on_ = false, model_->set_residual_sums(nullptr), driver_.set_diagnostics(nullptr);
+    }
 
     ModelConfig model_cfg_;
     OptimConfig optim_cfg_;
@@ -268,50 +238,15 @@ class Learner {
     Comm& mp_;
     std::unique_ptr<CommModelGroup> mp_group_;  // tensor parallelism: the layers' collectives
     std::unique_ptr<Transformer> model_;        // the whole model, or this rank's shard
-    bool carry_on_ = false;
-    std::vector<kernels::VqAttnState> carry_;     // [micro][layer][row]
-    std::unique_ptr<ChunkedLosses> eval_chunks_;  // rows longer than planned (VQ)
     ParamLayout layout_, full_layout_;
-    ZeroPlan plan_;
-    bool fsdp_;      // stage 3 over more than one data rank: parameters and gradients streamed
-    bool streamed_;  // stage 2 or 3 over more than one data rank: gradients streamed
-    Device device_;  // where the model, parameters, gradients and optimizer state live
-    kernels::FloatArray params_, grads_;            // whole buffers (FSDP: none, params_ on demand)
-    Buffer<float> host_, held_host_;                // off the CPU: host copies (host_whole, held_*)
-    float grad_scale_ = 1.f;                        // this step's clipping factor, not yet applied
-    kernels::FloatArray param_shard_, grad_shard_;  // stage 3 / stages 2-3, on device()
-    Optimizer optim_;
-    Buffer<float> v_export_;    // local_chunk(): Adafactor's second moments as the flat slot
-    Buffer<float> chunk_host_;  // local_chunk() off the CPU: params, m, v of the chunk
-    std::unique_ptr<FsdpStream> stream_;
-    Buffer<float> full_;          // TP: the full_layout() staging buffer (allocated on first use)
-    bool params_current_ = true;  // stage 3: params_ holds the gathered current parameters
-    std::vector<std::int32_t> masked_row_;  // FSDP: tokens 0 then targets -1, one row of seq_
-    std::uint64_t drop_seed_ = 0;
-    std::int64_t drop_row0_ = 0;
-    // Stages 0-1: the gradient all-reduce starts block by block during backward.
-    GradReducer reducer_;
-    std::vector<std::pair<std::size_t, std::size_t>> block_ranges_;  // [lo, hi) per block
-    std::function<bool(const StepStats&)> step_check_;
-    long inject_nan_step_ = 0;
-    bool coord_on_ = false;
-    CoordStats coord_;
-    std::vector<double> update_sums_;
+    ParamState state_;
+    ShardedOptimizer optim_;
+    StepDriver driver_;
+    CoordProbe coord_;
     bool diag_on_ = false;
     DiagSums diag_;
-    void stop_diagnostics() { diag_on_ = false, model_->set_residual_sums(nullptr); }
-    // Adds |after - before| / lr_tensor over [lo, hi) of layout() into update_sums_.
-    void add_update_sums(const float* before, const float* after, std::size_t lo, std::size_t hi,
-                         float lr);
+    std::function<bool(const StepStats&)> step_check_;
+    long inject_nan_step_ = 0;
 };
-
-// Optimizer groups from the registry: weight decay on matrices, everything or nothing
-// (optim.decay_mask), and each tensor's learning-rate and eps multipliers (optim.mup_rule).
-std::vector<ParamGroup> param_groups(const ParamLayout& layout, const OptimConfig& optim,
-                                     const ModelConfig& model);
-// The groups restricted to [begin, end) of the flat buffer, offsets relative to begin: a shard
-// boundary may cut a group, whose two parts keep its decay flag.
-std::vector<ParamGroup> shard_groups(const std::vector<ParamGroup>& groups, std::size_t begin,
-                                     std::size_t end);
 
 }  // namespace meshlm

@@ -5,15 +5,12 @@
 
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
+#include "meshlm/io/run_files.h"
 #include "meshlm/parallel/fault.h"
 #include "meshlm/train/all_ranks.h"
 #include "meshlm/train/run_owner.h"
 
 namespace meshlm {
-
-std::string run_tokenizer_copy(const std::string& run_dir, const std::string& spec) {
-    return run_dir + "/" + std::filesystem::path(spec).filename().string();
-}
 
 std::optional<TrainerState> read_resume_checkpoint(const TrainJob& job) {
     if (job.resume_from.empty()) return std::nullopt;

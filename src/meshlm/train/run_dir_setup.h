@@ -8,8 +8,8 @@
 #include <iosfwd>
 #include <optional>
 
+#include "meshlm/io/checkpoint.h"
 #include "meshlm/parallel/comm.h"
-#include "meshlm/train/checkpoint.h"
 #include "meshlm/train/trainer.h"
 
 namespace meshlm {

@@ -8,7 +8,7 @@
 
 #include "meshlm/core/error.h"
 #include "meshlm/core/launch_command.h"
-#include "meshlm/train/checkpoint.h"
+#include "meshlm/io/checkpoint.h"
 
 namespace fs = std::filesystem;
 

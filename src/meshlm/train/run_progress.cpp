@@ -3,7 +3,7 @@
 #include <ostream>
 
 #include "meshlm/core/error.h"
-#include "meshlm/train/init_from.h"
+#include "meshlm/io/init_from.h"
 #include "meshlm/train/progress.h"
 #include "meshlm/train/sharded_checkpoint.h"
 

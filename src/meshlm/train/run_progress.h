@@ -9,8 +9,8 @@
 #include <iosfwd>
 #include <optional>
 
+#include "meshlm/io/checkpoint.h"
 #include "meshlm/parallel/mesh.h"
-#include "meshlm/train/checkpoint.h"
 #include "meshlm/train/learner.h"
 #include "meshlm/train/trainer.h"
 

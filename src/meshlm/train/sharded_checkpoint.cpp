@@ -7,11 +7,9 @@
 #include <vector>
 
 #include "meshlm/core/error.h"
-#include "meshlm/model/transformer.h"
-#include "meshlm/model/transformer_layout.h"
+#include "meshlm/io/shard_format.h"
 #include "meshlm/parallel/fault.h"
 #include "meshlm/train/all_ranks.h"
-#include "meshlm/train/shard_format.h"
 
 namespace fs = std::filesystem;
 
@@ -83,12 +81,11 @@ bool load_learner_checkpoint(const std::string& dir, const TrainerState& state,
         // This rank's chunk is exactly its shard: read only that file.
         ShardChunk c;
         const auto err = capture([&] {
-            const nlohmann::json j = read_checkpoint_json(dir + "/trainer.json");
-            const ShardManifest man = read_shard_manifest(dir, model, j.at("files"));
-            MESHLM_CHECK(man.geometry.local.total() == learner.layout().total() &&
-                             man.geometry.chunk == learner.plan().chunk,
+            const std::optional<ShardManifest> man = checkpoint_manifest(dir, model);
+            MESHLM_CHECK(man && man->geometry.local.total() == learner.layout().total() &&
+                             man->geometry.chunk == learner.plan().chunk,
                          "the manifest's layout differs from the learner's");
-            c = read_shard_file(dir, man, mesh.data_index(), mesh.model_index(),
+            c = read_shard_file(dir, *man, mesh.data_index(), mesh.model_index(),
                                 learner.optimizer().stat_tensors());
         });
         throw_if_any_failed(mesh.world(), err, "");
@@ -105,22 +102,6 @@ bool load_learner_checkpoint(const std::string& dir, const TrainerState& state,
     full->set_steps_taken(step);
     learner.load_optimizer(*full);
     return false;
-}
-
-std::string write_checkpoint_for_layout(const std::string& run_dir, const TrainerState& state,
-                                        const ModelConfig& model, const FullTrainingState& full,
-                                        int data, int model_ranks, int zero_stage,
-                                        const CheckpointConfig& cfg) {
-    const ShardGeometry g(model, data, model_ranks, zero_stage);  // validates the layout
-    if (data * model_ranks == 1)
-        return write_checkpoint(run_dir, state, transformer_layout(model), full.params.data(),
-                                full.m.empty() ? nullptr : full.m.data(),
-                                full.v.empty() ? nullptr : full.v.data(), full.step, cfg,
-                                full.stat_tensors, full.stats.data());
-    const std::string tmp = stage_checkpoint(run_dir, state.step);
-    nlohmann::json files = nlohmann::json::object();
-    const nlohmann::json layout = write_shards_from_full(tmp, model, g, full, files);
-    return publish_checkpoint(run_dir, tmp, state, files, kShardedCheckpointVersion, layout, cfg);
 }
 
 }  // namespace meshlm

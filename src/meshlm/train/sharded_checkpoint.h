@@ -2,15 +2,15 @@
 // shard, nothing is gathered on one rank, and a rank resuming at the same (data, model) mesh
 // reads only its own file. The ranks must share a filesystem (the run directory).
 //
-// exports: write_sharded_checkpoint, load_learner_checkpoint, write_checkpoint_for_layout
+// exports: write_sharded_checkpoint, load_learner_checkpoint
 #pragma once
 
 #include <string>
 
+#include "meshlm/io/checkpoint.h"
+#include "meshlm/io/checkpoint_config.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/parallel/mesh.h"
-#include "meshlm/train/checkpoint.h"
-#include "meshlm/train/checkpoint_config.h"
 #include "meshlm/train/learner.h"
 
 namespace meshlm {
@@ -31,13 +31,5 @@ std::string write_sharded_checkpoint(const DeviceMesh& mesh, Learner& learner,
 // when each rank read only its own shard.
 bool load_learner_checkpoint(const std::string& dir, const TrainerState& state,
                              const ModelConfig& model, Learner& learner, const DeviceMesh& mesh);
-
-// One process writes `full` as the checkpoint a run at (data, model, zero_stage) would have
-// written under run_dir/checkpoints: the single-file format for 1 x 1, shard files otherwise
-// (`meshlm reshard`). Returns the checkpoint directory.
-std::string write_checkpoint_for_layout(const std::string& run_dir, const TrainerState& state,
-                                        const ModelConfig& model, const FullTrainingState& full,
-                                        int data, int model_ranks, int zero_stage,
-                                        const CheckpointConfig& cfg);
 
 }  // namespace meshlm

@@ -14,8 +14,8 @@
 
 #include "meshlm/data/loader.h"
 #include "meshlm/data/tokenizer.h"
+#include "meshlm/io/checkpoint.h"
 #include "meshlm/parallel/comm.h"
-#include "meshlm/train/checkpoint.h"
 #include "meshlm/train/trainer.h"
 
 namespace meshlm {

@@ -11,11 +11,11 @@
 
 #include "meshlm/data/data_config.h"
 #include "meshlm/data/tokenizer.h"
+#include "meshlm/io/checkpoint_config.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/optim/optim_config.h"
 #include "meshlm/parallel/comm.h"
 #include "meshlm/parallel/parallel_config.h"
-#include "meshlm/train/checkpoint_config.h"
 #include "meshlm/train/train_config.h"
 
 namespace meshlm {
@@ -60,9 +60,5 @@ struct TrainResult {
 };
 
 TrainResult run_training(const TrainJob& job, std::ostream& out);
-
-// Where a run directory keeps its copy of a tokenizer file (so the run stays usable when the
-// original moves): RUN_DIR/<file name>.
-std::string run_tokenizer_copy(const std::string& run_dir, const std::string& spec);
 
 }  // namespace meshlm

@@ -1,4 +1,4 @@
-#include "meshlm/train/init_from.h"
+#include "meshlm/io/init_from.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -8,12 +8,12 @@
 #include <sstream>
 
 #include "meshlm/core/error.h"
+#include "meshlm/io/checkpoint.h"
 #include "meshlm/io/hf_model.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/io/safetensors_set.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/checkpoint.h"
 
 namespace fs = std::filesystem;
 

@@ -19,14 +19,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "meshlm/core/param_layout.h"
+#include "meshlm/io/checkpoint.h"
 #include "meshlm/model/model_config.h"
-#include "meshlm/train/checkpoint.h"
 
 namespace meshlm {
 
@@ -76,6 +77,10 @@ struct ShardManifest {
 // once with the expected begin and count. Errors name the file and what differs.
 ShardManifest read_shard_manifest(const std::string& dir, const ModelConfig& cfg,
                                   const nlohmann::json& trainer_files);
+
+// The manifest of a sharded checkpoint that read_checkpoint verified (read_shard_manifest
+// against its trainer.json); nullopt for a single-file checkpoint.
+std::optional<ShardManifest> checkpoint_manifest(const std::string& dir, const ModelConfig& cfg);
 
 struct ShardChunk {
     std::vector<float> params, m, v;  // `count` floats each; m, v empty when not in the file

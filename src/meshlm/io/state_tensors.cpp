@@ -1,4 +1,4 @@
-#include "meshlm/train/state_tensors.h"
+#include "meshlm/io/state_tensors.h"
 
 #include <algorithm>
 

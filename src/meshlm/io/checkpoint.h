@@ -28,9 +28,9 @@
 #include <nlohmann/json.hpp>
 
 #include "meshlm/core/param_layout.h"
+#include "meshlm/io/checkpoint_config.h"
 #include "meshlm/model/model_config.h"
 #include "meshlm/optim/optimizer.h"
-#include "meshlm/train/checkpoint_config.h"
 
 namespace meshlm {
 

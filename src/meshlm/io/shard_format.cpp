@@ -1,4 +1,4 @@
-#include "meshlm/train/shard_format.h"
+#include "meshlm/io/shard_format.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -11,10 +11,10 @@
 #include "meshlm/core/file_sync.h"
 #include "meshlm/data/json_int.h"
 #include "meshlm/io/safetensors.h"
+#include "meshlm/io/state_tensors.h"
 #include "meshlm/model/transformer_layout.h"
 #include "meshlm/parallel/tp_shard.h"
 #include "meshlm/parallel/zero_plan.h"
-#include "meshlm/train/state_tensors.h"
 
 namespace fs = std::filesystem;
 
@@ -231,6 +231,12 @@ ShardManifest read_shard_manifest(const std::string& dir, const ModelConfig& cfg
     } catch (const nlohmann::json::exception& e) {
         MESHLM_INVALID(path, " is missing a field or has a wrong type: ", e.what());
     }
+}
+
+std::optional<ShardManifest> checkpoint_manifest(const std::string& dir, const ModelConfig& cfg) {
+    const nlohmann::json j = read_checkpoint_json(dir + "/trainer.json");
+    if (!j.contains("layout")) return std::nullopt;
+    return read_shard_manifest(dir, cfg, j.at("files"));
 }
 
 ShardChunk read_shard_file(const std::string& dir, const ShardManifest& manifest, int d, int m,

@@ -1,4 +1,4 @@
-#include "meshlm/train/checkpoint.h"
+#include "meshlm/io/checkpoint.h"
 
 #include <unistd.h>
 
@@ -15,11 +15,11 @@
 #include "meshlm/data/json_int.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/io/safetensors_set.h"
+#include "meshlm/io/shard_format.h"
+#include "meshlm/io/state_tensors.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/train/shard_format.h"
-#include "meshlm/train/state_tensors.h"
 
 namespace fs = std::filesystem;
 
@@ -337,19 +337,11 @@ long read_optimizer(const std::string& dir, const ParamLayout& layout, float* m,
     return step[0];
 }
 
-// The manifest of a sharded checkpoint that read_checkpoint verified; nullopt for a
-// single-file one.
-std::optional<ShardManifest> manifest_of(const std::string& dir, const ModelConfig& model) {
-    const nlohmann::json j = read_checkpoint_json(dir + "/trainer.json");
-    if (!j.contains("layout")) return std::nullopt;
-    return read_shard_manifest(dir, model, j.at("files"));
-}
-
 }  // namespace
 
 void load_checkpoint_model(const std::string& dir, const ModelConfig& model, float* params) {
     const ParamLayout layout = transformer_layout(model);
-    const auto manifest = manifest_of(dir, model);
+    const auto manifest = checkpoint_manifest(dir, model);
     if (!manifest) return load_weights(dir, layout, params);
     assemble_shards(dir, *manifest, model, params, nullptr, nullptr);
 }
@@ -358,7 +350,7 @@ long load_checkpoint_state(const std::string& dir, const ModelConfig& model, flo
                            float* m, float* v, const std::vector<StateTensor>& stat_tensors,
                            float* stats) {
     const ParamLayout layout = transformer_layout(model);
-    if (const auto manifest = manifest_of(dir, model))
+    if (const auto manifest = checkpoint_manifest(dir, model))
         return assemble_shards(dir, *manifest, model, params, m, v, stat_tensors, stats);
     load_weights(dir, layout, params);
     return read_optimizer(dir, layout, m, v, stat_tensors, stats);
