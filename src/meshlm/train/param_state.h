@@ -67,7 +67,8 @@ class ParamState {
     // Before a step's first micro-batch: FSDP drops a gathered whole copy, the others bring
     // params() up to date; the gradients this step accumulates into are zeroed.
     void begin_step();
-    // After the backward passes: the null-gradient ranges zeroed (learner.cpp says why).
+    // After the backward passes: the null-gradient ranges zeroed (exactly zero by the math;
+    // backward leaves rounding noise there).
     void zero_null_ranges();
     // Stages 0-1: the all-reduce; stages 2-3 on one rank: the chunk is the whole buffer.
     void reduce_gradients();
