@@ -19,7 +19,7 @@ namespace meshlm {
 RunDir open_run_dir(const std::string& path, const std::vector<std::string>& overrides) {
     RunDir run;
     std::string tokenizer_home = path;  // where the tokenizer copy lives
-    if (fs::exists(path + "/trainer.json")) {
+    if (is_checkpoint_dir(path)) {
         read_checkpoint(path);  // verifies sizes and checksums before use
         run.path = path;
         tokenizer_home = checkpoint_run_dir(path);
@@ -55,7 +55,7 @@ RunDir open_run_dir(const std::string& path, const std::vector<std::string>& ove
 
 void load_run_weights(const RunDir& run, const ParamLayout& layout, float* params) {
     // A checkpoint of either format (single-file or sharded), else the run's final weights.
-    if (fs::exists(run.path + "/trainer.json"))
+    if (is_checkpoint_dir(run.path))
         load_checkpoint_model(run.path, run.config.model, params);
     else
         load_weights(run.path, layout, params);
@@ -63,7 +63,7 @@ void load_run_weights(const RunDir& run, const ParamLayout& layout, float* param
 
 std::vector<std::string> chat_config_dirs(const RunDir& run) {
     std::vector<std::string> dirs = {run.path};
-    if (fs::exists(run.path + "/trainer.json")) dirs.push_back(checkpoint_run_dir(run.path));
+    if (is_checkpoint_dir(run.path)) dirs.push_back(checkpoint_run_dir(run.path));
     if (run.tokenizer_spec != "byte") {
         const fs::path parent = fs::path(run.tokenizer_spec).parent_path();
         dirs.push_back(parent.empty() ? "." : parent.string());

@@ -226,8 +226,12 @@ std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
     return dir;
 }
 
+bool is_checkpoint_dir(const std::string& path) {
+    return fs::exists(path + "/trainer.json");
+}
+
 std::string resolve_checkpoint(const std::string& path) {
-    if (fs::exists(path + "/trainer.json")) return path;
+    if (is_checkpoint_dir(path)) return path;
     if (!fs::is_directory(path)) MESHLM_INVALID("checkpoint path ", path, " does not exist");
     if (auto dir = latest_checkpoint(path)) return *dir;
     MESHLM_INVALID(path,

@@ -101,6 +101,9 @@ std::optional<std::string> checkpoint_run_id(const std::string& dir);
 // A JSON file of a checkpoint; throws InvalidInput naming it when missing or not JSON.
 nlohmann::json read_checkpoint_json(const std::string& path);
 
+// Whether `path` is a checkpoint directory (it holds trainer.json; read_checkpoint verifies it).
+bool is_checkpoint_dir(const std::string& path);
+
 // The checkpoint `latest` points at in run_dir/checkpoints, if any.
 std::optional<std::string> latest_checkpoint(const std::string& run_dir);
 

@@ -59,7 +59,7 @@ std::vector<int> parse_layer_map(const std::string& text, int n_layer, int sourc
 int init_source_layers(const std::string& path) {
     if (fs::is_regular_file(path)) return layers_in_names(SafetensorsFile(path).names());
     if (fs::exists(path + "/config.json")) return read_hf_config(path).model.n_layer;
-    if (SafetensorsSet::present(path) && !fs::exists(path + "/trainer.json"))
+    if (SafetensorsSet::present(path) && !is_checkpoint_dir(path))
         return layers_in_names(SafetensorsSet(path).names());
     const std::string dir = resolve_checkpoint(path);
     try {
@@ -129,7 +129,7 @@ std::string load_init_weights(const std::string& path, const ModelConfig& model,
         read_hf_weights(path, hf, layout, params);
         return path + " (Hugging Face " + hf.family + ")";
     }
-    if (SafetensorsSet::present(path) && !fs::exists(path + "/trainer.json")) {
+    if (SafetensorsSet::present(path) && !is_checkpoint_dir(path)) {
         load_weights(path, layout, params);
         return path;
     }
