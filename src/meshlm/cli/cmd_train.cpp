@@ -14,6 +14,8 @@
 #include "meshlm/core/error.h"
 #include "meshlm/data/data_source.h"
 #include "meshlm/infer/sampler.h"
+#include "meshlm/io/checkpoint.h"
+#include "meshlm/io/init_from.h"
 #include "meshlm/train/all_ranks.h"
 #include "meshlm/train/run_log.h"
 #include "meshlm/train/run_owner.h"
