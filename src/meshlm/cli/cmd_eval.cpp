@@ -130,114 +130,126 @@ int run_tasks(const EvalArgs& a, const RunDir& run) {
     }
     return 0;
 }
+
+// The options of `meshlm eval` into a.
+void add_eval_options(CLI::App* cmd, EvalArgs& a) {
+    cmd->add_option("--checkpoint", a.checkpoint, "run directory written by `meshlm train`")
+        ->required();
+    auto* split = cmd->add_option("--split", a.split, "split of the run's data")
+                      ->capture_default_str()
+                      ->check(CLI::IsMember({"val", "test", "train"}));
+    cmd->add_option("--tasks", a.tasks,
+                    "zero-shot JSONL task files (last word or multiple choice; see README)")
+        ->excludes(split)
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--output", a.output, "with --tasks: write the results as JSON here");
+    cmd->add_option("--max-length", a.max_length,
+                    "with --tasks: tokens per scored sequence (0 = the context - 1), longer "
+                    "ones keep their end")
+        ->check(at_least(0));
+    cmd->add_option("--max-rows", a.max_rows, "with --tasks: tokens per forward pass")
+        ->capture_default_str()
+        ->check(in_range(1, 65536));
+    cmd->add_option("--batch-size", a.batch_size, "rows per batch (0 = the run's batch size)")
+        ->check(at_least(0));
+    cmd->add_option("--seq-len", a.seq_len,
+                    "tokens per row (0 = the run's train.seq_len); up to model.max_seq_len")
+        ->check(at_least(0));
+    cmd->add_option("--weights", a.weights,
+                    "final: the run's model.safetensors (an unfinished run: its latest "
+                    "checkpoint); avg: its model.avg.safetensors (train.average)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"final", "avg"}));
+    cmd->add_option("--threads", a.threads, "threads (0 = all cores)")->capture_default_str();
+    cmd->add_option("--device", a.device,
+                    "where the model runs: cpu, cuda (one GPU; Transformer-VQ and T5-bias models "
+                    "are refused by name) or auto (cuda when built in, a GPU is visible and the "
+                    "model runs there; else the CPU)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+}
+
+// The loss, perplexity and bits per byte of the run's weights on a split of its data.
+int run_split(const EvalArgs& a, const RunDir& run) {
+    const Config& cfg = run.config;
+    if (cfg.data.synthetic)
+        MESHLM_INVALID(a.checkpoint,
+                       " was trained on synthetic data: there is no split to "
+                       "evaluate");
+    use_inference_threads(a.threads);
+    DataConfig data = cfg.data;
+    data.tokenizer = run.tokenizer_spec;
+    const std::string dir = resolve_prepared_data(data, *run.tokenizer, std::cerr);
+    PreparedMeta meta = read_prepared_meta(dir);
+    if (meta.splits[a.split].tokens == 0)
+        MESHLM_INVALID("the ", a.split, " split of ", dir, " is empty (prepare with a non-zero --",
+                       a.split == "test" ? "test" : "val", "-fraction)");
+    const int B = a.batch_size > 0 ? a.batch_size : cfg.train.batch_size;
+    const int T = a.seq_len > 0 ? a.seq_len : cfg.train.seq_len;
+    if (T > cfg.model.max_seq_len)
+        MESHLM_INVALID("--seq-len ", T,
+                       " exceeds the model's context model.max_seq_len = ", cfg.model.max_seq_len,
+                       cfg.model.position == "learned"
+                           ? " (learned positions have no row beyond it)"
+                           : " (raise it with --config.model.max_seq_len at training time)");
+    LoaderOptions opt;
+    opt.packing = parse_packing(cfg.data.packing);
+    opt.seq_len = T;
+    opt.shuffle = false;
+    auto loader = DataLoader::open_split(dir, a.split, opt);
+    // Transformer-VQ with model.vq.update_len: activations for a chunk, the rest of the row
+    // carried in the attention state (as it trained).
+    const int U = cfg.model.chunk_len(T);
+    const Device device = run_device(run, a.device);
+    Transformer model(for_inference(cfg.model), B, U, nullptr, Recompute::none, Precision::fp32,
+                      device);
+    const std::size_t n = model.layout().total();
+    Buffer<float> params(n);
+    load_eval_weights(a, run, model.layout(), params.data());
+    kernels::FloatArray on_device(device, device == Device::cpu ? 0 : n);
+    if (device != Device::cpu)
+        kernels::copy(flat(on_device.data(), n, device), flat(params.data(), n, Device::cpu));
+    const float* weights = device == Device::cpu ? params.data() : on_device.data();
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
+    BatchLosses losses = [&](const std::int32_t* tk, const std::int32_t* tg, int rows, int t) {
+        if (rows == 0) return static_cast<const float*>(nullptr);
+        model.forward(weights, tk, tg, rows, t);
+        return model.losses();
+    };
+    if (U < T) losses = ChunkedLosses(model, U, losses);
+    EvalResult r =
+        evaluate(losses, *loader, B, T, 0, token_byte_lengths(*run.tokenizer, cfg.model.vocab_size),
+                 tokens.data(), targets.data());
+    std::printf(
+        "split %s: %llu tokens (%llu bytes) | loss %.6f nats/token | perplexity %.4f "
+        "| %.6f bits/byte\n",
+        a.split.c_str(), static_cast<unsigned long long>(r.tokens),
+        static_cast<unsigned long long>(r.bytes), r.loss(), r.perplexity(), r.bits_per_byte());
+    return 0;
+}
+
+int run_eval(const EvalArgs& a, const std::vector<std::string>& overrides) {
+    // A CPU build or a machine without a GPU is refused before the run is read.
+    kernels::resolve_run_device(a.device, "--device", "");
+    // The data to score and the default batch shape; the model is the run's.
+    require_used_overrides(overrides, "meshlm eval",
+                           {"data.", "train.batch_size", "train.seq_len"});
+    RunDir run = open_run_dir(a.checkpoint, overrides);
+    if (!a.tasks.empty()) {
+        use_inference_threads(a.threads);
+        return run_tasks(a, run);
+    }
+    return run_split(a, run);
+}
+
 }  // namespace
 
 CommandRunner add_eval_command(CLI::App& app, const std::vector<std::string>& overrides) {
     auto* cmd = app.add_subcommand(
         "eval", "Loss, perplexity and bits per byte on a data split, or zero-shot task accuracy");
     auto a = std::make_shared<EvalArgs>();
-    cmd->add_option("--checkpoint", a->checkpoint, "run directory written by `meshlm train`")
-        ->required();
-    auto* split = cmd->add_option("--split", a->split, "split of the run's data")
-                      ->capture_default_str()
-                      ->check(CLI::IsMember({"val", "test", "train"}));
-    cmd->add_option("--tasks", a->tasks,
-                    "zero-shot JSONL task files (last word or multiple choice; see README)")
-        ->excludes(split)
-        ->check(CLI::ExistingFile);
-    cmd->add_option("--output", a->output, "with --tasks: write the results as JSON here");
-    cmd->add_option("--max-length", a->max_length,
-                    "with --tasks: tokens per scored sequence (0 = the context - 1), longer "
-                    "ones keep their end")
-        ->check(at_least(0));
-    cmd->add_option("--max-rows", a->max_rows, "with --tasks: tokens per forward pass")
-        ->capture_default_str()
-        ->check(in_range(1, 65536));
-    cmd->add_option("--batch-size", a->batch_size, "rows per batch (0 = the run's batch size)")
-        ->check(at_least(0));
-    cmd->add_option("--seq-len", a->seq_len,
-                    "tokens per row (0 = the run's train.seq_len); up to model.max_seq_len")
-        ->check(at_least(0));
-    cmd->add_option("--weights", a->weights,
-                    "final: the run's model.safetensors (an unfinished run: its latest "
-                    "checkpoint); avg: its model.avg.safetensors (train.average)")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"final", "avg"}));
-    cmd->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-    cmd->add_option("--device", a->device,
-                    "where the model runs: cpu, cuda (one GPU; Transformer-VQ and T5-bias models "
-                    "are refused by name) or auto (cuda when built in, a GPU is visible and the "
-                    "model runs there; else the CPU)")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    return [a, &overrides] {
-        // A CPU build or a machine without a GPU is refused before the run is read.
-        kernels::resolve_run_device(a->device, "--device", "");
-        // The data to score and the default batch shape; the model is the run's.
-        require_used_overrides(overrides, "meshlm eval",
-                               {"data.", "train.batch_size", "train.seq_len"});
-        RunDir run = open_run_dir(a->checkpoint, overrides);
-        const Config& cfg = run.config;
-        if (!a->tasks.empty()) {
-            use_inference_threads(a->threads);
-            return run_tasks(*a, run);
-        }
-        if (cfg.data.synthetic)
-            MESHLM_INVALID(a->checkpoint,
-                           " was trained on synthetic data: there is no split to "
-                           "evaluate");
-        use_inference_threads(a->threads);
-        DataConfig data = cfg.data;
-        data.tokenizer = run.tokenizer_spec;
-        const std::string dir = resolve_prepared_data(data, *run.tokenizer, std::cerr);
-        PreparedMeta meta = read_prepared_meta(dir);
-        if (meta.splits[a->split].tokens == 0)
-            MESHLM_INVALID("the ", a->split, " split of ", dir,
-                           " is empty (prepare with a non-zero --",
-                           a->split == "test" ? "test" : "val", "-fraction)");
-        const int B = a->batch_size > 0 ? a->batch_size : cfg.train.batch_size;
-        const int T = a->seq_len > 0 ? a->seq_len : cfg.train.seq_len;
-        if (T > cfg.model.max_seq_len)
-            MESHLM_INVALID("--seq-len ", T, " exceeds the model's context model.max_seq_len = ",
-                           cfg.model.max_seq_len,
-                           cfg.model.position == "learned"
-                               ? " (learned positions have no row beyond it)"
-                               : " (raise it with --config.model.max_seq_len at training time)");
-        LoaderOptions opt;
-        opt.packing = parse_packing(cfg.data.packing);
-        opt.seq_len = T;
-        opt.shuffle = false;
-        auto loader = DataLoader::open_split(dir, a->split, opt);
-        // Transformer-VQ with model.vq.update_len: activations for a chunk, the rest of the row
-        // carried in the attention state (as it trained).
-        const int U = cfg.model.chunk_len(T);
-        const Device device = run_device(run, a->device);
-        Transformer model(for_inference(cfg.model), B, U, nullptr, Recompute::none, Precision::fp32,
-                          device);
-        const std::size_t n = model.layout().total();
-        Buffer<float> params(n);
-        load_eval_weights(*a, run, model.layout(), params.data());
-        kernels::FloatArray on_device(device, device == Device::cpu ? 0 : n);
-        if (device != Device::cpu)
-            kernels::copy(flat(on_device.data(), n, device), flat(params.data(), n, Device::cpu));
-        const float* weights = device == Device::cpu ? params.data() : on_device.data();
-        std::vector<std::int32_t> tokens(static_cast<std::size_t>(B) * T), targets(tokens.size());
-        BatchLosses losses = [&](const std::int32_t* tk, const std::int32_t* tg, int rows, int t) {
-            if (rows == 0) return static_cast<const float*>(nullptr);
-            model.forward(weights, tk, tg, rows, t);
-            return model.losses();
-        };
-        if (U < T) losses = ChunkedLosses(model, U, losses);
-        EvalResult r = evaluate(losses, *loader, B, T, 0,
-                                token_byte_lengths(*run.tokenizer, cfg.model.vocab_size),
-                                tokens.data(), targets.data());
-        std::printf(
-            "split %s: %llu tokens (%llu bytes) | loss %.6f nats/token | perplexity %.4f "
-            "| %.6f bits/byte\n",
-            a->split.c_str(), static_cast<unsigned long long>(r.tokens),
-            static_cast<unsigned long long>(r.bytes), r.loss(), r.perplexity(), r.bits_per_byte());
-        return 0;
-    };
+    add_eval_options(cmd, *a);
+    return [a, &overrides] { return run_eval(*a, overrides); };
 }
 
 }  // namespace meshlm
