@@ -21,9 +21,7 @@ namespace {
 // would keep the run off the GPU (Learner::device_gap).
 void print_gpu_plan(const Config& cfg, double device_bytes, double param_bytes) {
     const double MiB = 1024.0 * 1024, GiB = MiB * 1024;
-    const std::string gap =
-        Learner::device_gap(cfg.model, cfg.optim, Device::cuda, cfg.parallel.data,
-                            cfg.parallel.model, cfg.parallel.zero_stage);
+    const std::string gap = Learner::device_gap(cfg.model, Device::cuda, cfg.train.coord_interval);
     if (!gap.empty())
         std::printf("note: train.device cuda is refused for this run: %s\n", gap.c_str());
     std::printf(

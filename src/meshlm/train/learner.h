@@ -76,11 +76,11 @@ class Learner {
             Recompute recompute = Recompute::none, Precision precision = Precision::fp32,
             Device device = Device::cpu);
     // Why a run cannot train on `device` ("" when it can): the model's gaps (model_device_gap)
-    // and Adafactor. Several ranks (data and tensor parallelism, every ZeRO stage) train on
+    // and the coordinate check (train.coord_interval > 0), which reads its updates on the host.
+    // Every optimizer, ZeRO stage and tensor parallelism run there: several ranks train on
     // GPUs when dp and mp are device communicators (parallel/device_comm.h: NcclComm), which
     // take the buffers while host scalars go through their host().
-    static std::string device_gap(const ModelConfig& model, const OptimConfig& optim, Device device,
-                                  int data_ranks, int model_ranks, int zero_stage);
+    static std::string device_gap(const ModelConfig& model, Device device, int coord_interval = 0);
     // Not copied or moved: the optimizer's tensor sum and FSDP's stream point into it.
     Learner(const Learner&) = delete;
     Learner& operator=(const Learner&) = delete;

@@ -9,10 +9,7 @@ namespace {
 
 // train.device resolved against what the learner cannot do on a GPU at this layout.
 Device resolve_train_device(const TrainJob& job, const DeviceMesh& mesh) {
-    std::string gap = Learner::device_gap(job.model, job.optim, Device::cuda, mesh.data_size(),
-                                          mesh.model_size(), job.parallel.zero_stage);
-    if (gap.empty() && job.train.coord_interval > 0)
-        gap = "train.coord_interval: the coordinate check reads its updates on the host";
+    const std::string gap = Learner::device_gap(job.model, Device::cuda, job.train.coord_interval);
     return kernels::resolve_run_device(job.train.device, "train.device", gap, mesh.world().rank());
 }
 
