@@ -75,9 +75,10 @@ void check_trace(const std::string& dir, int ranks) {
     for (int r = 0; r < ranks; ++r)
         EXPECT_TRUE(std::filesystem::exists(dir + "/trace/rank_" + std::to_string(r) + ".json"));
     const auto ev = nested_events(nlohmann::json::parse(test::read_file(dir + "/trace.json")));
-    std::map<int, std::set<std::string>> steps;  // per rank
-    std::map<std::string, int> names;            // counts, all ranks
-    std::map<int, double> covered, total;        // step event -> its children's time
+    std::map<int, std::set<std::string>> steps;    // per rank
+    std::map<std::string, int> names;              // counts, all ranks
+    std::map<int, double> covered, total;          // step event -> its children's time
+    std::map<int, std::set<std::string>> updated;  // per rank: the blocks the optimizer updated
     for (std::size_t i = 0; i < ev.size(); ++i) {
         const Event& e = ev[i];
         ++names[e.name.substr(0, e.name.find_last_not_of("0123456789 ") + 1)];  // no number
@@ -97,6 +98,8 @@ void check_trace(const std::string& dir, int ranks) {
             covered[e.parent] += e.end - e.ts;
         if (e.name.starts_with("forward block")) EXPECT_EQ(parent, "forward") << e.name;
         if (e.name.starts_with("backward block")) EXPECT_EQ(parent, "backward") << e.name;
+        if (e.name.starts_with("optimizer ")) EXPECT_EQ(parent, "optimizer") << e.name;
+        if (e.name.starts_with("optimizer block")) updated[e.pid].insert(e.name);
         if (e.name == "all_reduce" || e.name == "all_gather" || e.name == "reduce_scatter")
             EXPECT_GE(e.args.value("bytes", -1), 0) << e.name << " carries its bytes";
     }
@@ -112,6 +115,12 @@ void check_trace(const std::string& dir, int ranks) {
     EXPECT_EQ(names["data"], per);
     EXPECT_EQ(names["gradient norm"], 2 * ranks);
     EXPECT_EQ(names["optimizer"], 2 * ranks);
+    // AdamW per block (its groups split at block boundaries), the rest outside the blocks.
+    EXPECT_GE(names["optimizer block"], 2 * 2 * ranks);
+    EXPECT_GE(names["optimizer embeddings and head"], 2 * ranks);
+    for (int r = 0; r < ranks; ++r)
+        EXPECT_EQ(updated[r], (std::set<std::string>{"optimizer block 0", "optimizer block 1"}))
+            << "rank " << r;
     EXPECT_EQ(names["checkpoint write"], ranks);
     if (ranks > 1) EXPECT_GT(names["all_reduce"], 0);
     for (const auto& [step, t] : total) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/trace.h"
 #include "meshlm/kernels/device.h"
 #include "meshlm/kernels/ops/adamw.h"
 #include "meshlm/kernels/ops/clip.h"
@@ -117,6 +118,9 @@ void Optimizer::step(float* params, const float* grads, float lr, float grad_sca
     ++step_;
     if (cfg_.name == "adafactor") return adafactor_step(params, grads, lr);
     for (const ParamGroup& g : groups_) {
+        // Per block in a trace (log.profile_steps); Adafactor's passes span the tensors.
+        TraceScope trace(g.layer >= 0 ? "optimizer block" : "optimizer embeddings and head",
+                         g.layer);
         const float lr_g = group_lr(g, lr), wd_g = group_decay(g);
         const std::size_t n = g.numel;
         const Device d = device_;

@@ -26,6 +26,7 @@ struct ParamGroup {
     bool decay;                 // apply weight decay
     float lr_scale = 1.f;       // the group's learning rate is lr * lr_scale (optim.mup_rule)
     float eps_scale = 1.f;      // and Adam's eps * eps_scale (optim.mup_eps_scaling)
+    int layer = -1;             // the block its tensors belong to (-1: embeddings, head)
 };
 
 // The flat per-parameter state buffers of optimizer `name`: AdamW exp_avg and exp_avg_sq, Lion
