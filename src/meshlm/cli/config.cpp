@@ -768,10 +768,12 @@ std::string closest_key(const OptionTable& table, std::string_view key) {
     std::string best;
     std::size_t best_score = static_cast<std::size_t>(-1);
     for (const auto& o : table.options) {
+        if (best_score == 0) break;
+        const std::size_t cap = std::min(limit, best_score - 1);  // only a closer one matters
         const auto [o_section, o_leaf] = split_key(o.key);
         const std::size_t penalty = o_section == section ? 0 : 1;
-        const std::size_t score = std::min(edit_distance(key, o.key, limit),
-                                           edit_distance(leaf, o_leaf, limit) + penalty);
+        const std::size_t score =
+            std::min(edit_distance(key, o.key, cap), edit_distance(leaf, o_leaf, cap) + penalty);
         if (score < best_score) best_score = score, best = o.key;
     }
     return best_score <= limit ? best : std::string();
