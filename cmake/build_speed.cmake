@@ -29,6 +29,12 @@ if(MESHLM_UNITY AND NOT MESHLM_FUZZ)
     else()
       set(dir generated)
     endif()
+    # The fuzz build takes the parsers from clang and the rest from here (cmake/fuzz.cmake):
+    # a batch mixing both would define a parser twice in a fuzz target. Parsers batch by their
+    # own directory (data/hf and data/jinja both name a `Json`).
+    if(src MATCHES "${MESHLM_FUZZ_SOURCES_REGEX}" AND src MATCHES "/src/meshlm/([a-z_/]+)/[^/]+$")
+      string(REPLACE "/" "_" dir "${CMAKE_MATCH_1}_parsers")
+    endif()
     if(NOT DEFINED _unity_n_${dir})
       set(_unity_n_${dir} 0)
     endif()

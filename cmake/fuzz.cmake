@@ -13,6 +13,17 @@
 # objects first, so a parser's symbols come from its instrumented object.
 option(MESHLM_FUZZ "Build the libFuzzer targets of fuzz/ (clang, with MESHLM_SANITIZE=address)" OFF)
 
+# The parsers' sources. Also read by the ordinary build (cmake/build_speed.cmake): its unity
+# batches keep them apart from the rest, so a fuzz target linking a batch of the rest from
+# build/ never gets a second, uninstrumented definition of a parser.
+set(MESHLM_FUZZ_SOURCES_REGEX
+    "/cli/(config|config_[a-z_]+|overrides|suggest|validators|yaml_documents)\\.cpp$"
+    "|/io/(safetensors(_set)?|checkpoint|shard_format)\\.cpp$"
+    "|/data/(tokenizer|bpe_tokenizer|byte_tokenizer_json|spm_tokenizer|pretokenize)\\.cpp$"
+    "|/data/(shard|loader|prepare|corpus_reader|chat_template)\\.cpp$|/data/(jinja|hf)/"
+    "|/infer/(server|http_front|request_fields|chat_request)\\.cpp$")
+string(JOIN "" MESHLM_FUZZ_SOURCES_REGEX ${MESHLM_FUZZ_SOURCES_REGEX})
+
 if(MESHLM_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "MESHLM_FUZZ needs clang (libFuzzer): -DCMAKE_CXX_COMPILER=clang++-14")
@@ -22,13 +33,6 @@ if(MESHLM_FUZZ)
   endif()
   message(STATUS "libFuzzer build: fuzz/ targets only")
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
-  set(MESHLM_FUZZ_SOURCES_REGEX
-      "/cli/(config|overrides|suggest|validators|yaml_documents)\\.cpp$"
-      "|/io/(safetensors(_set)?|checkpoint|shard_format)\\.cpp$"
-      "|/data/(tokenizer|bpe_tokenizer|byte_tokenizer_json|spm_tokenizer|pretokenize)\\.cpp$"
-      "|/data/(shard|loader|prepare|corpus_reader|chat_template)\\.cpp$|/data/(jinja|hf)/"
-      "|/infer/(server|http_front|request_fields|chat_request)\\.cpp$")
-  string(JOIN "" MESHLM_FUZZ_SOURCES_REGEX ${MESHLM_FUZZ_SOURCES_REGEX})
   set(MESHLM_FUZZ_GXX_BUILD "${PROJECT_SOURCE_DIR}/build" CACHE PATH
       "The g++ build whose libmeshlm_lib.a supplies the uninstrumented rest of the library")
   foreach(lib libmeshlm_lib.a libmeshlm_kernels.a)
@@ -37,7 +41,21 @@ if(MESHLM_FUZZ)
                           "meshlm_lib there first (scripts/fuzz.sh does)")
     endif()
   endforeach()
+  # The rest of the g++ library, its parsers' objects taken out (cmake/fuzz_rest_archive.cmake).
+  file(GLOB_RECURSE parsers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/meshlm/*.cpp)
+  list(FILTER parsers INCLUDE REGEX "${MESHLM_FUZZ_SOURCES_REGEX}")
+  list(TRANSFORM parsers REPLACE ".*/" "")
+  string(JOIN "," parsers ${parsers})
+  set(rest ${PROJECT_BINARY_DIR}/gxx/libmeshlm_rest.a)
+  add_custom_command(OUTPUT ${rest}
+                     COMMAND ${CMAKE_COMMAND} -DAR=${CMAKE_AR}
+                             -DIN=${MESHLM_FUZZ_GXX_BUILD}/libmeshlm_lib.a -DOUT=${rest}
+                             "-DPARSERS=${parsers}"
+                             -P ${PROJECT_SOURCE_DIR}/cmake/fuzz_rest_archive.cmake
+                     DEPENDS ${MESHLM_FUZZ_GXX_BUILD}/libmeshlm_lib.a
+                             ${PROJECT_SOURCE_DIR}/cmake/fuzz_rest_archive.cmake
+                     COMMENT "The g++ library without its parsers" VERBATIM)
+  add_custom_target(meshlm_gxx_rest DEPENDS ${rest})
   add_library(meshlm_gxx_lib STATIC IMPORTED)
-  set_target_properties(meshlm_gxx_lib PROPERTIES
-                        IMPORTED_LOCATION "${MESHLM_FUZZ_GXX_BUILD}/libmeshlm_lib.a")
+  set_target_properties(meshlm_gxx_lib PROPERTIES IMPORTED_LOCATION ${rest})
 endif()

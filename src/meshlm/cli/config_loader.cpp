@@ -24,16 +24,19 @@ std::pair<std::string_view, std::string_view> split_key(std::string_view key) {
 // Empty when nothing is close enough to be a plausible typo.
 std::string closest_key(const OptionTable& table, std::string_view key) {
     const auto [section, leaf] = split_key(key);
+    const std::size_t limit = 2 + leaf.size() / 4;  // farther is no plausible typo
     std::string best;
     std::size_t best_score = static_cast<std::size_t>(-1);
     for (const auto& o : table.options) {
+        if (best_score == 0) break;
+        const std::size_t cap = std::min(limit, best_score - 1);  // only a closer one matters
         const auto [o_section, o_leaf] = split_key(o.key);
         const std::size_t penalty = o_section == section ? 0 : 1;
         const std::size_t score =
-            std::min(edit_distance(key, o.key), edit_distance(leaf, o_leaf) + penalty);
+            std::min(edit_distance(key, o.key, cap), edit_distance(leaf, o_leaf, cap) + penalty);
         if (score < best_score) best_score = score, best = o.key;
     }
-    return best_score <= 2 + leaf.size() / 4 ? best : std::string();
+    return best_score <= limit ? best : std::string();
 }
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {

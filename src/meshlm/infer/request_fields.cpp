@@ -68,8 +68,12 @@ std::optional<UnknownField> find_unknown_field(const nlohmann::json& body, bool 
         // A near miss (a typo) is named: at most a third of the letters differ.
         std::string_view best;
         std::size_t best_d = key.size() / 3 + 1;
-        for (std::string_view k : known)
+        for (std::string_view k : known) {
+            // The distance is at least the difference in length: a long key (a fuzzed 4 kB
+            // one) skips the table.
+            if (std::max(key.size(), k.size()) - std::min(key.size(), k.size()) >= best_d) continue;
             if (const std::size_t d = edit_distance(key, k); d < best_d) best = k, best_d = d;
+        }
         if (!best.empty()) u.message += " (did you mean '" + std::string(best) + "'?)";
         return u;
     }
