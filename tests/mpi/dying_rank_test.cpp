@@ -248,7 +248,7 @@ TEST_F(DyingRank, InStartUp) {
 // collective or a checkpoint), each followed by the same command with checkpoint.resume=auto,
 // then a run to the end: the final weights and every logged loss are the uninterrupted run's.
 TEST_F(DyingRank, AKillStormOverAZero3RunEndsAsTheUninterruptedRun) {
-    constexpr int kStormSteps = 30;
+    constexpr int kStormSteps = 80;  // room for 20 kills at a few steps each on a fast machine
     const std::string ref = *dir_ + "/storm_ref", run = *dir_ + "/storm";
     auto r = run_train(2, flags(ref, 2, 3, kStormSteps, 2));
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -263,9 +263,10 @@ TEST_F(DyingRank, AKillStormOverAZero3RunEndsAsTheUninterruptedRun) {
         Child mpirun{spawn_logged(cmd, log)};
         ASSERT_GT(mpirun.pid, 0);
         // As in checkpoint_test's storm: k = 0, a random time in start-up; else a random
-        // fraction of a step after step from + k. Never near the end: the storm never finishes.
+        // fraction of a step after step from + k. Never near the end: the storm never finishes
+        // (8 steps of margin: on a fast machine a few more steps end between aim and kill).
         long k = static_cast<long>(rng() % (n < 5 ? 2 : 6));
-        if (from + k > kStormSteps - 4) k = 0;
+        if (from + k > kStormSteps - 8) k = 0;
         const int victim = static_cast<int>(rng() % 2);
         const auto deadline = Clock::now() + (k == 0 ? std::chrono::milliseconds(rng() % 300)
                                                      : std::chrono::milliseconds(60000));
@@ -291,7 +292,7 @@ TEST_F(DyingRank, AKillStormOverAZero3RunEndsAsTheUninterruptedRun) {
         "storm: %d of 20 losses reported by the other rank (%d kills in training, the "
         "others in start-up); every rank ended at most %.2f s after its kill\n",
         reported, in_training, slowest);
-    ASSERT_LT(latest_checkpoint_step(run), kStormSteps - 2) << "the storm nearly finished the run";
+    ASSERT_LT(latest_checkpoint_step(run), kStormSteps) << "the storm finished the run";
     r = run_command(cmd + " < /dev/null");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_GE(in_training, 10);
