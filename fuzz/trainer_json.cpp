@@ -8,6 +8,7 @@
 #include "checkpoint_fixture.h"
 #include "fuzz_util.h"
 #include "meshlm/io/checkpoint.h"
+#include "meshlm/train/full_state.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace meshlm;

@@ -14,6 +14,7 @@
 
 #include "meshlm/io/checkpoint.h"
 #include "meshlm/model/transformer_layout.h"
+#include "meshlm/train/full_state.h"
 #include "test_util.h"
 
 namespace meshlm {

@@ -19,6 +19,7 @@
 #include "meshlm/io/shard_format.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
+#include "meshlm/train/full_state.h"
 #include "meshlm/train/learner.h"
 #include "meshlm/train/sharded_checkpoint.h"
 #include "test_util.h"

@@ -11,6 +11,7 @@
 
 #include "meshlm/io/checkpoint.h"
 #include "meshlm/model/transformer_layout.h"
+#include "meshlm/train/full_state.h"
 #include "train_runs.h"
 
 namespace meshlm::test {

@@ -27,6 +27,7 @@
 #include "meshlm/io/shard_format.h"
 #include "meshlm/model/transformer.h"
 #include "meshlm/model/transformer_layout.h"
+#include "meshlm/train/full_state.h"
 
 namespace fs = std::filesystem;
 

@@ -28,9 +28,9 @@
 #include <nlohmann/json.hpp>
 
 #include "meshlm/core/param_layout.h"
+#include "meshlm/core/state_tensor.h"
 #include "meshlm/io/checkpoint_config.h"
 #include "meshlm/model/model_config.h"
-#include "meshlm/optim/optimizer.h"
 
 namespace meshlm {
 
@@ -74,12 +74,6 @@ std::string write_checkpoint(const std::string& run_dir, const TrainerState& sta
                              const float* v, long optim_step, const CheckpointConfig& cfg,
                              const std::vector<StateTensor>& stat_tensors = {},
                              const float* stats = nullptr);
-inline std::string write_checkpoint(const std::string& run_dir, const TrainerState& state,
-                                    const ParamLayout& layout, const float* params,
-                                    Optimizer& optim, const CheckpointConfig& cfg) {
-    return write_checkpoint(run_dir, state, layout, params, optim.m(), optim.v(),
-                            optim.steps_taken(), cfg, optim.stat_tensors(), optim.stats());
-}
 
 // The steps every checkpoint writer shares. stage_checkpoint removes leftovers of killed
 // writes under run_dir/checkpoints and creates the empty staging directory for `step`, whose
@@ -124,15 +118,11 @@ std::string checkpoint_run_dir(const std::string& checkpoint_dir);
 void load_checkpoint_model(const std::string& dir, const ModelConfig& model, float* params);
 // Loads the whole training state of a verified checkpoint of either format into buffers of
 // transformer_layout(model).total() floats (m or v null: not read) and `stats` (the tensors
-// `stat_tensors` lists); returns the optimizer step.
+// `stat_tensors` lists); returns the optimizer step. (For a given optimizer's slots and
+// statistics: read_full_state, train/full_state.h.)
 long load_checkpoint_state(const std::string& dir, const ModelConfig& model, float* params,
                            float* m, float* v, const std::vector<StateTensor>& stat_tensors = {},
                            float* stats = nullptr);
-// The state of optimizer `optim` (its slots and statistics; optimizer_slots, adafactor_plan).
-FullTrainingState read_full_state(const std::string& dir, const ModelConfig& model,
-                                  const OptimConfig& optim = OptimConfig());
-// The statistics an optimizer over the whole layout of `model` keeps (Adafactor's; else none).
-std::vector<StateTensor> optimizer_stat_tensors(const ModelConfig& model, const OptimConfig& optim);
 
 // Checkpoint directories under run_dir/checkpoints, oldest first, as (step, path).
 // (Rotation considers only those whose trainer.json records the writer's run id.)

@@ -9,12 +9,12 @@
 #include "meshlm/core/atomic_file.h"
 #include "meshlm/core/error.h"
 #include "meshlm/core/file_sync.h"
+#include "meshlm/core/tp_layout.h"
+#include "meshlm/core/zero_chunk.h"
 #include "meshlm/data/json_int.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/io/state_tensors.h"
 #include "meshlm/model/transformer_layout.h"
-#include "meshlm/parallel/tp_shard.h"
-#include "meshlm/parallel/zero_plan.h"
 
 namespace fs = std::filesystem;
 
@@ -65,7 +65,8 @@ ShardGeometry::ShardGeometry(const ModelConfig& cfg, int data_, int model_, int 
         MESHLM_INVALID("a layout needs at least one data and one model rank (got data ", data,
                        ", model ", model, ")");
     local = transformer_layout(cfg, model);
-    chunk = ZeroPlan(local.total(), data, 0, zero_stage).chunk;  // also checks the stage
+    check_zero_stage(zero_stage);
+    chunk = zero_chunk(local.total(), data);
 }
 
 std::size_t ShardGeometry::count(int d) const {

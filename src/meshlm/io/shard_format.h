@@ -36,7 +36,7 @@ struct ShardGeometry {
     ShardGeometry(const ModelConfig& cfg, int data, int model, int zero_stage);
     int data, model, zero_stage;
     ParamLayout local;  // every model rank's local layout (same shapes on each)
-    std::size_t chunk;  // floats per data rank (ZeroPlan(local.total(), data).chunk)
+    std::size_t chunk;  // floats per data rank (zero_chunk(local.total(), data))
     std::size_t begin(int d) const { return chunk * static_cast<std::size_t>(d); }
     std::size_t count(int d) const;  // real floats of data rank d's chunk (may be 0)
 };

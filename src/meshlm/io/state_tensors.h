@@ -1,13 +1,13 @@
-// An optimizer's whole-tensor statistics (Adafactor's factored second moments, optim/
-// adafactor_plan.h) in the safetensors files of a checkpoint: the single-file optimizer.safetensors
+// An optimizer's whole-tensor statistics (Adafactor's factored second moments, core/
+// state_tensor.h) in the safetensors files of a checkpoint: the single-file optimizer.safetensors
 // and, being the same on every rank, every shard file of a sharded one.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "meshlm/core/state_tensor.h"
 #include "meshlm/io/safetensors.h"
-#include "meshlm/optim/adafactor_plan.h"
 
 namespace meshlm {
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "meshlm/core/param_layout.h"
+#include "meshlm/core/state_tensor.h"
 #include "meshlm/core/tensor.h"
 #include "meshlm/optim/optim_config.h"
 
@@ -46,13 +47,6 @@ struct AdafactorPiece {
     // whole (replicated under tensor parallelism) on model ranks other than 0, so that summing
     // over the model ranks counts it once. The piece is updated all the same.
     bool counts;
-};
-
-// A small tensor of optimizer state kept whole on every rank, in one buffer.
-struct StateTensor {
-    std::string name;  // as checkpoints store it
-    Shape shape;
-    std::size_t offset;
 };
 
 struct AdafactorPlan {

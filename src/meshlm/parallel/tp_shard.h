@@ -1,23 +1,17 @@
-// Moves between the whole model's flat buffer (the layout files use) and one model rank's
-// tensor-parallel shard, for any layout: what each rank holds of a tensor comes from the
-// registry's split facts (core/param_layout.h), never from names. A full layout and a local one
-// are the same model's transformer layouts for 1 and M model ranks: same slices, same order.
+// The tensor-parallel collectives over a model's flat buffers: gathering the whole model from
+// the ranks' shards, and the global sum of squares. The copies between a whole buffer and one
+// rank's shard (tp_scatter, tp_place) are layout math, in core/tp_layout.h.
 #pragma once
 
 #include <cstddef>
 
 #include "meshlm/core/model_comm.h"
 #include "meshlm/core/param_layout.h"
+#include "meshlm/core/tp_layout.h"
 #include "meshlm/parallel/comm.h"
 
 namespace meshlm {
 
-// full -> the local shard of model rank `rank` of `model`. Padding is left untouched.
-void tp_scatter(const ParamLayout& full_layout, const ParamLayout& local_layout, int model,
-                int rank, const float* full, float* local);
-// local shard of rank `rank` -> its part of full; placing every rank's shard rebuilds full.
-void tp_place(const ParamLayout& full_layout, const ParamLayout& local_layout, int model, int rank,
-              const float* local, float* full);
 // Every rank gets the full buffer from the local shards of the model-parallel group `comm`
 // (an all-gather of the flat shards, then tp_place). Host buffers: collective over comm.host().
 void tp_gather(const ParamLayout& full_layout, const ParamLayout& local_layout, Comm& comm,

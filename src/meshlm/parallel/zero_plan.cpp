@@ -1,17 +1,17 @@
 #include "meshlm/parallel/zero_plan.h"
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/zero_chunk.h"
 #include "meshlm/parallel/fsdp.h"
 
 namespace meshlm {
 
 ZeroPlan::ZeroPlan(std::size_t total_floats, int ranks_, int rank_, int stage_)
     : total(total_floats), ranks(ranks_), rank(rank_), stage(stage_) {
-    if (stage < 0 || stage > 3) MESHLM_INVALID("parallel.zero_stage must be 0-3 (got ", stage, ")");
+    check_zero_stage(stage);
     MESHLM_CHECK(ranks >= 1 && rank >= 0 && rank < ranks, "bad rank ", rank, " of ", ranks);
-    const std::size_t n = static_cast<std::size_t>(ranks);
-    chunk = ranks == 1 ? total : ((total + n - 1) / n + 15) / 16 * 16;
-    padded = chunk * n;
+    chunk = zero_chunk(total, ranks);
+    padded = chunk * static_cast<std::size_t>(ranks);
 }
 
 ZeroMemory zero_memory(const ZeroPlan& p, const ParamLayout& layout, int optimizer_states,

@@ -49,8 +49,9 @@ std::string CheckpointPolicy::write(const TrainerState& st) {
     // moments apart from optimizer(); gather_optimizer() gives them whole).
     const float* params = learner_.full_params();
     auto whole = learner_.gather_optimizer();
-    return write_checkpoint(job_.run_dir, st, learner_.full_layout(), params,
-                            whole ? *whole : learner_.optimizer(), job_.checkpoint);
+    Optimizer& o = whole ? *whole : learner_.optimizer();
+    return write_checkpoint(job_.run_dir, st, learner_.full_layout(), params, o.m(), o.v(),
+                            o.steps_taken(), job_.checkpoint, o.stat_tensors(), o.stats());
 }
 
 bool CheckpointPolicy::save(long step, bool must) {
