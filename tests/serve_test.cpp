@@ -612,6 +612,41 @@ TEST_F(Serve, SideEndpoints) {
         EXPECT_NE(res->body.find(s), std::string::npos) << s << "\n" << res->body;
 }
 
+// A scan of made-up paths -- answered 404 by routing, or 413 before routing from an oversized
+// Content-Length -- adds no series to /metrics: every such request counts as "unmatched".
+TEST_F(Serve, AScanOfPathsAddsNoMetricSeries) {
+    auto series = [] {
+        const std::string text = srv_->metrics.render();
+        int n = 0;
+        for (std::size_t at = 0;
+             (at = text.find("\nmeshlm_requests_total{", at)) != std::string::npos; ++at)
+            ++n;
+        return n;
+    };
+    const std::string too_big = "unmatched\",status=\"413\"",
+                      missing = "unmatched\",status=\"404\"";
+    auto counted = [](const std::string& labels) {
+        return srv_->metrics.counter("meshlm_requests", "path=\"" + labels);
+    };
+    // Both kinds once, so the series the scan may add exist before it is counted.
+    const auto ask = [](const std::string& req, const char* want) {
+        const std::string res = srv_->server->answer(req);
+        EXPECT_TRUE(res.starts_with(want)) << req << " -> " << res;
+    };
+    const std::string big = " HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n";
+    ask("POST /scan" + big, "HTTP/1.1 413");
+    ask("GET /scan HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 404");
+    const int before = series();
+    const double big_before = counted(too_big), missing_before = counted(missing);
+    for (int i = 0; i < 200; ++i) {
+        ask("POST /scan/" + std::to_string(i) + big, "HTTP/1.1 413");
+        ask("GET /scan/" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 404");
+    }
+    EXPECT_EQ(series(), before);
+    EXPECT_EQ(counted(too_big), big_before + 200);
+    EXPECT_EQ(counted(missing), missing_before + 200);
+}
+
 TEST(ServeAuth, AWrongOrMissingKeyGets401) {
     set_thread_count(2);
     ServerOptions so;

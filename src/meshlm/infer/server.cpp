@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "meshlm/core/error.h"
 #include "meshlm/infer/chat_response.h"
@@ -136,9 +137,21 @@ struct Server::Impl {
 
     std::string token_text(std::int32_t id) const { return logprob_token(tok, id); }
 
+    // The paths routes() serves. A request to any other path -- a 404, or a 413 / 400 answered
+    // before routing -- counts as "unmatched": a scan must not grow the series without bound.
+    std::set<std::string> served;
+
+    void get(const char* path, httplib::Server::Handler h) {
+        served.insert(path);
+        http.Get(path, std::move(h));
+    }
+    void post(const char* path, httplib::Server::Handler h) {
+        served.insert(path);
+        http.Post(path, std::move(h));
+    }
+
     void count(const httplib::Request& req, int status) {
-        // Unknown paths share one label (a scan must not grow the series without bound).
-        const std::string path = status == 404 ? "unmatched" : req.path;
+        const std::string path = served.count(req.path) ? req.path : "unmatched";
         metrics.add("meshlm_requests", 1,
                     "path=\"" + path + "\",status=\"" + std::to_string(status) + "\"");
     }
@@ -699,28 +712,28 @@ struct Server::Impl {
                 send_error(req, res, ApiError{500, what, "", "server_error"});
             });
 
-        http.Post("/v1/completions",
-                  guarded([this](const httplib::Request& req, httplib::Response& res) {
-                      completions(req, res, false);
-                  }));
-        http.Post("/v1/chat/completions",
-                  guarded([this](const httplib::Request& req, httplib::Response& res) {
-                      completions(req, res, true);
-                  }));
+        post("/v1/completions",
+             guarded([this](const httplib::Request& req, httplib::Response& res) {
+                 completions(req, res, false);
+             }));
+        post("/v1/chat/completions",
+             guarded([this](const httplib::Request& req, httplib::Response& res) {
+                 completions(req, res, true);
+             }));
         side_routes();
     }
 
     // /v1/models, /health, /metrics, the tokenizer endpoints and the playground page.
     void side_routes() {
-        http.Get("/v1/models", guarded([this](const httplib::Request& req, httplib::Response& res) {
-                     json m = {{"id", opt.model_name},
-                               {"object", "model"},
-                               {"created", created},
-                               {"owned_by", "meshlm"},
-                               {"max_model_len", engine.context()}};
-                     send_json(req, res, {{"object", "list"}, {"data", json::array({m})}});
-                 }));
-        http.Get("/health", [this](const httplib::Request& req, httplib::Response& res) {
+        get("/v1/models", guarded([this](const httplib::Request& req, httplib::Response& res) {
+                json m = {{"id", opt.model_name},
+                          {"object", "model"},
+                          {"created", created},
+                          {"owned_by", "meshlm"},
+                          {"max_model_len", engine.context()}};
+                send_json(req, res, {{"object", "list"}, {"data", json::array({m})}});
+            }));
+        get("/health", [this](const httplib::Request& req, httplib::Response& res) {
             if (*draining) {
                 res.status = 503;
                 res.set_content(R"({"status":"draining"})", "application/json");
@@ -728,7 +741,7 @@ struct Server::Impl {
             }
             send_json(req, res, {{"status", "ok"}});
         });
-        http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+        get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
             count(req, 200);
             metrics.set("meshlm_http_idle_connections",
                         static_cast<double>(http.idle_connections()));
@@ -737,47 +750,45 @@ struct Server::Impl {
             metrics.set("meshlm_http_worker_threads", http.worker_threads());
             res.set_content(metrics.render(), "text/plain; version=0.0.4");
         });
-        http.Get("/tokenizer_info",
-                 guarded([this](const httplib::Request& req, httplib::Response& res) {
+        get("/tokenizer_info", guarded([this](const httplib::Request& req, httplib::Response& res) {
+                send_json(req, res,
+                          {{"tokenizer", tok.name()},
+                           {"vocab_size", engine.config().vocab_size},
+                           {"eos_token", token_text(tok.eot_id())},
+                           {"eos_token_id", tok.eot_id()},
+                           {"max_model_len", engine.context()}});
+            }));
+        post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+                 try {
+                     json body = parse_body(req);
+                     auto it = body.find("prompt");
+                     if (it == body.end()) it = body.find("text");
+                     if (it == body.end() || !it->is_string())
+                         bad("prompt", "'prompt' must be a string");
+                     const std::string text = it->get<std::string>();
+                     std::vector<std::int32_t> ids = boolean(body, "add_special_tokens", false)
+                                                         ? tok.encode_for_model(text)
+                                                         : tok.encode(text);
                      send_json(req, res,
-                               {{"tokenizer", tok.name()},
-                                {"vocab_size", engine.config().vocab_size},
-                                {"eos_token", token_text(tok.eot_id())},
-                                {"eos_token_id", tok.eot_id()},
+                               {{"tokens", ids},
+                                {"count", ids.size()},
                                 {"max_model_len", engine.context()}});
-                 }));
-        http.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
-                      try {
-                          json body = parse_body(req);
-                          auto it = body.find("prompt");
-                          if (it == body.end()) it = body.find("text");
-                          if (it == body.end() || !it->is_string())
-                              bad("prompt", "'prompt' must be a string");
-                          const std::string text = it->get<std::string>();
-                          std::vector<std::int32_t> ids = boolean(body, "add_special_tokens", false)
-                                                              ? tok.encode_for_model(text)
-                                                              : tok.encode(text);
-                          send_json(req, res,
-                                    {{"tokens", ids},
-                                     {"count", ids.size()},
-                                     {"max_model_len", engine.context()}});
-                      } catch (const ApiError& e) {
-                          send_error(req, res, e);
-                      }
-                  }));
-        http.Post("/detokenize",
-                  guarded([this](const httplib::Request& req, httplib::Response& res) {
-                      try {
-                          json body = parse_body(req);
-                          auto it = body.find("tokens");
-                          if (it == body.end() || !it->is_array())
-                              bad("tokens", "'tokens' must be a list of token ids");
-                          send_json(req, res, {{"prompt", tok.decode(ids_of(*it, "tokens"))}});
-                      } catch (const ApiError& e) {
-                          send_error(req, res, e);
-                      }
-                  }));
-        http.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+                 } catch (const ApiError& e) {
+                     send_error(req, res, e);
+                 }
+             }));
+        post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+                 try {
+                     json body = parse_body(req);
+                     auto it = body.find("tokens");
+                     if (it == body.end() || !it->is_array())
+                         bad("tokens", "'tokens' must be a list of token ids");
+                     send_json(req, res, {{"prompt", tok.decode(ids_of(*it, "tokens"))}});
+                 } catch (const ApiError& e) {
+                     send_error(req, res, e);
+                 }
+             }));
+        get("/", [this](const httplib::Request& req, httplib::Response& res) {
             count(req, 200);
             res.set_content(playground_html(), "text/html; charset=utf-8");
         });
