@@ -124,6 +124,7 @@ bool is_our_output(const std::string& name) {
     return std::regex_match(name, re);
 }
 
+// meta.json's format header and what the meta records.
 json meta_to_json(const PreparedMeta& m) {
     json splits = json::object();
     for (const auto& [name, s] : m.splits) {
@@ -133,14 +134,16 @@ json meta_to_json(const PreparedMeta& m) {
                 {{"file", sh.file}, {"documents", sh.documents}, {"tokens", sh.tokens}});
         splits[name] = {{"documents", s.documents}, {"tokens", s.tokens}, {"shards", shards}};
     }
-    return {{"tokenizer",
-             {{"name", m.tokenizer_name},
-              {"spec", m.tokenizer_spec},
-              {"hash", m.tokenizer_hash},
-              {"vocab_size", m.vocab_size},
-              {"eot_id", m.eot_id}}},
-            {"token_dtype", m.token_bytes == 2 ? "uint16" : "uint32"},
-            {"splits", splits}};
+    json j = {{"format", "meshlm-prepared"}, {"version", 1}, {"meshlm_version", MESHLM_VERSION}};
+    j.update(json{{"tokenizer",
+                   {{"name", m.tokenizer_name},
+                    {"spec", m.tokenizer_spec},
+                    {"hash", m.tokenizer_hash},
+                    {"vocab_size", m.vocab_size},
+                    {"eot_id", m.eot_id}}},
+                  {"token_dtype", m.token_bytes == 2 ? "uint16" : "uint32"},
+                  {"splits", splits}});
+    return j;
 }
 
 // A held-out split of very few documents is coarse: each document is a large share of the text
@@ -162,6 +165,178 @@ void warn_coarse_split(const PreparedMeta& meta, std::size_t documents) {
                      name, static_cast<unsigned long long>(it->second.documents), documents,
                      total ? 100.0 * static_cast<double>(it->second.tokens) / total : 0.0);
     }
+}
+
+// Removes what an earlier prepare left in out_dir (creating it if needed).
+void clear_outputs(const std::string& out_dir) {
+    fs::create_directories(out_dir);
+    for (const auto& e : fs::directory_iterator(out_dir)) {
+        std::string name = e.path().filename().string();
+        if (name == "meta.json" || is_our_output(name)) fs::remove(e.path());
+    }
+}
+
+// The tokenizer's part of meta.json.
+void set_tokenizer_meta(PreparedMeta& meta, const Tokenizer& tok, const std::string& spec,
+                        int token_bytes) {
+    meta.tokenizer_name = tok.name();
+    meta.tokenizer_spec = spec;
+    meta.tokenizer_hash = tokenizer_fingerprint(tok, spec);
+    meta.vocab_size = tok.vocab_size();
+    meta.eot_id = tok.eot_id();
+    meta.token_bytes = token_bytes;
+}
+
+// The temporary token file between prepare_corpus's passes, removed however prepare ends.
+struct TmpFile {
+    std::string path;
+    std::FILE* f = nullptr;
+    ~TmpFile() {
+        if (f) std::fclose(f);
+        std::remove(path.c_str());
+    }
+};
+
+// Pass 1's result: every document's length in tokens (the tokens are in the TmpFile).
+struct TokenizedCorpus {
+    std::vector<std::uint64_t> doc_tokens;
+    std::uint64_t total_tokens = 0;
+};
+
+// The next batch of documents: up to 4096 of them or 32 MiB. False once the corpus is read.
+bool read_batch(CorpusReader& reader, std::vector<std::string>& batch) {
+    batch.clear();
+    std::size_t batch_bytes = 0;
+    for (std::string doc; batch.size() < 4096 && batch_bytes < (32u << 20);) {
+        if (!reader.next(doc)) return false;
+        batch_bytes += doc.size();
+        batch.push_back(std::move(doc));
+    }
+    return true;
+}
+
+// Tokenizes a batch in parallel, each document ending in the end-of-text token.
+void encode_batch(const Tokenizer& tok, const std::vector<std::string>& batch,
+                  std::vector<std::vector<std::int32_t>>& encoded, int threads) {
+    const std::int32_t eot = tok.eot_id();
+    encoded.assign(batch.size(), {});
+    std::exception_ptr err;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        try {
+            encoded[i] = tok.encode(batch[i]);
+            encoded[i].push_back(eot);
+        } catch (...) {
+#pragma omp critical
+            err = std::current_exception();
+        }
+    }
+    if (err) std::rethrow_exception(err);
+}
+
+// Appends a batch's documents, in order, to the token file as token_bytes-wide ids.
+void write_encoded(const std::vector<std::vector<std::int32_t>>& encoded, const Tokenizer& tok,
+                   int token_bytes, TmpFile& tmp, std::vector<std::uint8_t>& raw,
+                   TokenizedCorpus& out) {
+    const std::int32_t V = tok.vocab_size();
+    for (const auto& ids : encoded) {
+        raw.resize(ids.size() * token_bytes);
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            if (ids[i] < 0 || ids[i] >= V)
+                throw Error(detail::concat("tokenizer ", tok.name(), " produced id ", ids[i],
+                                           " outside its vocabulary of ", V));
+            if (token_bytes == 2) {
+                auto v = static_cast<std::uint16_t>(ids[i]);
+                std::memcpy(&raw[2 * i], &v, 2);
+            } else {
+                auto v = static_cast<std::uint32_t>(ids[i]);
+                std::memcpy(&raw[4 * i], &v, 4);
+            }
+        }
+        if (std::fwrite(raw.data(), 1, raw.size(), tmp.f) != raw.size())
+            throw Error(detail::concat("write to ", tmp.path, " failed: ", std::strerror(errno)));
+        out.doc_tokens.push_back(ids.size());
+        out.total_tokens += ids.size();
+    }
+}
+
+// Pass 1: read and tokenize in batches (parallel within a batch, appended in corpus order)
+// into the token file; remember every document's length.
+TokenizedCorpus tokenize_corpus(CorpusReader& reader, const Tokenizer& tok, int threads,
+                                int token_bytes, bool show_progress, TmpFile& tmp,
+                                std::vector<std::uint8_t>& raw) {
+    Progress progress(show_progress);
+    TokenizedCorpus c;
+    std::vector<std::string> batch;
+    std::vector<std::vector<std::int32_t>> encoded;
+    for (bool more = true; more;) {
+        more = read_batch(reader, batch);
+        encode_batch(tok, batch, encoded, threads);
+        write_encoded(encoded, tok, token_bytes, tmp, raw, c);
+        progress.update(reader.input_bytes_done(), reader.input_bytes_total(), reader.stats().bytes,
+                        reader.stats().documents, c.total_tokens);
+    }
+    progress.update(reader.input_bytes_done(), reader.input_bytes_total(), reader.stats().bytes,
+                    reader.stats().documents, c.total_tokens, true);
+    return c;
+}
+
+// The split of each of n documents (0 train, 1 val, 2 test): a seeded shuffle of document
+// indices (Fisher-Yates with Philox), the first of which are held out.
+std::vector<std::uint8_t> assign_splits(std::size_t n, const PrepareOptions& opt) {
+    auto count_for = [&](double frac) -> std::size_t {
+        if (frac <= 0) return 0;
+        return std::max<std::size_t>(1, static_cast<std::size_t>(static_cast<double>(n) * frac));
+    };
+    const std::size_t n_val = count_for(opt.val_fraction), n_test = count_for(opt.test_fraction);
+    if (n_val + n_test >= n)
+        MESHLM_INVALID("corpus has ", n, " documents: too few for ", n_val, " validation and ",
+                       n_test, " test documents plus at least one for training");
+    std::vector<std::uint64_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    Philox rng(opt.seed, 0x5B117);
+    for (std::size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+    std::vector<std::uint8_t> split_of(n, 0);
+    for (std::size_t i = 0; i < n_val + n_test; ++i) split_of[order[i]] = i < n_val ? 1 : 2;
+    return split_of;
+}
+
+// Pass 2: route documents, in corpus order, from the token file to their split's shards.
+std::vector<std::unique_ptr<SplitWriter>> route_documents(
+    TmpFile& tmp, const std::vector<std::uint64_t>& doc_tokens,
+    const std::vector<std::uint8_t>& split_of, int token_bytes, const Tokenizer& tok,
+    std::uint64_t shard_tokens, const std::string& out_dir, std::vector<std::uint8_t>& raw) {
+    if (std::fflush(tmp.f) != 0 || std::fseek(tmp.f, 0, SEEK_SET) != 0)
+        throw Error(detail::concat("cannot reread ", tmp.path, ": ", std::strerror(errno)));
+    std::vector<std::unique_ptr<SplitWriter>> writers;
+    for (const char* s : kSplits)
+        writers.push_back(std::make_unique<SplitWriter>(out_dir, s, tok, shard_tokens));
+    for (std::size_t d = 0; d < doc_tokens.size(); ++d) {
+        raw.resize(doc_tokens[d] * token_bytes);
+        if (std::fread(raw.data(), 1, raw.size(), tmp.f) != raw.size())
+            throw Error(detail::concat("short read from ", tmp.path));
+        writers[split_of[d]]->add(raw.data(), doc_tokens[d]);
+    }
+    return writers;
+}
+
+// meta.json of prepare_corpus: the meta and how it came about.
+void write_corpus_meta(const std::string& out_dir, const PreparedMeta& meta,
+                       const std::vector<std::string>& inputs, const PrepareOptions& opt,
+                       const CorpusStats& st, std::uint64_t total_tokens) {
+    json j = meta_to_json(meta);
+    j["inputs"] = inputs;
+    j["reader"] = {{"format", corpus_format_name(opt.read.format)},
+                   {"field", opt.read.field},
+                   {"separator", opt.read.separator},
+                   {"skip_bad_lines", opt.read.skip_bad_lines}};
+    j["split"] = {{"seed", opt.seed},
+                  {"val_fraction", opt.val_fraction},
+                  {"test_fraction", opt.test_fraction}};
+    j["stats"] = {{"files", st.files},         {"skipped_files", st.skipped_files},
+                  {"documents", st.documents}, {"bytes", st.bytes},
+                  {"bad_lines", st.bad_lines}, {"tokens", total_tokens}};
+    write_file_atomic(out_dir + "/meta.json", j.dump(2) + "\n");
 }
 
 }  // namespace
@@ -204,139 +379,25 @@ PreparedMeta prepare_corpus(const std::vector<std::string>& inputs, const Prepar
                        opt.val_fraction, ", test ", opt.test_fraction, ")");
     if (opt.shard_tokens == 0) MESHLM_INVALID("shard size must be at least 1 token");
     CorpusReader reader(inputs, opt.read);  // validates inputs before touching out_dir
-
-    fs::create_directories(out_dir);
-    for (const auto& e : fs::directory_iterator(out_dir)) {
-        std::string name = e.path().filename().string();
-        if (name == "meta.json" || is_our_output(name)) fs::remove(e.path());
-    }
+    clear_outputs(out_dir);
 
     const int token_bytes = shard_token_bytes(tok.vocab_size());
     const int threads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
-    const std::string tmp_path = out_dir + "/.tokens.tmp." + std::to_string(::getpid());
-    struct TmpGuard {
-        std::string path;
-        std::FILE* f = nullptr;
-        ~TmpGuard() {
-            if (f) std::fclose(f);
-            std::remove(path.c_str());
-        }
-    } tmp{tmp_path};
-    tmp.f = std::fopen(tmp_path.c_str(), "w+b");
-    if (!tmp.f) MESHLM_INVALID("cannot write ", tmp_path, ": ", std::strerror(errno));
+    TmpFile tmp{out_dir + "/.tokens.tmp." + std::to_string(::getpid())};
+    tmp.f = std::fopen(tmp.path.c_str(), "w+b");
+    if (!tmp.f) MESHLM_INVALID("cannot write ", tmp.path, ": ", std::strerror(errno));
 
-    // Pass 1: read and tokenize in batches (parallel within a batch, appended in corpus order)
-    // into a temporary token file; remember every document's length.
-    Progress progress(opt.progress);
-    std::vector<std::uint64_t> doc_tokens;
-    std::uint64_t total_tokens = 0;
-    std::vector<std::string> batch;
-    std::vector<std::vector<std::int32_t>> encoded;
-    std::vector<std::uint8_t> raw;
-    const std::int32_t V = tok.vocab_size(), eot = tok.eot_id();
-    bool more = true;
-    while (more) {
-        batch.clear();
-        std::size_t batch_bytes = 0;
-        for (std::string doc; batch.size() < 4096 && batch_bytes < (32u << 20);) {
-            if (!(more = reader.next(doc))) break;
-            batch_bytes += doc.size();
-            batch.push_back(std::move(doc));
-        }
-        encoded.assign(batch.size(), {});
-        std::exception_ptr err;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-        for (std::size_t i = 0; i < batch.size(); ++i) {
-            try {
-                encoded[i] = tok.encode(batch[i]);
-                encoded[i].push_back(eot);
-            } catch (...) {
-#pragma omp critical
-                err = std::current_exception();
-            }
-        }
-        if (err) std::rethrow_exception(err);
-        for (const auto& ids : encoded) {
-            raw.resize(ids.size() * token_bytes);
-            for (std::size_t i = 0; i < ids.size(); ++i) {
-                if (ids[i] < 0 || ids[i] >= V)
-                    throw Error(detail::concat("tokenizer ", tok.name(), " produced id ", ids[i],
-                                               " outside its vocabulary of ", V));
-                if (token_bytes == 2) {
-                    auto v = static_cast<std::uint16_t>(ids[i]);
-                    std::memcpy(&raw[2 * i], &v, 2);
-                } else {
-                    auto v = static_cast<std::uint32_t>(ids[i]);
-                    std::memcpy(&raw[4 * i], &v, 4);
-                }
-            }
-            if (std::fwrite(raw.data(), 1, raw.size(), tmp.f) != raw.size())
-                throw Error(
-                    detail::concat("write to ", tmp_path, " failed: ", std::strerror(errno)));
-            doc_tokens.push_back(ids.size());
-            total_tokens += ids.size();
-        }
-        progress.update(reader.input_bytes_done(), reader.input_bytes_total(), reader.stats().bytes,
-                        reader.stats().documents, total_tokens);
-    }
-    progress.update(reader.input_bytes_done(), reader.input_bytes_total(), reader.stats().bytes,
-                    reader.stats().documents, total_tokens, true);
-
-    // The split: a seeded shuffle of document indices (Fisher-Yates with Philox).
-    const std::size_t n = doc_tokens.size();
-    auto count_for = [&](double frac) -> std::size_t {
-        if (frac <= 0) return 0;
-        return std::max<std::size_t>(1, static_cast<std::size_t>(static_cast<double>(n) * frac));
-    };
-    const std::size_t n_val = count_for(opt.val_fraction), n_test = count_for(opt.test_fraction);
-    if (n_val + n_test >= n)
-        MESHLM_INVALID("corpus has ", n, " documents: too few for ", n_val, " validation and ",
-                       n_test, " test documents plus at least one for training");
-    std::vector<std::uint64_t> order(n);
-    for (std::size_t i = 0; i < n; ++i) order[i] = i;
-    Philox rng(opt.seed, 0x5B117);
-    for (std::size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
-    std::vector<std::uint8_t> split_of(n, 0);
-    for (std::size_t i = 0; i < n_val + n_test; ++i) split_of[order[i]] = i < n_val ? 1 : 2;
-    order = {};
-
-    // Pass 2: route documents, in corpus order, to their split's shards.
-    if (std::fflush(tmp.f) != 0 || std::fseek(tmp.f, 0, SEEK_SET) != 0)
-        throw Error(detail::concat("cannot reread ", tmp_path, ": ", std::strerror(errno)));
-    std::vector<std::unique_ptr<SplitWriter>> writers;
-    for (const char* s : kSplits)
-        writers.push_back(std::make_unique<SplitWriter>(out_dir, s, tok, opt.shard_tokens));
-    for (std::size_t d = 0; d < n; ++d) {
-        raw.resize(doc_tokens[d] * token_bytes);
-        if (std::fread(raw.data(), 1, raw.size(), tmp.f) != raw.size())
-            throw Error(detail::concat("short read from ", tmp_path));
-        writers[split_of[d]]->add(raw.data(), doc_tokens[d]);
-    }
+    std::vector<std::uint8_t> raw;  // one document's tokens as stored, in both passes
+    const TokenizedCorpus corpus =
+        tokenize_corpus(reader, tok, threads, token_bytes, opt.progress, tmp, raw);
+    const std::size_t n = corpus.doc_tokens.size();
+    const auto writers = route_documents(tmp, corpus.doc_tokens, assign_splits(n, opt), token_bytes,
+                                         tok, opt.shard_tokens, out_dir, raw);
 
     PreparedMeta meta;
-    meta.tokenizer_name = tok.name();
-    meta.tokenizer_spec = opt.tokenizer_spec;
-    meta.tokenizer_hash = tokenizer_fingerprint(tok, opt.tokenizer_spec);
-    meta.vocab_size = tok.vocab_size();
-    meta.eot_id = tok.eot_id();
-    meta.token_bytes = token_bytes;
+    set_tokenizer_meta(meta, tok, opt.tokenizer_spec, token_bytes);
     for (std::size_t s = 0; s < 3; ++s) meta.splits[kSplits[s]] = writers[s]->finish();
-
-    const auto& st = reader.stats();
-    json j = {{"format", "meshlm-prepared"}, {"version", 1}, {"meshlm_version", MESHLM_VERSION}};
-    j.update(meta_to_json(meta));
-    j["inputs"] = inputs;
-    j["reader"] = {{"format", corpus_format_name(opt.read.format)},
-                   {"field", opt.read.field},
-                   {"separator", opt.read.separator},
-                   {"skip_bad_lines", opt.read.skip_bad_lines}};
-    j["split"] = {{"seed", opt.seed},
-                  {"val_fraction", opt.val_fraction},
-                  {"test_fraction", opt.test_fraction}};
-    j["stats"] = {{"files", st.files},         {"skipped_files", st.skipped_files},
-                  {"documents", st.documents}, {"bytes", st.bytes},
-                  {"bad_lines", st.bad_lines}, {"tokens", total_tokens}};
-    write_file_atomic(out_dir + "/meta.json", j.dump(2) + "\n");
+    write_corpus_meta(out_dir, meta, inputs, opt, reader.stats(), corpus.total_tokens);
     if (opt.progress) warn_coarse_split(meta, n);
     return meta;
 }
@@ -355,11 +416,7 @@ PreparedMeta prepare_byte_splits(const std::string& input, const std::uint64_t (
                        " bytes and some training data; ", input, " has ", size);
     std::ifstream in(input, std::ios::binary);
     if (!in) MESHLM_INVALID("cannot open ", input);
-    fs::create_directories(out_dir);
-    for (const auto& e : fs::directory_iterator(out_dir)) {
-        std::string name = e.path().filename().string();
-        if (name == "meta.json" || is_our_output(name)) fs::remove(e.path());
-    }
+    clear_outputs(out_dir);
     const int token_bytes = shard_token_bytes(tok.vocab_size());
     MESHLM_CHECK(token_bytes == 2, "byte ids are stored as uint16");
     PreparedMeta meta;
@@ -378,14 +435,8 @@ PreparedMeta prepare_byte_splits(const std::string& input, const std::uint64_t (
         }
         meta.splits[kSplits[s]] = w.finish();
     }
-    meta.tokenizer_name = tok.name();
-    meta.tokenizer_spec = "byte";
-    meta.tokenizer_hash = tokenizer_fingerprint(tok, "byte");
-    meta.vocab_size = tok.vocab_size();
-    meta.eot_id = tok.eot_id();
-    meta.token_bytes = token_bytes;
-    json j = {{"format", "meshlm-prepared"}, {"version", 1}, {"meshlm_version", MESHLM_VERSION}};
-    j.update(meta_to_json(meta));
+    set_tokenizer_meta(meta, tok, "byte", token_bytes);
+    json j = meta_to_json(meta);
     j["inputs"] = {input};
     j["reader"] = {{"format", "bytes"}};
     j["split"] = {{"bytes", {bytes[0], bytes[1], bytes[2]}}};
