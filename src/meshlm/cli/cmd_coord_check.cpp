@@ -99,6 +99,106 @@ std::pair<std::string, int> split_site(const std::string& key) {
     return {key.substr(dot + 1), std::stoi(key.substr(2, dot - 2))};
 }
 
+// The run at width w: a.steps steps recording every step's coordinates (train.coord_interval 1)
+// into a.out/width-w, without evals, samples, checkpoints or init_from.
+TrainJob width_job(const Config& base, int w, const CoordArgs& a, Comm& world) {
+    Config c = at_width(base, w);
+    c.train.steps = a.steps, c.train.coord_interval = 1;
+    c.log.dir = a.out + "/width-" + std::to_string(w);
+    c.log.interval = a.steps, c.log.eval_interval = 0, c.log.sample_tokens = 0;
+    c.checkpoint.interval = 0, c.checkpoint.resume = "none";
+    c.train.final_eval_batches = 1;
+    c.model.init_from.clear();
+    TrainJob job;
+    job.model = c.model, job.data = c.data, job.train = c.train, job.optim = c.optim;
+    job.log = c.log, job.checkpoint = c.checkpoint, job.parallel = c.parallel;
+    job.world = &world;
+    job.run_dir = c.log.dir;
+    job.replace_run = true;
+    job.resolved_yaml = config_to_yaml(c);
+    Config shown = c;
+    shown.data.cache_dir = data_cache_root(c.data);
+    job.resolved_summary = config_summary(shown);
+    return job;
+}
+
+// Trains every width in turn; rank 0 returns each width's metrics, the others nothing.
+std::vector<Record> train_widths(const Config& base, const std::vector<int>& widths,
+                                 const CoordArgs& a, Comm& world) {
+    const bool rank0 = world.rank() == 0;
+    std::vector<Record> records;
+    for (int w : widths) {
+        const TrainJob job = width_job(base, w, a, world);
+        if (rank0) std::cout << "coord-check: width " << w << "\n" << std::flush;
+        std::ostringstream quiet;
+        run_training(job, quiet);
+        if (rank0) records.push_back(read_records(job.run_dir + "/metrics.jsonl"));
+    }
+    return records;
+}
+
+using SiteMeans = std::map<std::string, std::vector<std::vector<double>>>;  // [step][width]
+
+// Writes out/coord.csv (every site of every block, and each site's mean over the blocks) and
+// out/updates.csv; returns each site's mean over the blocks (and the logits).
+SiteMeans write_csvs(const std::string& out, const std::vector<int>& widths,
+                     const std::vector<int>& steps, const std::vector<std::string>& sites,
+                     std::vector<Record>& records) {
+    std::ofstream csv(out + "/coord.csv"), ucsv(out + "/updates.csv");
+    csv << "width,step,site,layer,value\n";
+    ucsv << "width,step,tensor,value\n";
+    csv << std::setprecision(9), ucsv << std::setprecision(9);
+    SiteMeans mean;
+    for (const auto& s : sites)
+        mean[s].assign(steps.size(), std::vector<double>(widths.size(), 0.0));
+    for (std::size_t wi = 0; wi < widths.size(); ++wi)
+        for (std::size_t si = 0; si < steps.size(); ++si) {
+            std::map<std::string, std::pair<double, int>> acc;
+            for (const auto& [key, v] : records[wi].coord[steps[si]]) {
+                const auto [site, layer] = split_site(key);
+                csv << widths[wi] << "," << steps[si] << "," << site << "," << layer << "," << v
+                    << "\n";
+                acc[site].first += v, acc[site].second += 1;
+            }
+            for (const auto& [site, sn] : acc) {
+                mean[site][si][wi] = sn.first / sn.second;
+                if (site != "logits")
+                    csv << widths[wi] << "," << steps[si] << "," << site << ",-1,"
+                        << mean[site][si][wi] << "\n";
+            }
+            for (const auto& [key, v] : records[wi].update[steps[si]])
+                ucsv << widths[wi] << "," << steps[si] << "," << key << "," << v << "\n";
+        }
+    return mean;
+}
+
+// Prints each site at the last step across the widths and the spread max/min; returns the
+// panels to plot, one per site this model has.
+std::vector<CoordSeries> print_summary(const std::vector<int>& widths,
+                                       const std::vector<int>& steps,
+                                       const std::vector<std::string>& sites,
+                                       const SiteMeans& mean) {
+    std::vector<CoordSeries> panels;
+    std::cout << "coord-check: mean |activation| at step " << steps.back()
+              << " (blocks averaged); spread = max / min across widths\n";
+    std::cout << std::left << std::setw(8) << "site";
+    for (int w : widths) std::cout << std::right << std::setw(11) << w;
+    std::cout << std::right << std::setw(9) << "spread"
+              << "\n";
+    for (const auto& s : sites) {
+        const auto& last = mean.at(s).back();
+        double lo = 1e300, hi = 0;
+        for (double v : last)
+            if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+        if (hi <= 0) continue;  // a site this model does not have (no rotary: aqr, akr)
+        panels.push_back({s, mean.at(s)});
+        std::cout << std::left << std::setw(8) << s << std::right;
+        for (double v : last) std::cout << std::setw(11) << std::setprecision(4) << v;
+        std::cout << std::setw(8) << std::setprecision(3) << hi / lo << "x\n";
+    }
+    return panels;
+}
+
 }  // namespace
 
 CommandRunner add_coord_check_command(CLI::App& app, const std::vector<std::string>& overrides,
@@ -115,36 +215,12 @@ CommandRunner add_coord_check_command(CLI::App& app, const std::vector<std::stri
     cmd->add_option("--out", a->out, "output directory")->required();
     cmd->add_flag("--force", a->force, "replace an existing output directory");
     return [a, &overrides, &world] {
-        const bool rank0 = world.rank() == 0;
         const std::vector<int> widths = parse_widths(a->widths);
         const Config base = load_config(a->config, overrides);
         if (fs::exists(a->out) && !fs::is_empty(a->out) && !a->force)
             MESHLM_INVALID(a->out, " exists and is not empty: give another --out or --force");
-        std::vector<Record> records;
-        for (int w : widths) {
-            Config c = at_width(base, w);
-            c.train.steps = a->steps, c.train.coord_interval = 1;
-            c.log.dir = a->out + "/width-" + std::to_string(w);
-            c.log.interval = a->steps, c.log.eval_interval = 0, c.log.sample_tokens = 0;
-            c.checkpoint.interval = 0, c.checkpoint.resume = "none";
-            c.train.final_eval_batches = 1;
-            c.model.init_from.clear();
-            TrainJob job;
-            job.model = c.model, job.data = c.data, job.train = c.train, job.optim = c.optim;
-            job.log = c.log, job.checkpoint = c.checkpoint, job.parallel = c.parallel;
-            job.world = &world;
-            job.run_dir = c.log.dir;
-            job.replace_run = true;
-            job.resolved_yaml = config_to_yaml(c);
-            Config shown = c;
-            shown.data.cache_dir = data_cache_root(c.data);
-            job.resolved_summary = config_summary(shown);
-            if (rank0) std::cout << "coord-check: width " << w << "\n" << std::flush;
-            std::ostringstream quiet;
-            run_training(job, quiet);
-            if (rank0) records.push_back(read_records(job.run_dir + "/metrics.jsonl"));
-        }
-        if (!rank0) return 0;
+        std::vector<Record> records = train_widths(base, widths, *a, world);
+        if (world.rank() != 0) return 0;
 
         // Means over the blocks per site (and the logits), in site order.
         std::vector<std::string> sites;
@@ -152,49 +228,8 @@ CommandRunner add_coord_check_command(CLI::App& app, const std::vector<std::stri
         sites.push_back("logits");
         std::vector<int> steps;
         for (const auto& [step, _] : records.front().coord) steps.push_back(step);
-        std::ofstream csv(a->out + "/coord.csv"), ucsv(a->out + "/updates.csv");
-        csv << "width,step,site,layer,value\n";
-        ucsv << "width,step,tensor,value\n";
-        csv << std::setprecision(9), ucsv << std::setprecision(9);
-        std::map<std::string, std::vector<std::vector<double>>> mean;  // site -> [step][width]
-        for (const auto& s : sites)
-            mean[s].assign(steps.size(), std::vector<double>(widths.size(), 0.0));
-        for (std::size_t wi = 0; wi < widths.size(); ++wi)
-            for (std::size_t si = 0; si < steps.size(); ++si) {
-                std::map<std::string, std::pair<double, int>> acc;
-                for (const auto& [key, v] : records[wi].coord[steps[si]]) {
-                    const auto [site, layer] = split_site(key);
-                    csv << widths[wi] << "," << steps[si] << "," << site << "," << layer << "," << v
-                        << "\n";
-                    acc[site].first += v, acc[site].second += 1;
-                }
-                for (const auto& [site, sn] : acc) {
-                    mean[site][si][wi] = sn.first / sn.second;
-                    if (site != "logits")
-                        csv << widths[wi] << "," << steps[si] << "," << site << ",-1,"
-                            << mean[site][si][wi] << "\n";
-                }
-                for (const auto& [key, v] : records[wi].update[steps[si]])
-                    ucsv << widths[wi] << "," << steps[si] << "," << key << "," << v << "\n";
-            }
-        std::vector<CoordSeries> panels;
-        std::cout << "coord-check: mean |activation| at step " << steps.back()
-                  << " (blocks averaged); spread = max / min across widths\n";
-        std::cout << std::left << std::setw(8) << "site";
-        for (int w : widths) std::cout << std::right << std::setw(11) << w;
-        std::cout << std::right << std::setw(9) << "spread"
-                  << "\n";
-        for (const auto& s : sites) {
-            const auto& last = mean[s].back();
-            double lo = 1e300, hi = 0;
-            for (double v : last)
-                if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
-            if (hi <= 0) continue;  // a site this model does not have (no rotary: aqr, akr)
-            panels.push_back({s, mean[s]});
-            std::cout << std::left << std::setw(8) << s << std::right;
-            for (double v : last) std::cout << std::setw(11) << std::setprecision(4) << v;
-            std::cout << std::setw(8) << std::setprecision(3) << hi / lo << "x\n";
-        }
+        const SiteMeans mean = write_csvs(a->out, widths, steps, sites, records);
+        const std::vector<CoordSeries> panels = print_summary(widths, steps, sites, mean);
         const bool mup = base.model.mup_enabled;
         draw_coord_check(a->out + "/coord",
                          std::string(mup ? "muP" : "standard parameterization") + ", optim " +
