@@ -78,6 +78,120 @@ void transpose(const float* src, float* dst, std::int64_t rows, std::int64_t col
         for (std::int64_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
 }
 
+// read_hf_weights' state over one model directory: the parts every slice expects, by their full
+// HF names, and the stored tensor each one comes from.
+struct HfWeightMatch {
+    const HfFamily& fam;
+    const HfModelConfig& cfg;
+    const ParamLayout& layout;
+    const SafetensorsSet& set;
+    const std::string where;   // the directory and its files, for messages
+    const std::string prefix;  // the family's base-model prefix
+    std::set<std::string> expected;
+    std::vector<std::vector<HfPart>> parts;     // per layout slice
+    std::map<std::string, std::string> source;  // expected name -> stored name
+    bool prefixed = false, has_lm_head = false;
+
+    HfWeightMatch(const HfFamily& f, const HfModelConfig& c, const ParamLayout& l,
+                  const SafetensorsSet& s, std::string w)
+        : fam(f), cfg(c), layout(l), set(s), where(std::move(w)), prefix(f.base_prefix()) {}
+
+    std::string bare(const std::string& n) const {
+        return n.rfind(prefix, 0) == 0 ? n.substr(prefix.size()) : n;
+    }
+
+    // Every part of every slice, by its full HF name.
+    void expect_parts() {
+        for (const ParamSlice& s : layout.slices()) {
+            parts.push_back(fam.parts(cfg.model, s));
+            std::int64_t row0 = 0;
+            for (const HfPart& p : parts.back()) {
+                expected.insert(p.name);
+                row0 += p.rows;
+            }
+            MESHLM_CHECK(row0 == s.shape[0], s.name, ": parts cover ", row0, " of ", s.shape[0],
+                         " rows");
+        }
+    }
+
+    // Maps every stored name onto an expected one, or a known skip.
+    void match_stored() {
+        for (const std::string& stored : set.names()) {
+            const bool p = !prefix.empty() && stored.rfind(prefix, 0) == 0;
+            std::string name = stored;
+            if (!expected.count(name) && !p && expected.count(prefix + stored))
+                name = prefix + stored;
+            if (expected.count(name)) {
+                auto [it, fresh] = source.emplace(name, stored);
+                if (!fresh)
+                    MESHLM_INVALID(where, ": tensor '", bare(name), "' is stored twice, as '",
+                                   it->second, "' and '", stored, "'");
+                prefixed = prefixed || p;
+            } else if (fam.is_buffer(bare(stored))) {
+                continue;  // a buffer older transformers saved (masks, inv_freq), not a parameter
+            } else if (stored == "lm_head.weight" && cfg.model.tied_head) {
+                has_lm_head = true;  // the tied head's copy of the embedding
+            } else {
+                MESHLM_INVALID(where, ": unexpected tensor '", stored, "'; a ", fam.architecture(),
+                               " with this config.json has no such parameter");
+            }
+        }
+    }
+
+    // Every expected part is stored, with its shape and a float dtype.
+    void check_parts() const {
+        auto shown = [&](const std::string& n) { return prefixed ? n : bare(n); };
+        for (std::size_t i = 0; i < layout.slices().size(); ++i) {
+            for (const HfPart& p : parts[i]) {
+                auto it = source.find(p.name);
+                if (it == source.end())
+                    MESHLM_INVALID(where, ": missing tensor '", shown(p.name),
+                                   "' (config.json implies ", cfg.model.n_layer, " layers)");
+                const SafetensorsEntry& e = set.entry(it->second);
+                const Shape want = part_shape(fam, layout.slices()[i], p.rows);
+                if (!(e.shape == want))
+                    MESHLM_INVALID(set.file_of(it->second), ": tensor '", it->second,
+                                   "' has shape ", e.shape.str(), " but config.json implies ",
+                                   want.str());
+                if (e.dtype != DType::f32 && e.dtype != DType::bf16 && e.dtype != DType::f16)
+                    MESHLM_INVALID(set.file_of(it->second), ": tensor '", it->second, "' is ",
+                                   dtype_name(e.dtype), "; expected F32, BF16 or F16");
+            }
+        }
+    }
+
+    // An untied head is only representable when it equals the embedding anyway.
+    void check_head_copy(const std::string& dir) const {
+        const std::string& embedding = parts.front().front().name;  // wte.weight's tensor
+        if (!has_lm_head)
+            MESHLM_INVALID(dir,
+                           ": config.json sets tie_word_embeddings false but there is no "
+                           "lm_head.weight");
+        const Shape want = layout.at("wte.weight").shape;
+        if (set.f32("lm_head.weight", &want) != set.f32(source.at(embedding)))
+            MESHLM_INVALID(dir, ": lm_head.weight differs from ", embedding,
+                           " (tie_word_embeddings false); meshlm's ", fam.name(),
+                           " ties its output head to the token embedding");
+    }
+
+    // Copies every part into its slice of params, in meshlm's layout.
+    void copy_into(float* params) const {
+        for (std::size_t i = 0; i < layout.slices().size(); ++i) {
+            const ParamSlice& s = layout.slices()[i];
+            float* dst = params + s.offset;
+            for (const HfPart& p : parts[i]) {
+                const Shape want = part_shape(fam, s, p.rows);
+                auto v = set.f32(source.at(p.name), &want);
+                if (fam.transposed(s))
+                    transpose(v.data(), dst, want[0], want[1]);
+                else
+                    std::copy(v.begin(), v.end(), dst);
+                dst += v.size();
+            }
+        }
+    }
+};
+
 }  // namespace
 
 const std::vector<const HfFamily*>& hf_families() {
@@ -118,93 +232,14 @@ void read_hf_weights(const std::string& dir, const HfModelConfig& cfg, const Par
                      float* params) {
     const HfFamily& fam = family_of_type(cfg.model_type, dir + "/config.json");
     SafetensorsSet set(dir, "model");
-    const std::string where =
-        dir + " (" + set.files()[0] + (set.files().size() > 1 ? ", ..." : "") + ")";
-    const std::string prefix = fam.base_prefix();
-    auto bare = [&](const std::string& n) {
-        return n.rfind(prefix, 0) == 0 ? n.substr(prefix.size()) : n;
-    };
-
-    // Every part of every slice, by its full HF name.
-    std::set<std::string> expected;
-    std::vector<std::vector<HfPart>> parts;
-    for (const ParamSlice& s : layout.slices()) {
-        parts.push_back(fam.parts(cfg.model, s));
-        std::int64_t row0 = 0;
-        for (const HfPart& p : parts.back()) {
-            expected.insert(p.name);
-            row0 += p.rows;
-        }
-        MESHLM_CHECK(row0 == s.shape[0], s.name, ": parts cover ", row0, " of ", s.shape[0],
-                     " rows");
-    }
-    const std::string embedding = parts.front().front().name;  // wte.weight's tensor
-
-    // Map every stored name onto an expected one, or a known skip.
-    std::map<std::string, std::string> source;  // expected name -> stored name
-    bool prefixed = false, has_lm_head = false;
-    for (const std::string& stored : set.names()) {
-        const bool p = !prefix.empty() && stored.rfind(prefix, 0) == 0;
-        std::string name = stored;
-        if (!expected.count(name) && !p && expected.count(prefix + stored)) name = prefix + stored;
-        if (expected.count(name)) {
-            auto [it, fresh] = source.emplace(name, stored);
-            if (!fresh)
-                MESHLM_INVALID(where, ": tensor '", bare(name), "' is stored twice, as '",
-                               it->second, "' and '", stored, "'");
-            prefixed = prefixed || p;
-        } else if (fam.is_buffer(bare(stored))) {
-            continue;  // a buffer older transformers saved (masks, inv_freq), not a parameter
-        } else if (stored == "lm_head.weight" && cfg.model.tied_head) {
-            has_lm_head = true;  // the tied head's copy of the embedding
-        } else {
-            MESHLM_INVALID(where, ": unexpected tensor '", stored, "'; a ", fam.architecture(),
-                           " with this config.json has no such parameter");
-        }
-    }
+    HfWeightMatch m(fam, cfg, layout, set,
+                    dir + " (" + set.files()[0] + (set.files().size() > 1 ? ", ..." : "") + ")");
+    m.expect_parts();
+    m.match_stored();
     // Check everything before copying anything.
-    auto shown = [&](const std::string& n) { return prefixed ? n : bare(n); };
-    for (std::size_t i = 0; i < layout.slices().size(); ++i) {
-        for (const HfPart& p : parts[i]) {
-            auto it = source.find(p.name);
-            if (it == source.end())
-                MESHLM_INVALID(where, ": missing tensor '", shown(p.name),
-                               "' (config.json implies ", cfg.model.n_layer, " layers)");
-            const SafetensorsEntry& e = set.entry(it->second);
-            const Shape want = part_shape(fam, layout.slices()[i], p.rows);
-            if (!(e.shape == want))
-                MESHLM_INVALID(set.file_of(it->second), ": tensor '", it->second, "' has shape ",
-                               e.shape.str(), " but config.json implies ", want.str());
-            if (e.dtype != DType::f32 && e.dtype != DType::bf16 && e.dtype != DType::f16)
-                MESHLM_INVALID(set.file_of(it->second), ": tensor '", it->second, "' is ",
-                               dtype_name(e.dtype), "; expected F32, BF16 or F16");
-        }
-    }
-    if (cfg.head_copies_embedding) {
-        // An untied head is only representable when it equals the embedding anyway.
-        if (!has_lm_head)
-            MESHLM_INVALID(dir,
-                           ": config.json sets tie_word_embeddings false but there is no "
-                           "lm_head.weight");
-        const Shape want = layout.at("wte.weight").shape;
-        if (set.f32("lm_head.weight", &want) != set.f32(source.at(embedding)))
-            MESHLM_INVALID(dir, ": lm_head.weight differs from ", embedding,
-                           " (tie_word_embeddings false); meshlm's ", fam.name(),
-                           " ties its output head to the token embedding");
-    }
-    for (std::size_t i = 0; i < layout.slices().size(); ++i) {
-        const ParamSlice& s = layout.slices()[i];
-        float* dst = params + s.offset;
-        for (const HfPart& p : parts[i]) {
-            const Shape want = part_shape(fam, s, p.rows);
-            auto v = set.f32(source.at(p.name), &want);
-            if (fam.transposed(s))
-                transpose(v.data(), dst, want[0], want[1]);
-            else
-                std::copy(v.begin(), v.end(), dst);
-            dst += v.size();
-        }
-    }
+    m.check_parts();
+    if (cfg.head_copies_embedding) m.check_head_copy(dir);
+    m.copy_into(params);
 }
 
 std::string hf_export_architecture(const ModelConfig& model) {
