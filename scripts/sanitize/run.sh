@@ -3,7 +3,7 @@
 # "Sanitizers"). Not part of CI's default path (its subset: scripts/sanitize/ci.sh): the two
 # builds and the slowed-down tests would take CI past its 45 minutes.
 #   address (the default): ASan + UBSan + LSan, g++, build-asan/, every target, the unit and MPI
-#     tests (-LE slow).
+#     tests (-LE slow; the MPI tests without LSan, below).
 #   thread: TSan, clang with LLVM's libomp and its Archer tool (cmake/sanitize_thread.cmake),
 #     build-tsan/, the tests labelled `tsan` (tests/CMakeLists.txt: the CPU kernels, the model,
 #     the optimizers, the BPE trainer and the serving engine) with OMP_NUM_THREADS=2.
@@ -46,15 +46,19 @@ if [ "$kind" = thread ]; then
   # Two OpenMP threads in every test process, so each parallel region has a second thread.
   export OMP_NUM_THREADS=2
 fi
-if [ $# -eq 0 ]; then
-  if [ "$kind" = address ]; then
-    set -- -LE slow -j 2
-  else
-    set -- -L tsan -j 2
-  fi
-fi
 status=0
-ctest --test-dir "$build" --output-on-failure "$@" || status=$?
+if [ $# -gt 0 ]; then
+  ctest --test-dir "$build" --output-on-failure "$@" || status=$?
+elif [ "$kind" = thread ]; then
+  ctest --test-dir "$build" --output-on-failure -L tsan -j 2 || status=$?
+else
+  ctest --test-dir "$build" --output-on-failure -LE 'slow|mpi' -j 2 || status=$?
+  # The MPI tests without leak checking: Open MPI 4.1 leaves what MPI_Init allocates (thousands
+  # of blocks per rank, most in components it has dlclosed by exit, so LSan cannot name them)
+  # unfreed. ASan and UBSan still check every rank.
+  ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 ctest --test-dir "$build" --output-on-failure -L mpi ||
+    status=$?
+fi
 if compgen -G "$reports/*" >/dev/null; then
   for f in "$reports"/*; do
     echo "=== sanitizer report $f" && head -c 20000 "$f"
