@@ -10,7 +10,8 @@ if(MESHLM_UNITY AND NOT MESHLM_FUZZ)
   set_target_properties(meshlm_lib PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
   # GCC takes every included .cpp of a batch for a header and then warns about a class holding
   # a type of that file's anonymous namespace, which is fine in a .cpp.
-  target_compile_options(meshlm_lib PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-subobject-linkage>)
+  target_compile_options(meshlm_lib PRIVATE
+                         $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-Wno-subobject-linkage>)
   # One group per directory of src/meshlm (cli, data, infer, ...), split in groups of at most
   # MESHLM_UNITY_BATCH sources so both cores stay busy and a group's object stays small.
   set(MESHLM_UNITY_BATCH 8 CACHE STRING "Sources per unity batch of meshlm_lib")

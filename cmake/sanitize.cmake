@@ -1,6 +1,7 @@
 # Sanitizer builds (scripts/test.sh --sanitize): -DMESHLM_SANITIZE=address builds everything,
 # tests included, with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer comes with
-# ASan); -DMESHLM_SANITIZE=thread with ThreadSanitizer. Any undefined behaviour aborts the test
+# ASan); -DMESHLM_SANITIZE=thread with ThreadSanitizer, clang and LLVM's OpenMP runtime
+# (cmake/sanitize_thread.cmake). Any undefined behaviour aborts the test
 # that hits it (-fno-sanitize-recover) instead of printing a line nobody reads.
 # -O1 -g: fast enough to run the unit suite, with stack traces that name every frame.
 set(MESHLM_SANITIZE "" CACHE STRING "Sanitizer build: address (ASan + UBSan) or thread (TSan)")
@@ -13,6 +14,7 @@ if(MESHLM_SANITIZE STREQUAL "address")
   add_compile_definitions(_GLIBCXX_ASSERTIONS)
 elseif(MESHLM_SANITIZE STREQUAL "thread")
   set(MESHLM_SANITIZE_FLAGS -fsanitize=thread)
+  include(${CMAKE_CURRENT_LIST_DIR}/sanitize_thread.cmake)
 elseif(NOT MESHLM_SANITIZE STREQUAL "")
   message(FATAL_ERROR "MESHLM_SANITIZE=${MESHLM_SANITIZE}: expected address or thread")
 endif()

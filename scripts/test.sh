@@ -6,8 +6,9 @@
 # for minutes on both cores, and sharing the cores with other tests only slows everything). Any
 # arguments go to ctest instead (e.g. -L unit).
 # --sanitize[=address] [ctest args]: ASan + UBSan build in build-asan/, then the unit and MPI
-# tests (-LE slow) or the given ctest arguments; --sanitize=thread: TSan in build-tsan/ and the
-# serving engine's tests (scripts/sanitize/run.sh says what runs and why).
+# tests (-LE slow) or the given ctest arguments; --sanitize=thread: TSan (clang, libomp, Archer)
+# in build-tsan/ and the tests labelled tsan: the CPU kernels on 2 OpenMP threads and the serving
+# engine (scripts/sanitize/run.sh says what runs and why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,8 @@ packages=(
   python3-venv                # .venv for the serving tests' Python tooling (below)
   curl                        # the documented serve examples (readme_flow_test)
   time                        # /usr/bin/time: bench/'s peak-RSS measurements
+  clang-14 libclang-rt-14-dev # the sanitized parser tests (scripts/sanitize/ci.sh), TSan
+  libomp-14-dev               # LLVM's OpenMP and Archer for the TSan build (--sanitize=thread)
 )
 bash scripts/install_packages.sh "${packages[@]}"
 
@@ -54,4 +57,7 @@ fi
 bash scripts/cuda_build.sh
 # Tests that run side by side each use both cores: idle OpenMP threads sleep instead of spinning.
 OMP_WAIT_POLICY=PASSIVE ctest --test-dir build --output-on-failure -j 2 -LE slow
+# CI's sanitizer subset: the parsers of untrusted input under ASan + UBSan (build-fuzz/, about
+# 5 minutes from scratch; scripts/sanitize/ci.sh). The whole suite: --sanitize, above.
+bash scripts/sanitize/ci.sh
 ctest --test-dir build --output-on-failure -L slow

@@ -56,7 +56,9 @@ TrainerState trainer_state() {
 }
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+    // (memcmp of an empty vector's null data() is undefined even for 0 bytes)
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
 }
 
 void expect_same_state(const FullTrainingState& a, const FullTrainingState& b,

@@ -31,8 +31,10 @@ ThreadEvents& own_events() {
     if (!this_thread) {
         Registry& r = registry();
         std::lock_guard lock(r.mu);
-        r.threads.push_back(std::make_unique<ThreadEvents>(static_cast<int>(r.threads.size()),
-                                                           std::vector<TraceEvent>{}));
+        // Braces, not make_unique's parentheses: clang 14 (the TSan build) has no
+        // parenthesized aggregate initialization.
+        r.threads.push_back(std::unique_ptr<ThreadEvents>(
+            new ThreadEvents{static_cast<int>(r.threads.size()), {}}));
         this_thread = r.threads.back().get();
         this_thread->events.reserve(4096);
     }

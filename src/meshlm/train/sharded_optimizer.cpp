@@ -189,7 +189,8 @@ void ShardedOptimizer::load_local_chunk(const float* params, const float* m, con
                                         const float* stats, long step) {
     const ZeroPlan& plan = state_.plan();
     const Device device = state_.device();
-    const auto [begin, count] = state_.chunk_span();
+    // Not a structured binding: clang 14 (the TSan build) cannot capture one in the lambda.
+    const std::size_t begin = state_.chunk_span().first, count = state_.chunk_span().second;
     const std::size_t at = plan.stage == 0 ? begin : 0;
     const std::size_t pad = plan.chunk - count;
     // The host chunk onto `on`, its padding zeroed.
