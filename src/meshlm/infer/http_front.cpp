@@ -108,6 +108,15 @@ HttpFront::~HttpFront() {
     finish();
 }
 
+void HttpFront::stop_listening() {
+    // The accept loop runs while svr_sock_ is valid: taking the socket away ends it wherever it
+    // is, and shutting it down wakes an accept() already waiting.
+    const socket_t sock = svr_sock_.exchange(INVALID_SOCKET);
+    if (sock == INVALID_SOCKET) return;
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+}
+
 void HttpFront::finish() {
     stopping_ = true;
     parker_.stop();

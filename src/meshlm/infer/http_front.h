@@ -36,6 +36,10 @@ class HttpFront : public httplib::Server {
     explicit HttpFront(HttpLimits limits);
     ~HttpFront() override;
 
+    // Ends listen_after_bind() -- or, called before it (a server stopped as soon as it is
+    // started), makes it return at once. httplib's own stop() does nothing until the accept loop
+    // has begun, so the loop would then wait for a connection forever. Any thread.
+    void stop_listening();
     // Once listen_after_bind() has returned: closes waiting connections, finishes the requests
     // being read or answered (reads give up at once) and joins the workers.
     void finish();

@@ -907,7 +907,7 @@ int Server::inflight() const {
 
 void Server::stop() {
     begin_drain();
-    impl_->http.stop();
+    impl_->http.stop_listening();
 }
 
 }  // namespace meshlm
