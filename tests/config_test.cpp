@@ -239,6 +239,12 @@ TEST(Config, RangeErrors) {
     EXPECT_CONTAINS(override_error({"data.packing=stream"}), "one of concat, pad");
     EXPECT_CONTAINS(override_error({"train.seq_warmup_steps=10", "train.seq_warmup_len=48"}),
                     "train.seq_warmup_len (48) must divide train.seq_len (128)");
+    // The head counts a width allows, found by pairs up to sqrt: a prime width of 2^31 - 1 is
+    // answered at once (the fuzzer's slow input took seconds).
+    EXPECT_CONTAINS(override_error({"model.d_model=36", "model.n_head=5"}),
+                    "valid head counts: 1, 2, 3, 4, 6, 9, 12, 18, 36");
+    EXPECT_CONTAINS(override_error({"model.d_model=2147483647", "model.n_head=5"}),
+                    "valid head counts: 1, 2147483647");
     EXPECT_CONTAINS(override_error({"data.val_fraction=0.5", "data.test_fraction=0.5"}),
                     "must be < 1");
     EXPECT_CONTAINS(override_error({"data.val_fraction=1"}), "in (0, 1)");

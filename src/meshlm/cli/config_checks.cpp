@@ -11,9 +11,15 @@ namespace {
 
 // Divisors of n near `wanted` (all of them when there are few), for the n_head message.
 std::string divisors_near(int n, int wanted) {
-    std::vector<int> divs;
-    for (int d = 1; d <= n; ++d)
-        if (n % d == 0) divs.push_back(d);
+    // Pairs (d, n / d) up to sqrt(n): a d_model of 2^31 - 1 must not cost seconds (the fuzzer's
+    // slow input, fuzz/regressions/config_yaml/).
+    std::vector<int> divs, high;
+    for (long d = 1; d * d <= n; ++d)
+        if (n % d == 0) {
+            divs.push_back(static_cast<int>(d));
+            if (d * d != n) high.push_back(static_cast<int>(n / d));
+        }
+    divs.insert(divs.end(), high.rbegin(), high.rend());
     constexpr std::size_t max_shown = 16;
     std::size_t lo = 0, hi = divs.size();
     if (divs.size() > max_shown) {
