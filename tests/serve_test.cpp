@@ -686,6 +686,27 @@ void start_and_hang_up(int port, const json& body) {
     close(fd);
 }
 
+// A server stopped before its accept loop has begun (a SIGTERM during start-up, a test that ends
+// at once) still returns from run(): httplib's own stop() did nothing until the loop ran, which
+// then waited for a connection forever.
+TEST(ServeLimits, AStopBeforeRunStillEndsIt) {
+    ModelConfig cfg = small_model();
+    std::vector<float> params(transformer_layout(cfg).total());
+    init_params(cfg, transformer_layout(cfg), params.data(), 11);
+    ByteTokenizer tok;
+    Metrics metrics;
+    Engine engine(cfg, params.data(), tok, {}, &metrics);
+    ServerOptions so;
+    so.port = 0;
+    Server server(engine, tok, so, metrics);
+    server.bind();
+    server.stop();
+    auto ran = std::async(std::launch::async, [&] { server.run(); });
+    const bool ended = ran.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+    EXPECT_TRUE(ended) << "run() still waits after stop()";
+    if (!ended) server.stop();  // the loop runs now: this one ends it, so the test can finish
+}
+
 TEST(ServeLimits, AGoneClientFreesItsSequence) {
     set_thread_count(2);
     EngineOptions eo;
