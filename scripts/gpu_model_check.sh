@@ -10,7 +10,8 @@
 # 4. Exact resume on the GPU: 40 steps against 20 + 20 resumed from the step-20 checkpoint, the
 #    final model.safetensors compared byte for byte.
 # 6. GPT-2 124M, bf16, batch 16 x T 1024, 10 steps: tokens/s (median of steps 4-10), MFU
-#    against the GPU's dense bf16 peak, peak GPU memory (nvidia-smi, sampled every 100 ms).
+#    against the GPU's dense bf16 peak, peak GPU memory (nvidia-smi, sampled every 100 ms);
+#    then where its step goes, op by op (steps 4-5 of a traced run, bench/trace_ops.py).
 #
 # GPU_CHECK_DEVICE=cpu runs the "GPU" side on the CPU: a dry run of this script on any machine.
 set -uo pipefail
@@ -139,3 +140,14 @@ print(f"| meshlm (train.device=cuda) | {tps:.0f} | {16 * 1024 / tps:.4f} | {flop
       f"{100 * flops / peak:.1f} % | {max(mem) - min(mem):.0f} |")
 EOF
   echo "| meshlm (train.device=cuda) | failed (see gpu_check.log) | | | | |"
+echo
+# Where that step goes: steps 4-5 traced, each GPU op timed to the end of its kernels (the
+# waits cost a little: the traced steps are slower than the row above).
+echo "Where its step goes (steps 4-5 traced, per op; bench/trace_ops.py):"
+echo
+train gpt2_trace --config configs/gpt2-small.yaml --config.data.synthetic=true \
+  --config.train.batch_size=16 --config.train.seq_len=1024 --config.train.precision=bf16 \
+  --config.train.steps=6 --config.log.interval=1 --config.train.device="$dev" \
+  '--config.log.profile_steps=[4,5]' &&
+  python3 bench/trace_ops.py "$work/gpt2_trace/trace.json" --top 20 ||
+  echo "(the traced run failed: see gpu_check.log)"

@@ -90,15 +90,19 @@ inline void report(const std::string& what, std::size_t count, double max_err, d
                 what.c_str(), count, max_err, max_ratio);
 }
 
-// Compares got[i] with ref[i] for every i: |got - ref| <= tol.abs + tol.rel * |ref|.
+// Compares got[i] with ref[i] for every i: |got - ref| <= tol.abs + tol.rel * |ref| + slack[i]
+// (slack: none when empty; else per element, e.g. how far rounding alone moves ref[i]).
 inline void expect_close(const std::string& what, const std::vector<float>& got,
-                         const std::vector<double>& ref, Tolerance tol) {
+                         const std::vector<double>& ref, Tolerance tol,
+                         const std::vector<double>& slack = {}) {
     ASSERT_EQ(got.size(), ref.size()) << what;
+    ASSERT_TRUE(slack.empty() || slack.size() == ref.size()) << what;
     double max_err = 0, max_ratio = 0;
     int failures = 0;
     for (std::size_t i = 0; i < ref.size(); ++i) {
         const double err = std::fabs(got[i] - ref[i]);
-        const double allowed = tol.abs + tol.rel * std::fabs(ref[i]);
+        const double allowed =
+            tol.abs + tol.rel * std::fabs(ref[i]) + (slack.empty() ? 0.0 : slack[i]);
         if (!(err <= allowed) && ++failures <= 5)  // also catches NaN
             ADD_FAILURE() << what << "[" << i << "]: got " << got[i] << ", expected " << ref[i];
         max_err = std::max(max_err, err);

@@ -7,10 +7,16 @@
 #include "meshlm/kernels/device.h"
 
 #ifdef MESHLM_HAVE_CUDA
+#include "meshlm/core/trace.h"
 #include "meshlm/kernels/cuda/cuda_kernels.h"
-#define MESHLM_ON_CUDA(op, ...) \
-    do {                        \
-        __VA_ARGS__;            \
+// Each CUDA op is a trace event named for the op (log.profile_steps). While tracing, the op
+// waits for its kernels, so the event times the GPU's work, not the launch; outside the trace
+// window nothing waits.
+#define MESHLM_ON_CUDA(op, ...)                                                \
+    do {                                                                       \
+        ::meshlm::TraceScope meshlm_op_scope_(op);                             \
+        __VA_ARGS__;                                                           \
+        if (::meshlm::trace_enabled()) ::meshlm::kernels::cuda::synchronize(); \
     } while (0)
 #else
 #define MESHLM_ON_CUDA(op, ...) ::meshlm::kernels::require_device(::meshlm::Device::cuda, op)
