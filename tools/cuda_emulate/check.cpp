@@ -241,8 +241,12 @@ void attention() {
         bool alibi;
         float scale;
     };
+    // D <= 64 and a multiple of 4 take the tiled kernels (64 x 64 tiles: T = 150 crosses two
+    // tile edges, grouped heads), the rest the warp-per-row ones.
     for (const Case c : {Case{1, 45, 2, 1, 16, false, 0.f}, Case{2, 9, 4, 2, 40, true, 0.f},
-                         Case{1, 33, 2, 2, 64, true, 0.3f}, Case{1, 3, 1, 1, 256, false, 0.f}}) {
+                         Case{1, 33, 2, 2, 64, true, 0.3f}, Case{1, 150, 4, 2, 32, true, 0.f},
+                         Case{1, 70, 2, 1, 20, false, 0.f}, Case{1, 3, 1, 1, 256, false, 0.f},
+                         Case{1, 40, 2, 1, 66, true, 0.f}}) {
         const int W = (c.H + 2 * c.Hkv) * c.D;
         const std::size_t rows = std::size_t(c.B) * c.T;
         const auto qkv = randn(rows * W, 20), dout = randn(rows * c.H * c.D, 21);
@@ -266,10 +270,10 @@ void attention() {
 }
 
 // Dropout on the probabilities: the CPU's Philox mask regenerated in every pass. T over two
-// key tiles, grouped heads, a row and head offset (a later micro-batch, a tensor-parallel
-// rank's heads), a rate that drops half.
+// key tiles (of 64 and of 32), grouped heads, a row and head offset (a later micro-batch, a
+// tensor-parallel rank's heads), a rate that drops half.
 void attention_dropout() {
-    const int B = 2, T = 45, H = 4, Hkv = 2, D = 24, W = (H + 2 * Hkv) * D;
+    const int B = 2, T = 100, H = 4, Hkv = 2, D = 24, W = (H + 2 * Hkv) * D;
     const std::size_t rows = std::size_t(B) * T;
     const auto qkv = randn(rows * W, 80), dout = randn(rows * H * D, 81);
     for (const float rate : {0.1f, 0.5f}) {

@@ -11,8 +11,10 @@
 //               shares its key/value head, in head order (the GQA sum).
 // The dK/dV pass recomputes Dvec for each query tile it loads (D products per row, small next
 // to the tile's D x 32 per key row), so the backward needs no scratch memory. A distance bias's
-// gradient is a third pass (attention_distance.cu).
+// gradient is a third pass (attention_distance.cu). Head dims of at most 64 that are a multiple
+// of 4 take the register-tiled passes instead (attention_tiled_backward.cu).
 #include "meshlm/kernels/cuda/attention_common.cuh"
+#include "meshlm/kernels/cuda/attention_tiles.cuh"
 #include "meshlm/kernels/cuda/cuda_kernels.h"
 
 namespace meshlm::kernels::cuda {
@@ -167,6 +169,22 @@ __global__ void __launch_bounds__(kRows * 32)
     }
 }
 
+// The warp-per-row passes, for the head dims the tiled kernels do not take.
+void attention_backward_rows(float* dqkv, const float* dout, const float* out, const float* lse,
+                             const float* qkv, int B, const AttnGeom& g) {
+    const int T = g.T, D = g.D;
+    const unsigned row_blocks = (T + kRows - 1) / kRows;
+    const std::size_t dq_smem = sizeof(float) * (2 * kTile * (D + 1) + 2 * kRows * D);
+    const std::size_t dkv_smem = sizeof(float) * (2 * kTile * (D + 1) + 2 * kTile + 2 * kRows * D);
+    with_chunks(D, [&](auto chunks) {
+        constexpr int c = decltype(chunks)::value;
+        launch_attention(attention_backward_dq<c>, dim3(row_blocks, B * g.H), dq_smem, dqkv, dout,
+                         out, lse, qkv, g);
+        launch_attention(attention_backward_dkv<c>, dim3(row_blocks, B * g.Hkv), dkv_smem, dqkv,
+                         dout, out, lse, qkv, g);
+    });
+}
+
 }  // namespace
 
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
@@ -177,16 +195,10 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                  "attention: H ", H, ", Hkv ", Hkv, ", D ", D);
     if (B == 0 || T == 0) return;
     const AttnGeom g = make_geom(T, H, Hkv, D, alibi_slopes, scale, dropout, dist);
-    const unsigned row_blocks = (T + kRows - 1) / kRows;
-    const std::size_t dq_smem = sizeof(float) * (2 * kTile * (D + 1) + 2 * kRows * D);
-    const std::size_t dkv_smem = sizeof(float) * (2 * kTile * (D + 1) + 2 * kTile + 2 * kRows * D);
-    with_chunks(D, [&](auto chunks) {
-        constexpr int c = decltype(chunks)::value;
-        launch_attention(attention_backward_dq<c>, dim3(row_blocks, B * H), dq_smem, dqkv, dout,
-                         out, lse, qkv, g);
-        launch_attention(attention_backward_dkv<c>, dim3(row_blocks, B * Hkv), dkv_smem, dqkv, dout,
-                         out, lse, qkv, g);
-    });
+    if (tiled_attention(D))
+        attention_backward_tiled(dqkv, dout, out, lse, qkv, B, g);
+    else
+        attention_backward_rows(dqkv, dout, out, lse, qkv, B, g);
     if (g.dist.bias && g.dist.grad)
         attention_distance_grad(g.dist.grad, g.dist.ld, dout, out, lse, qkv, B, g);
 }
