@@ -24,7 +24,7 @@ __device__ inline void softmax_tile(float (&s)[4][4], float (&m)[4], float (&l)[
             s[r][c] = i <= last && j <= i ? g.score(s[r][c], h, i, j) : -INFINITY;
             mx = fmaxf(mx, s[r][c]);
         }
-        const float m_new = fmaxf(m[r], reduce16(mx, MaxOp{}));
+        const float m_new = fmaxf(m[r], warp_reduce<16>(mx, MaxOp{}));
         const bool none = m_new == -INFINITY;  // a row past T: nothing to weigh
         float p[4], sum = 0.f;
 #pragma unroll
@@ -33,7 +33,7 @@ __device__ inline void softmax_tile(float (&s)[4][4], float (&m)[4], float (&l)[
             sum += p[c];
         }
         const float corr = none ? 1.f : expf(m[r] - m_new);  // 0 on the row's first tile
-        l[r] = l[r] * corr + reduce16(sum, SumOp{});
+        l[r] = l[r] * corr + warp_reduce<16>(sum, SumOp{});
         m[r] = m_new;
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[r][e] *= corr;

@@ -11,8 +11,8 @@
 // tile's weights row by row and a float4 of the thread's 4 output dims (tx * 4 + e).
 //
 // A row of the tile spans the 16 lanes of one half-warp, so its max and sum are shuffles
-// within the half (reduce16). Every thread reaches every barrier and shuffle: rows and columns
-// past T are masked, not skipped. Sums run in a fixed order and every output element is
+// within the half (warp_reduce<16>). Every thread reaches every barrier and shuffle: rows and
+// columns past T are masked, not skipped. Sums run in a fixed order and every output element is
 // written by one thread, so results repeat bit for bit, as with the warp-per-row kernels.
 #pragma once
 
@@ -51,14 +51,6 @@ __device__ inline void sts4(float* p, const float (&v)[4]) {
 #else
     for (int e = 0; e < 4; ++e) p[e] = v[e];
 #endif
-}
-
-// Over the 16 lanes of a half-warp (one tile row).
-template <typename Op>
-__device__ inline float reduce16(float v, Op op) {
-#pragma unroll
-    for (int o = 8; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(kFullMask, v, o));
-    return v;
 }
 
 // Rows 0..63 of the D-wide vectors at(row) into dst[d * 64 + row] (transposed), zeros from

@@ -21,10 +21,11 @@ struct MaxOp {
     static constexpr float kIdentity = -INFINITY;
 };
 
-template <typename Op>
+// Over the warp, or over each aligned group of `lanes` (a power of two) lanes of it.
+template <int lanes = 32, typename Op>
 __device__ inline float warp_reduce(float v, Op op) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(kFullMask, v, o));
+    for (int o = lanes / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(kFullMask, v, o));
     return v;
 }
 
