@@ -2,9 +2,9 @@
 // written model.avg.safetensors is the mean of the weights the run's own checkpoints hold at the
 // window's steps, on one process, at data parallelism with ZeRO 3 and under tensor parallelism;
 // a resumed run writes the same bytes as an uninterrupted one (and does not once the window is
-// lost); a rollback forgets the snapshots after its checkpoint; a window that cannot be written
-// follows checkpoint.on_error; `meshlm eval --weights avg` scores it; the options are validated
-// by name.
+// lost, or fails its CRC-32); a rollback forgets the snapshots after its checkpoint; a window that
+// cannot be written follows checkpoint.on_error; `meshlm eval --weights avg` scores it; the options
+// are validated by name.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -129,6 +129,26 @@ TEST(WeightAverage, ResumeWritesTheSameBytesOnOneProcess) {
 
 TEST(WeightAverage, ResumeWritesTheSameBytesAtZeroThree) {
     expect_resume_exact(2, test::temp_dir("avgres2"), test::mesh_flags(2, 1, 3));
+}
+
+// A window file with a flipped bit (its data, which its header does not describe) is caught
+// by the CRC-32 saved with it: the resumed run says which file and starts a new window.
+TEST(WeightAverage, ACorruptWindowFailsItsCrcAndStartsANewWindow) {
+    const std::string dir = test::temp_dir("avgcrc"), a = dir + "/a", b = dir + "/b";
+    auto r = test::run_train(1, average_flags(a, 4));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string window = a + "/checkpoints/step_8/average-d0-m0.safetensors";
+    std::string bytes = test::read_file(window);
+    ASSERT_GT(bytes.size(), 100u);
+    bytes[bytes.size() - 5] ^= 0x10;  // inside the last snapshot's floats
+    test::write_file(window, bytes);
+    r = test::run_train(1, " --resume " + a + "/checkpoints/step_8 --config.log.dir=" + b);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("its averaging window " + window + " fails its CRC-32"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("train.average starts a new window"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("the mean of the weights of steps 10)"), std::string::npos) << r.output;
 }
 
 // A rollback (train.nan_policy) to the checkpoint of step 8 forgets the snapshot of step 10

@@ -2,6 +2,7 @@
 // rename inside it is on disk) and a CRC-32 of a whole file (zlib's, the one zip and PNG use).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -9,6 +10,16 @@ namespace meshlm {
 
 // fsync()s a directory; throws Error when it cannot be opened or synced.
 void fsync_dir(const std::string& dir);
+
+// A running CRC-32 over byte ranges added in order; hex(): 8 lowercase hex digits.
+class Crc32 {
+  public:
+    void add(const void* data, std::size_t bytes);
+    std::string hex() const;
+
+  private:
+    std::uint32_t crc_ = 0;
+};
 
 // CRC-32 of the file's bytes as 8 lowercase hex digits; throws InvalidInput if it cannot be read.
 std::string file_crc32(const std::string& path);

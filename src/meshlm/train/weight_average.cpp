@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "meshlm/core/error.h"
+#include "meshlm/core/file_sync.h"
 #include "meshlm/io/safetensors.h"
 #include "meshlm/io/weights.h"
 #include "meshlm/train/all_ranks.h"
@@ -89,9 +90,16 @@ std::vector<float> WeightAverage::mean() const {
     return out;
 }
 
+std::string WeightAverage::window_crc(const std::deque<Snapshot>& window) {
+    Crc32 crc;
+    for (const Snapshot& s : window) crc.add(s.params.data(), s.params.size() * sizeof(float));
+    return crc.hex();
+}
+
 void WeightAverage::save_window(const std::string& dir) const {
     auto meta = window_identity(mesh_, begin_, count_);
     meta["steps"] = join_steps(steps());
+    meta["crc32"] = window_crc(window_);
     std::vector<SafetensorsTensor> tensors;
     if (count_ > 0)
         for (const Snapshot& s : window_)
@@ -140,6 +148,11 @@ std::string WeightAverage::restore(const std::string& dir) {
         for (long s : parse_steps(found->second))
             loaded.push_back(
                 {s, count_ > 0 ? f.f32(snapshot_name(s), &shape) : std::vector<float>()});
+        // Windows saved before the CRC was kept have none to check.
+        const auto crc = f.metadata().find("crc32");
+        if (crc != f.metadata().end() && crc->second != window_crc(loaded))
+            why = "its averaging window " + path + " fails its CRC-32 (saved " + crc->second +
+                  ", read " + window_crc(loaded) + ")";
     });
     throw_if_any_failed(mesh_.world(), err, "");
     // Every rank continues the window, or none does.

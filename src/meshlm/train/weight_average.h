@@ -66,6 +66,9 @@ class WeightAverage {
     // the same window gives the same bits.
     std::vector<float> mean() const;
     void save_window(const std::string& dir) const;
+    // CRC-32 of the snapshots' bytes, oldest first: saved with the window (its file is written
+    // after trainer.json, whose CRCs do not cover it) and checked when it is restored.
+    static std::string window_crc(const std::deque<Snapshot>& window);
 
     int every_, last_;
     ModelConfig model_;
