@@ -3,6 +3,7 @@
 // says the kernels' indexing, tiling, barriers, shuffles and reductions compute what the CPU
 // computes; it says nothing of speed or of anything the emulation does not model (shim/
 // cuda_runtime.h). Built and run by run.sh.
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -963,7 +964,11 @@ int main(int argc, char** argv) {
     for (const auto& [name, group] : kGroups) {
         bool wanted = argc == 1;
         for (int a = 1; a < argc; ++a) wanted = wanted || std::strcmp(argv[a], name) == 0;
-        if (wanted) group(), ++ran;
+        if (!wanted) continue;
+        const auto t0 = std::chrono::steady_clock::now();
+        group(), ++ran;
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+        std::printf("== %s: %.1f s\n", name, took.count());  // what the emulation costs
     }
     if (ran == 0) ++g_failures, std::printf("FAIL no group named on the command line\n");
     std::printf("%d failed\n", g_failures);

@@ -117,6 +117,10 @@ inline float exchange(float v, int src_lane) {
     return r;
 }
 
+// A block's threads are made once per launch and walk the grid together: before each block,
+// every thread meets the others at `step` and thread 0 gives the block fresh shared memory,
+// barriers and slots (threads that returned early dropped out of the last block's), so a
+// launch of many small blocks does not pay for making and joining its threads every block.
 struct Launch {
     dim3 grid, block_dim;
     std::size_t smem = 0;
@@ -126,29 +130,33 @@ struct Launch {
         gridDim = grid;
         blockDim = block_dim;
         const int nt = static_cast<int>(block_dim.x * block_dim.y * block_dim.z);
-        for (unsigned bz = 0; bz < grid.z; ++bz)
-            for (unsigned by = 0; by < grid.y; ++by)
-                for (unsigned bx = 0; bx < grid.x; ++bx) {
-                    block.smem.assign(smem / sizeof(float) + 1, std::nanf(""));
-                    block.all = std::make_unique<std::barrier<>>(nt);
-                    block.warps.clear();
-                    for (int w = 0; w * 32 < nt; ++w)
-                        block.warps.push_back(
-                            std::make_unique<std::barrier<>>(std::min(32, nt - 32 * w)));
-                    block.slots.assign(nt, 0.f);
-                    std::vector<std::thread> threads;
-                    for (int t = 0; t < nt; ++t)
-                        threads.emplace_back([&, t] {
-                            linear_id = t;
-                            threadIdx = dim3(t % block_dim.x, t / block_dim.x % block_dim.y,
-                                             t / (block_dim.x * block_dim.y));
-                            blockIdx = dim3(bx, by, bz);
-                            kernel(args...);
-                            block.all->arrive_and_drop();
-                            block.warps[t / 32]->arrive_and_drop();
-                        });
-                    for (auto& th : threads) th.join();
+        const unsigned nblocks = grid.x * grid.y * grid.z;
+        std::barrier<> step(nt);
+        auto fresh_block = [&] {
+            block.smem.assign(smem / sizeof(float) + 1, std::nanf(""));
+            block.all = std::make_unique<std::barrier<>>(nt);
+            block.warps.clear();
+            for (int w = 0; w * 32 < nt; ++w)
+                block.warps.push_back(std::make_unique<std::barrier<>>(std::min(32, nt - 32 * w)));
+            block.slots.assign(nt, 0.f);
+        };
+        std::vector<std::thread> threads;
+        for (int t = 0; t < nt; ++t)
+            threads.emplace_back([&, t] {
+                linear_id = t;
+                threadIdx = dim3(t % block_dim.x, t / block_dim.x % block_dim.y,
+                                 t / (block_dim.x * block_dim.y));
+                for (unsigned n = 0; n < nblocks; ++n) {
+                    step.arrive_and_wait();  // the last block is done with the block state
+                    if (t == 0) fresh_block();
+                    step.arrive_and_wait();
+                    blockIdx = dim3(n % grid.x, n / grid.x % grid.y, n / (grid.x * grid.y));
+                    kernel(args...);
+                    block.all->arrive_and_drop();
+                    block.warps[t / 32]->arrive_and_drop();
                 }
+            });
+        for (auto& th : threads) th.join();
     }
 };
 
