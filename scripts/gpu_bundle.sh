@@ -7,6 +7,7 @@
 # major version must be this toolkit's (nvcc --version); gpu_check.sh says so if it is not.
 #
 #   scripts/gpu_bundle.sh          # then: scripts/gpu_check.sh on the GPU host (docs/cuda.md)
+#   MESHLM_GPU_PREV=old/meshlm scripts/gpu_bundle.sh   # also times old/meshlm beside this one
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/cuda_build.sh >/dev/null
@@ -21,6 +22,12 @@ bins=(build-cuda/tests/cuda/cuda_ops_test build-cuda/tests/cuda/cuda_train_test
   build-cuda/tests/cuda/cuda_decode_test build-cuda/tests/cuda/cuda_reference_test
   build-cuda/tests/cuda/cuda_mesh_mpi_test build-cuda/meshlm)
 cp "${bins[@]}" "$out/bin/"
+# MESHLM_GPU_PREV: a CUDA meshlm of an earlier commit (say a copy of build-cuda/meshlm kept
+# from before a change), timed beside this one in section 6 (gpu_model_check.sh's A/B).
+if [ -n "${MESHLM_GPU_PREV:-}" ]; then
+  cp "$MESHLM_GPU_PREV" "$out/bin/meshlm_prev"
+  "$MESHLM_GPU_PREV" --version 2>/dev/null | sed -n "s/^commit: //p" >"$out/prev_commit" || true
+fi
 strip "$out"/bin/*
 # The default run's corpus (Debian's fortunes), which the GPU host may not have.
 cp -r /usr/share/games/fortunes "$out/fortunes"
@@ -32,9 +39,11 @@ done | sort -u | while read -r name path; do
   [[ "$name" =~ $host_provided ]] && continue
   cp -L "$path" "$out/lib/$name"
 done
-# Packed: oneDNN alone is 40 MB. gpu_check.sh unpacks it.
+# Packed, the binaries too (oneDNN alone is 40 MB; the six binaries 34 MB, 9 packed): a device
+# call carries the bundle and the checkout within 64 MiB. gpu_check.sh unpacks them.
 tar -C "$out" -cJf "$out/lib.tar.xz" lib
-rm -rf "$out/lib"
+tar -C "$out" -cJf "$out/bin.tar.xz" bin
+rm -rf "$out/lib" "$out/bin"
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 "$nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p' >"$out/cuda_major"
 git rev-parse --short HEAD >"$out/commit"
@@ -43,4 +52,4 @@ if [ "$size" -gt 64 ]; then
   echo "gpu_bundle: $out is $size MiB, over the 64 MiB a device run may carry" >&2
   exit 1
 fi
-echo "gpu_bundle: $out ($size MiB): ${bins[*]##*/} and $(tar -tJf "$out/lib.tar.xz" | grep -c '\.so') libraries"
+echo "gpu_bundle: $out ($size MiB, packed): ${bins[*]##*/} and $(tar -tJf "$out/lib.tar.xz" | grep -c '\.so') libraries"

@@ -25,6 +25,7 @@ bundle=gpu_bundle
 report="${OUT:-.}/gpu_check.md"
 log="${OUT:-.}/gpu_check.log"
 : >"$log"
+[ -d "$bundle/bin" ] || [ ! -f "$bundle/bin.tar.xz" ] || tar -C "$bundle" -xJf "$bundle/bin.tar.xz"
 if [ ! -x "$bundle/bin/cuda_ops_test" ]; then
   echo "gpu_check: no $bundle/ here: run scripts/gpu_bundle.sh on the CPU machine first" >&2
   exit 2

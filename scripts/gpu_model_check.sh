@@ -141,6 +141,37 @@ print(f"| meshlm (train.device=cuda) | {tps:.0f} | {16 * 1024 / tps:.4f} | {flop
 EOF
   echo "| meshlm (train.device=cuda) | failed (see gpu_check.log) | | | | |"
 echo
+# A/B against the previous binary (gpu_bundle.sh with MESHLM_GPU_PREV): both alternate, two
+# runs each, so a speed change is measured side by side on this GPU.
+if [ -x "$bundle/bin/meshlm_prev" ]; then
+  echo "The previous binary ($(cat "$bundle/prev_commit" 2>/dev/null || echo '?')) against this" \
+    "one, alternating, 10 steps each (tokens/s, median of steps 4-10):"
+  echo
+  echo "| run | previous | this | this / previous |"
+  echo "|---|---|---|---|"
+  this=$m
+  for round in 1 2; do
+    for side in prev this; do
+      m=$this
+      [ "$side" = prev ] && m="$bundle/bin/meshlm_prev"
+      train "ab_${side}_$round" --config configs/gpt2-small.yaml \
+        --config.data.synthetic=true --config.train.batch_size=16 --config.train.seq_len=1024 \
+        --config.train.precision=bf16 --config.train.steps=10 --config.log.interval=1 \
+        --config.train.device="$dev"
+    done
+    m=$this
+    python3 - "$work/ab_prev_$round/metrics.jsonl" "$work/ab_this_$round/metrics.jsonl" \
+      "$round" <<'EOF' || echo "| $round | failed (see gpu_check.log) | | |"
+import json, statistics, sys
+def tps(path):
+    rows = [json.loads(l) for l in open(path) if '"tokens_per_s"' in l]
+    return statistics.median(r["tokens_per_s"] for r in rows if r["step"] >= 4)
+a, b = tps(sys.argv[1]), tps(sys.argv[2])
+print(f"| {sys.argv[3]} | {a:.0f} | {b:.0f} | {b / a:.3f} |")
+EOF
+  done
+  echo
+fi
 # Where that step goes: steps 4-5 traced, each GPU op timed to the end of its kernels (the
 # waits cost a little: the traced steps are slower than the row above).
 echo "Where its step goes (steps 4-5 traced, per op; bench/trace_ops.py):"
