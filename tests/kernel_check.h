@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -18,6 +17,7 @@
 #include "meshlm/core/error.h"
 #include "meshlm/core/threads.h"
 #include "meshlm/kernels/kernels.h"
+#include "test_util.h"
 
 namespace meshlm::test {
 
@@ -74,10 +74,6 @@ inline std::vector<float> nan_filled(std::size_t n) {
 
 inline std::vector<double> to_double(const std::vector<float>& v) {
     return {v.begin(), v.end()};
-}
-
-inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 struct Tolerance {

@@ -27,7 +27,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <numbers>
@@ -456,10 +455,6 @@ TEST(KernelGrad, Scale) {
 
 // ---------------------------------------------------------------------------------------------
 // Determinism
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 TEST(KernelDeterminism, BackwardRepeatsBitwise) {
     {  // attention, three query blocks

@@ -55,11 +55,7 @@ TrainerState trainer_state() {
     return st;
 }
 
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-    // (memcmp of an empty vector's null data() is undefined even for 0 bytes)
-    return a.size() == b.size() &&
-           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
-}
+using test::bitwise_equal;
 
 void expect_same_state(const FullTrainingState& a, const FullTrainingState& b,
                        const std::string& what) {

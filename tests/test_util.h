@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -10,6 +11,13 @@
 #include "meshlm/model/transformer.h"
 
 namespace meshlm::test {
+
+// The same floats, bit for bit (NaNs included). memcmp is not called on an empty vector's
+// data(), which may be null: undefined even for 0 bytes.
+inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
 
 // The model of the checkpoint and train tests: 2 layers, width 32, 2 heads (MLP width 128),
 // vocabulary 300, context 16 -- heads, MLP and vocabulary all split over 2 model ranks.

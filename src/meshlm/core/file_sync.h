@@ -1,5 +1,6 @@
 // Durability and integrity helpers for files that must survive a crash: a directory fsync (so a
-// rename inside it is on disk) and a CRC-32 of a whole file (zlib's, the one zip and PNG use).
+// rename inside it is on disk) and CRC-32s (zlib's, the one zip and PNG use) of a whole file or
+// of byte ranges in turn.
 #pragma once
 
 #include <cstddef>

@@ -149,10 +149,12 @@ std::string WeightAverage::restore(const std::string& dir) {
             loaded.push_back(
                 {s, count_ > 0 ? f.f32(snapshot_name(s), &shape) : std::vector<float>()});
         // Windows saved before the CRC was kept have none to check.
-        const auto crc = f.metadata().find("crc32");
-        if (crc != f.metadata().end() && crc->second != window_crc(loaded))
-            why = "its averaging window " + path + " fails its CRC-32 (saved " + crc->second +
-                  ", read " + window_crc(loaded) + ")";
+        const auto saved = f.metadata().find("crc32");
+        if (saved == f.metadata().end()) return;
+        const std::string read = window_crc(loaded);
+        if (read != saved->second)
+            why = "its averaging window " + path + " fails its CRC-32 (saved " + saved->second +
+                  ", read " + read + ")";
     });
     throw_if_any_failed(mesh_.world(), err, "");
     // Every rank continues the window, or none does.
