@@ -20,6 +20,7 @@
 
 #include "kernel_check.h"
 #include "meshlm/core/error.h"
+#include "meshlm/core/trace.h"
 #include "meshlm/kernels/device.h"
 #include "meshlm/kernels/device_buffer.h"
 #include "meshlm/kernels/kernels.h"
@@ -1259,6 +1260,25 @@ TEST_F(CudaOps, VqAttention) {
 
 TEST_F(CudaOps, VqAttentionCarriedStates) {
     compare_vq_attention(true);
+}
+
+// While tracing (log.profile_steps), each CUDA op is an event named for the op that lasts until
+// its kernels are done (kernels/ops/dispatch.h): a 4096^3 fp32 GEMM (137 GFLOP, no TF32) takes
+// over 1 ms on any GPU of today (under 100 TFLOP/s in fp32), far longer than its launch.
+TEST_F(CudaOps, TracedOpsAreEventsThatWaitForTheirKernels) {
+    const int n = 4096;
+    DeviceBuffer a = upload(Device::cuda, randn(std::size_t(n) * n, 60), {n, n});
+    DeviceBuffer c(Device::cuda, DType::f32, {n, n});
+    ops::gemm(c.view(), a.view(), false, a.view(), false);  // warm: cuBLASLt's first call
+    trace_clear();
+    trace_set_enabled(true);
+    ops::gemm(c.view(), a.view(), false, a.view(), false);
+    trace_set_enabled(false);
+    const auto events = trace_events();
+    trace_clear();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_STREQ(events[0].name, "gemm");
+    EXPECT_GT(events[0].dur_ns, 1'000'000) << "the event ended before the GEMM could have";
 }
 
 TEST_F(CudaOps, BufferRoundTrip) {
